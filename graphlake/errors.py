@@ -1,0 +1,60 @@
+"""Every error graphlake raises on purpose, in one place.
+
+Each message says what went wrong *and what to do next*; the CLI prints it as-is, without a
+traceback. Errors mix in the matching built-in so callers can catch ``ValueError`` and friends.
+"""
+
+from __future__ import annotations
+
+
+class GraphlakeError(Exception):
+    """Base class: anything graphlake reports to a user deliberately."""
+
+
+class LakeError(GraphlakeError):
+    """The lake directory is missing, locked, or at an unknown version."""
+
+
+class LakeVersionError(LakeError, LookupError):
+    """A read asked for a lake version that does not exist."""
+
+
+class UnknownCorpusError(GraphlakeError, KeyError):
+    """No ingestor is registered under that name."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class SqlError(GraphlakeError, ValueError):
+    """A statement was rejected before it ran (not a read, bad syntax, unknown names)."""
+
+    def __init__(self, message: str, *, line: int | None = None, col: int | None = None):
+        super().__init__(message)
+        self.line = line
+        self.col = col
+
+
+class QueryTimeoutError(GraphlakeError, TimeoutError):
+    """A query ran past its time limit and was interrupted."""
+
+
+class NamedQueryError(GraphlakeError, ValueError):
+    """A named query file is malformed, unknown, or was given bad parameters."""
+
+
+class MissingExtraError(GraphlakeError, ImportError):
+    """An optional dependency is not installed; the message names the pip command."""
+
+
+def attempt_import(module: str, extra: str):
+    """Import an optional heavy dependency, or say exactly how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise MissingExtraError(
+            f"{module} is not installed; it ships in graphlake's '{extra}' extra. "
+            f'Install it with: pip install "graphlake[{extra}]"'
+        ) from exc

@@ -1,0 +1,123 @@
+"""What every ingestor shares: the emitter it writes rows into and the reject helper.
+
+An ingestor never touches the lake. It lists its *units* (files or session folders) and parses
+each into canonical rows by calling :meth:`Emitter.row` and :meth:`Emitter.reject`. The lake's
+writer is one emitter (it spills to Parquet, bounded memory); :class:`CollectingEmitter` keeps
+rows in memory for tests and notebooks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+
+RAW_LIMIT = 1 << 20  # rejects keep at most 1 MiB of the raw record
+
+
+def to_json(value: Any) -> str:
+    """Compact, key-sorted JSON text (deterministic, so ids and attrs are reproducible)."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+                        default=str).decode()
+
+
+def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:
+    """JSON of the fields of ``obj`` that have no column; None when there are none."""
+    extra = {k: v for k, v in obj.items() if k not in known}
+    return to_json(extra) if extra else None
+
+
+def raw_text(value: Any) -> str:
+    """The raw payload a reject keeps: JSON for parsed values, text for bytes, capped."""
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", errors="replace")
+    elif isinstance(value, str):
+        text = value
+    else:
+        text = to_json(value)
+    if len(text) > RAW_LIMIT:
+        text = text[:RAW_LIMIT] + f"... [truncated, {len(text)} characters in all]"
+    return text
+
+
+def stable_id(*parts: object) -> str:
+    """A short deterministic id from its parts (same input, same id, on every machine)."""
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=10)
+    return h.hexdigest()
+
+
+class Emitter(Protocol):
+    """Where an ingestor writes canonical rows and rejects."""
+
+    corpus: str
+
+    def row(self, table: str, row: dict) -> None: ...
+
+    def reject(self, *, source_file: str, target_table: str, record_kind: str,
+               record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None: ...
+
+
+class EmitterBase:
+    """Counting and reject-row construction shared by every emitter."""
+
+    def __init__(self, corpus: str):
+        self.corpus = corpus
+        self.accepted: Counter[str] = Counter()
+        self.rejected: Counter[str] = Counter()
+
+    def _store(self, table: str, row: dict) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def row(self, table: str, row: dict) -> None:
+        row["corpus"] = self.corpus
+        self.accepted[table] += 1
+        self._store(table, row)
+
+    def reject(self, *, source_file: str, target_table: str, record_kind: str,
+               record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None:
+        self.rejected[target_table] += 1
+        self._store("rejects", {
+            "corpus": self.corpus,
+            "session_id": session_id or "",
+            "reject_id": stable_id(self.corpus, source_file, record_ref, reason),
+            "source_file": source_file,
+            "target_table": target_table,
+            "record_kind": record_kind,
+            "record_ref": record_ref,
+            "reason": reason,
+            "raw": raw_text(raw),
+        })
+
+
+class CollectingEmitter(EmitterBase):
+    """Keeps every row in memory, grouped by table: for tests and small notebooks."""
+
+    def __init__(self, corpus: str):
+        super().__init__(corpus)
+        self.tables: dict[str, list[dict]] = defaultdict(list)
+
+    def _store(self, table: str, row: dict) -> None:
+        self.tables[table].append(row)
+
+
+@dataclass(frozen=True)
+class SourceUnit:
+    """One thing an ingestor parses on its own: a file, or a session folder."""
+
+    path: Path
+    kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
+    size: int = 0
+
+
+@dataclass
+class IngestStats:
+    """Accepted / rejected counts per table for one run, plus how many rows were new."""
+
+    accepted: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+    added: Counter = field(default_factory=Counter)
+    units: int = 0

@@ -1,0 +1,46 @@
+"""Clock-time parsing for source formats that write times as text.
+
+Kolab writes node times as ``"HH:MM:SS-HH:MM:SS"`` (video time). Real files also carry
+``MM:SS``, fractional seconds, en dashes and stray spaces; all of these parse. Anything else
+raises :class:`TimeFormatError` whose message says what was expected, so the caller can put it
+straight into a reject reason.
+"""
+
+from __future__ import annotations
+
+import re
+
+_CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
+_DASHES = re.compile(r"\s*[-\u2013\u2014]\s*")
+
+
+class TimeFormatError(ValueError):
+    """A time text is not a clock time or a clock range."""
+
+
+def parse_clock(text: str) -> float:
+    """``"01:02:03"`` -> 3723.0 seconds; ``"02:03"`` -> 123.0; fractional seconds allowed."""
+    if not isinstance(text, str):
+        raise TimeFormatError(f"expected a clock time text like '00:04:10', got {text!r}")
+    m = _CLOCK.match(text)
+    if not m:
+        raise TimeFormatError(f"{text!r} is not a clock time; write HH:MM:SS, e.g. '00:04:10'")
+    hours, minutes, seconds = m.group(1), int(m.group(2)), float(m.group(3))
+    if minutes >= 60 or seconds >= 60:
+        raise TimeFormatError(f"{text!r} has minutes or seconds past 59; write HH:MM:SS")
+    return (int(hours) if hours else 0) * 3600 + minutes * 60 + seconds
+
+
+def parse_range(text: str) -> tuple[float, float]:
+    """``"00:01:00-00:02:30"`` -> (60.0, 150.0). The end may not precede the start."""
+    if not isinstance(text, str):
+        raise TimeFormatError(
+            f"expected a time range text like '00:01:00-00:02:30', got {text!r}")
+    parts = _DASHES.split(text.strip())
+    if len(parts) != 2:
+        raise TimeFormatError(
+            f"{text!r} is not a time range; write 'HH:MM:SS-HH:MM:SS', e.g. '00:01:00-00:02:30'")
+    start, end = parse_clock(parts[0]), parse_clock(parts[1])
+    if end < start:
+        raise TimeFormatError(f"{text!r} ends before it starts; swap the two times")
+    return start, end
