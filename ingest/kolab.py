@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import orjson
-
 from graphlake.ingest import register
 from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, to_json
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock, parse_range

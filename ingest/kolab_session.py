@@ -20,7 +20,6 @@ import hashlib
 from pathlib import Path
 
 import orjson
-
 from graphlake.ingest.base import Emitter, attrs_json, to_json
 from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedGraph
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock

@@ -15,6 +15,7 @@ import itertools
 import shutil
 import uuid
 from collections import Counter
+
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq

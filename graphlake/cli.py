@@ -1,0 +1,354 @@
+"""The ``graphlake`` command line: ingest, sql, query, lake, schema, demo.
+
+Every command takes ``--lake DIR`` (default: ``$GRAPHLAKE_LAKE`` or the user data directory).
+Errors graphlake raises on purpose are printed as one line that says what to do next.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from graphlake.config import ENV_LAKE, resolve_lake_dir
+from graphlake.errors import GraphlakeError
+
+app = typer.Typer(
+    help="graphlake: one lake for human-agent collaboration corpora.\n\n"
+         "Ingest source files into versioned tables, query them with SQL and named queries, "
+         "and compute the collaboration metrics the papers define.\n\n"
+         "Start with `graphlake demo`, then try `graphlake sql \"SELECT * FROM adoptions "
+         "LIMIT 5\"`.",
+    no_args_is_help=True, rich_markup_mode="rich", pretty_exceptions_enable=False)
+query_app = typer.Typer(help="Named queries shipped in queries/ (list, show, run).",
+                        no_args_is_help=True)
+lake_app = typer.Typer(help="Inspect and maintain the lake (info, history, compact).",
+                       no_args_is_help=True)
+schema_app = typer.Typer(help="The canonical schema (export JSON Schema files).",
+                         no_args_is_help=True)
+app.add_typer(query_app, name="query")
+app.add_typer(lake_app, name="lake")
+app.add_typer(schema_app, name="schema")
+
+console = Console()
+err_console = Console(stderr=True)
+
+LakeOpt = Annotated[Path | None, typer.Option(
+    "--lake", envvar=ENV_LAKE, help="Lake directory [default: $GRAPHLAKE_LAKE or the user data "
+    "directory].", show_default=False)]
+VersionOpt = Annotated[int | None, typer.Option(
+    "--version", help="Read this lake version instead of the latest (time travel; see "
+    "`graphlake lake history`).")]
+FormatOpt = Annotated[str, typer.Option(
+    "--format", "-f", help="Output format: table, json (an array of row objects), csv, parquet.")]
+OutputOpt = Annotated[Path | None, typer.Option(
+    "--output", "-o", help="Write the result to this file instead of stdout.")]
+MaxRowsOpt = Annotated[int, typer.Option(
+    "--max-rows", help="Return at most this many rows (0 for no cap).")]
+TimeoutOpt = Annotated[float, typer.Option(
+    "--timeout", help="Stop a query that runs longer than this many seconds (0 for none).")]
+DialectOpt = Annotated[str | None, typer.Option(
+    "--dialect", help="With --transpile-only: print the SQL rewritten for this dialect "
+    "(spark, postgres, trino, ...).")]
+TranspileOpt = Annotated[bool, typer.Option(
+    "--transpile-only", help="Print the transpiled SQL instead of running it.")]
+
+
+def _lake(path: Path | None):
+    from graphlake.lake import Lake
+
+    return Lake(resolve_lake_dir(path))
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
+    raise typer.Exit(2)
+
+
+def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) -> None:
+    from graphlake.query.output import FORMATS, write
+
+    if fmt not in FORMATS:
+        _fail(ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}"))
+    if fmt == "parquet" and output is None and sys.stdout.isatty():
+        _fail(ValueError("parquet is binary: pass --output FILE or redirect stdout"))
+    write(table, fmt, output, console)
+    if truncated:
+        err_console.print(f"[yellow]note:[/] result cut at {max_rows} rows; raise --max-rows "
+                          "(0 for no cap) to see the rest")
+
+
+# -- ingest ----------------------------------------------------------------------------------
+@app.command()
+def ingest(
+    corpus: Annotated[str, typer.Argument(help="Ingestor name (kolab, ...).")],
+    path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
+    lake: LakeOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+):
+    """Ingest PATH with the CORPUS ingestor as one new lake version.
+
+    Prints, per table, how many records were accepted, how many of those were new to the lake
+    (re-ingesting the same files adds nothing), and how many were rejected. Rejected records
+    are kept with their raw payload and a reason: `graphlake sql "SELECT * FROM rejects"`.
+    """
+
+    lk = _lake(lake)
+    try:
+        stats, snap = _run_ingest(corpus, path, lk, quiet)
+    except (GraphlakeError, FileNotFoundError) as exc:
+        _fail(exc)
+    print_ingest_report(corpus, stats, snap, lk)
+
+
+def _run_ingest(corpus: str, path: Path, lk, quiet: bool):
+    from graphlake.pipeline import ingest_path
+
+    if quiet:
+        return ingest_path(corpus, path, lk)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+        task = progress.add_task(f"ingest {corpus}", total=None)
+
+        def tick(done, total, _path):
+            progress.update(task, completed=done, total=total)
+
+        return ingest_path(corpus, path, lk, on_unit=tick)
+
+
+def print_ingest_report(corpus, stats, snap, lk) -> None:
+    from graphlake.schema import TABLES
+
+    t = Table(title=f"{corpus}: {stats.units} source units", header_style="bold")
+    for col in ("table", "accepted", "new", "rejected"):
+        t.add_column(col, justify="left" if col == "table" else "right")
+    for name in TABLES:
+        if name == "rejects":
+            continue
+        a, n, r = stats.accepted[name], stats.added[name], stats.rejected[name]
+        if a or r:
+            t.add_row(name, str(a), str(n), str(r) if r else "")
+    console.print(t)
+    total_rej = sum(stats.rejected.values())
+    if snap is None:
+        console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")
+    else:
+        console.print(f"committed lake version {snap.lake_version} at {lk.root}")
+    if total_rej:
+        console.print(f"[yellow]{total_rej} records rejected[/]; see them with: graphlake sql "
+                      f"\"SELECT source_file, record_ref, reason FROM rejects WHERE corpus = "
+                      f"'{corpus}'\"", highlight=False)
+
+
+# -- sql -------------------------------------------------------------------------------------
+@app.command()
+def sql(
+    statement: Annotated[str, typer.Argument(help="One read-only SQL statement (DuckDB dialect).")],
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+    dialect: DialectOpt = None,
+    transpile_only: TranspileOpt = False,
+    max_rows: MaxRowsOpt = 100_000,
+    timeout: TimeoutOpt = 300.0,
+):
+    """Run one read-only SQL statement over the lake's views.
+
+    Views: sessions, participants, steps, nodes, node_occurrences, edges, events, annotations,
+    adoptions, media, documents, rejects (see schemas/ for their columns). Statements are
+    parsed by sqlglot first: only reads pass, and unknown tables or columns get a
+    "did you mean".
+
+    Example: graphlake sql "SELECT label, count(*) FROM adoptions GROUP BY 1" --format json
+    """
+    from graphlake.query import guard, run_sql
+
+    try:
+        if transpile_only:
+            guard.parse(statement)
+            typer.echo(guard.transpile(statement, dialect or "duckdb"))
+            return
+        if dialect:
+            _fail(ValueError("--dialect only applies with --transpile-only; queries run on "
+                             "DuckDB"))
+        res = run_sql(statement, _lake(lake), version=version, max_rows=max_rows or None,
+                      timeout_s=timeout or None)
+    except GraphlakeError as exc:
+        _fail(exc)
+    _emit(res.table, fmt, output, res.truncated, max_rows)
+
+
+# -- named queries ---------------------------------------------------------------------------
+@query_app.command("list")
+def query_list(fmt: FormatOpt = "table", lake: LakeOpt = None):
+    """List the named queries with their parameters."""
+    import pyarrow as pa
+
+    from graphlake.query import named
+
+    try:
+        qs = named.load_all()
+    except GraphlakeError as exc:
+        _fail(exc)
+    rows = [{"name": q.name, "title": q.title,
+             "params": ", ".join(f"{p.name}:{p.type}" + ("" if p.required else "?")
+                                 for p in q.params)} for q in qs.values()]
+    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+
+
+@query_app.command("show")
+def query_show(name: Annotated[str, typer.Argument(help="Named query.")],
+               dialect: DialectOpt = None):
+    """Print a named query's SQL (optionally transpiled with --dialect spark)."""
+    from graphlake.query import guard, named
+
+    try:
+        q = named.get(name)
+        typer.echo(guard.transpile(q.sql, dialect) if dialect else q.sql)
+    except GraphlakeError as exc:
+        _fail(exc)
+
+
+@query_app.command("run")
+def query_run(
+    name: Annotated[str, typer.Argument(help="Named query (see `graphlake query list`).")],
+    param: Annotated[list[str] | None, typer.Option(
+        "--param", "-p", help="Parameter as NAME=VALUE; repeat for several.")] = None,
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+    dialect: DialectOpt = None,
+    transpile_only: TranspileOpt = False,
+    max_rows: MaxRowsOpt = 100_000,
+    timeout: TimeoutOpt = 300.0,
+):
+    """Run a named query, e.g. `graphlake query run collab_metrics -p corpus=kolab`."""
+    from graphlake.query import guard, named
+    from graphlake.query.engine import run_sql
+
+    try:
+        q = named.get(name)
+        given = {}
+        for item in param or []:
+            if "=" not in item:
+                raise named.NamedQueryError(f"--param {item!r}: write NAME=VALUE")
+            k, v = item.split("=", 1)
+            given[k.strip()] = v
+        values = q.bind(given)
+        if transpile_only:
+            typer.echo(guard.transpile(q.sql, dialect or "duckdb"))
+            return
+        res = run_sql(q.sql, _lake(lake), version=version, params=values,
+                      max_rows=max_rows or None, timeout_s=timeout or None)
+    except GraphlakeError as exc:
+        _fail(exc)
+    _emit(res.table, fmt, output, res.truncated, max_rows)
+
+
+# -- lake ------------------------------------------------------------------------------------
+@lake_app.command("info")
+def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table"):
+    """Tables at a lake version: Delta version, rows, files, bytes."""
+    import pyarrow as pa
+
+    from graphlake.lake.maintenance import table_info
+
+    lk = _lake(lake)
+    try:
+        snap = lk.snapshot(version)
+    except GraphlakeError as exc:
+        _fail(exc)
+    rows = [vars(i) for i in table_info(lk, snap)]
+    if fmt == "table":
+        when = f"{snap.committed_at:%Y-%m-%d %H:%M:%S}" if snap.committed_at else ""
+        detail = f" ({snap.operation} {snap.corpus or ''} {when} UTC)" if when else " (empty)"
+        console.print(f"lake {lk.root} at version {snap.lake_version}{detail}")
+    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+
+
+@lake_app.command("history")
+def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
+    """Every lake version: when, what operation, which corpus and source, rows added."""
+    import json
+
+    import pyarrow as pa
+
+    rows = [{"version": s.lake_version, "committed_at": s.committed_at,
+             "operation": s.operation, "corpus": s.corpus, "source": s.source,
+             "rows_added": sum(s.rows_added.values()),
+             "detail": json.dumps(s.rows_added)} for s in _lake(lake).snapshots()]
+    _emit(pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
+          fmt, None, False, 0)
+
+
+@lake_app.command("compact")
+def lake_compact(
+    lake: LakeOpt = None,
+    vacuum: Annotated[bool, typer.Option(
+        "--vacuum", help="Also delete files only older versions use (older lake versions "
+        "become unreadable).")] = False,
+):
+    """Rewrite many small Parquet files into few large ones (a new lake version, same rows)."""
+    from graphlake.lake.maintenance import compact
+
+    try:
+        snap, report = compact(_lake(lake), vacuum=vacuum)
+    except GraphlakeError as exc:
+        _fail(exc)
+    for name, r in report.items():
+        console.print(f"{name}: {r['files_removed']} files -> {r['files_added']}"
+                      + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else ""))
+    console.print(f"committed lake version {snap.lake_version}" if snap else "already compact")
+
+
+# -- schema ----------------------------------------------------------------------------------
+@schema_app.command("export")
+def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to write into.")]
+                  = Path("schemas")):
+    """Write the JSON Schema of every canonical table (regenerates schemas/)."""
+    from graphlake.schema.jsonschema import export
+
+    for p in export(directory):
+        console.print(str(p))
+
+
+# -- demo ------------------------------------------------------------------------------------
+@app.command()
+def demo(
+    lake: LakeOpt = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", help="Where to write the generated corpus [default: <lake>/../demo-corpus].")]
+    = None,
+    sessions: Annotated[int, typer.Option("--sessions", help="Kolab sessions to generate.")] = 24,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same corpus).")]
+    = 7,
+):
+    """Generate the demo corpus, ingest it, and print the headline analyses.
+
+    The corpus is written by code in graphlake.demo from a fixed seed, so every run produces
+    the same files; it includes a few deliberately invalid records to show rejects.
+    """
+    from graphlake.demo.run import run_demo
+
+    lk = _lake(lake)
+    corpus_dir = out or lk.root.parent / "demo-corpus"
+    try:
+        run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
+                 ingest=lambda c, p: _run_ingest(c, p, lk, False))
+    except GraphlakeError as exc:
+        _fail(exc)
+
+
+def main() -> None:  # console-script entry point
+    app()
+
+
+if __name__ == "__main__":
+    main()

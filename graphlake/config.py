@@ -1,0 +1,22 @@
+"""Where the lake lives when a command is not told: ``--lake``, then ``$GRAPHLAKE_LAKE``, then
+the user's data directory (``~/.local/share/graphlake/lake`` on Linux)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from platformdirs import user_data_dir
+
+ENV_LAKE = "GRAPHLAKE_LAKE"
+
+
+def default_lake_dir() -> Path:
+    env = os.environ.get(ENV_LAKE)
+    if env:
+        return Path(env).expanduser()
+    return Path(user_data_dir("graphlake", appauthor=False)) / "lake"
+
+
+def resolve_lake_dir(given: str | os.PathLike | None) -> Path:
+    return Path(given).expanduser() if given else default_lake_dir()

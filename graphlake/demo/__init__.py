@@ -1,0 +1,1 @@
+"""The embedded demo corpus: generated deterministically by code, ingested by `graphlake demo`."""

@@ -1,0 +1,67 @@
+"""Lake housekeeping: what is in it (``lake info``) and fewer, larger files (``lake compact``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphlake.lake.store import Lake, Snapshot
+from graphlake.schema import TABLES
+
+
+@dataclass
+class TableInfo:
+    table: str
+    delta_version: int | None
+    rows: int
+    files: int
+    bytes: int
+
+
+def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
+    """Rows, files and bytes of every table in ``snap`` (from Delta file statistics)."""
+    out = []
+    for name in TABLES:
+        dt = lake.delta(name, snap)
+        if dt is None:
+            out.append(TableInfo(name, None, 0, 0, 0))
+            continue
+        adds = pa.table(dt.get_add_actions(flatten=True))
+        rows = pc.sum(adds["num_records"]).as_py() or 0 if adds.num_rows else 0
+        size = pc.sum(adds["size_bytes"]).as_py() or 0 if adds.num_rows else 0
+        out.append(TableInfo(name, snap.table_versions[name], rows, adds.num_rows, size))
+    return out
+
+
+def compact(lake: Lake, *, vacuum: bool = False) -> tuple[Snapshot | None, dict[str, dict]]:
+    """Rewrite small files into larger ones; commit the result as a new lake version.
+
+    Rows do not change, so every earlier lake version stays readable, unless ``vacuum`` is
+    set: then files no longer referenced by the newest table versions are deleted and only the
+    new lake version can be read.
+    """
+    from deltalake import DeltaTable
+
+    report: dict[str, dict] = {}
+    with lake.write_lock():
+        base = lake.snapshot()
+        lake.roll_back_orphans(base)
+        versions = dict(base.table_versions)
+        for name, v in base.table_versions.items():
+            dt = DeltaTable(str(lake.table_path(name)))
+            metrics = dt.optimize.compact()
+            removed = metrics.get("numFilesRemoved", 0)
+            if removed:
+                versions[name] = DeltaTable(str(lake.table_path(name))).version()
+            if vacuum:
+                metrics["vacuumed"] = len(DeltaTable(str(lake.table_path(name))).vacuum(
+                    retention_hours=0, dry_run=False, enforce_retention_duration=False))
+            report[name] = {"files_removed": removed, "files_added":
+                            metrics.get("numFilesAdded", 0), "vacuumed": metrics.get("vacuumed")}
+        snap = None
+        if versions != base.table_versions:
+            snap = lake.commit_snapshot(operation="compact", corpus=None, source=None,
+                                        table_versions=versions, rows_added={})
+    return snap, report

@@ -1,0 +1,77 @@
+"""Render an Arrow result as a terminal table, JSON array, CSV or Parquet."""
+
+from __future__ import annotations
+
+import io
+import sys
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+from rich.console import Console
+from rich.table import Table
+
+FORMATS = ("table", "json", "csv", "parquet")
+
+
+def _cell(v) -> str:
+    if v is None:
+        return "∅"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -> Table:
+    out = Table(title=title, show_lines=False, header_style="bold")
+    for name in table.column_names:
+        numeric = pa.types.is_integer(table.schema.field(name).type) or \
+            pa.types.is_floating(table.schema.field(name).type)
+        out.add_column(name, justify="right" if numeric else "left", max_width=max_width,
+                       overflow="ellipsis")
+    for row in table.to_pylist():
+        out.add_row(*(_cell(v) for v in row.values()))
+    return out
+
+
+def to_json_bytes(table: pa.Table) -> bytes:
+    return orjson.dumps(table.to_pylist(), option=orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def write(table: pa.Table, fmt: str, output: Path | None = None,
+          console: Console | None = None) -> None:
+    """Write ``table`` in ``fmt`` to ``output`` (a file) or stdout."""
+    if fmt == "table":
+        (console or Console()).print(rich_table(table))
+        return
+    if fmt == "json":
+        data = to_json_bytes(table) + b"\n"
+    elif fmt == "csv":
+        buf = io.BytesIO()
+        pacsv.write_csv(_csv_safe(table), buf)
+        data = buf.getvalue()
+    elif fmt == "parquet":
+        buf = io.BytesIO()
+        pq.write_table(table, buf)
+        data = buf.getvalue()
+    else:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    if output:
+        Path(output).write_bytes(data)
+    else:
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+
+
+def _csv_safe(table: pa.Table) -> pa.Table:
+    """CSV has no lists: render list columns as JSON text."""
+    cols = []
+    for i, field in enumerate(table.schema):
+        col = table.column(i)
+        if pa.types.is_list(field.type) or pa.types.is_struct(field.type):
+            col = pa.array([None if v is None else orjson.dumps(v).decode()
+                            for v in col.to_pylist()], pa.string())
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
