@@ -14,6 +14,7 @@ occurrence, is a reject, never a guess.
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,7 +184,7 @@ class GraphParser:
             "domain": _text(meta.get("domain")),
             "split": _text(meta.get("split")),
             "participants": [graph.human_id, *sorted(graph.ai_actors)],
-            "started_at": meta.get("started_at"),
+            "started_at": self._started_at(meta.get("started_at")),
             "duration_s": max(ends) if ends else None,
             "source_file": self.src,
             "attrs": to_json(extra) if extra else None,
@@ -198,6 +199,19 @@ class GraphParser:
                 "session_id": graph.session_id, "participant_id": brand, "kind": "ai",
                 "role": "assistant", "name": brand,
             })
+
+    def _started_at(self, value) -> datetime | None:
+        if value in (None, ""):
+            return None
+        try:
+            ts = datetime.fromisoformat(str(value))
+        except ValueError:
+            self.reject("sessions", "meta", "meta.json$.started_at", f"session {self.sid}: "
+                        f"started_at {value!r} is not an ISO 8601 time such as "
+                        "'2026-03-02T14:00:00+00:00'; the session landed without it", value,
+                        self.sid)
+            return None
+        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
     # -- steps -----------------------------------------------------------------------------
     def _segment(self, step, i: int, graph: ParsedGraph) -> Segment | None:

@@ -27,7 +27,8 @@ class Correlation:
     def describe(self) -> str:
         if self.rho is None:
             return f"{self.x} vs {self.y}: too few sessions ({self.n})"
-        return f"{self.x} vs {self.y}: Spearman rho = {self.rho:+.2f} (p = {self.p:.3g}, n = {self.n})"
+        return (f"{self.x} vs {self.y}: Spearman rho = {self.rho:+.2f} "
+                f"(p = {self.p:.3g}, n = {self.n})")
 
 
 def run_named(name: str, lake, **params) -> pa.Table:

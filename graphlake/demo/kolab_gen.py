@@ -165,11 +165,11 @@ class KolabGenerator:
         t += lead
         n_inter = r.randint(2, 4)
         remaining = max(60.0, seg.start + dur - t)
-        # planners interact in bursts (short gaps, one long pause); others evenly
-        gaps = [remaining / n_inter] * n_inter
-        if planning > 0.5:
-            gaps = [remaining * 0.08] * (n_inter - 1) + [remaining * (1 - 0.08 * (n_inter - 1))]
+        # planners interact in one tight burst; others spread their interactions out
+        even_pause = remaining / (2 * n_inter)
         for k in range(n_inter):
+            if k:
+                t += r.uniform(3, 15) if r.random() < planning else even_pause
             prompt = node("user", "Prompt the agent: " + r.choice(HUMAN_ACTS).lower(), t, t + 20)
             edge(prev, prompt)
             ai_start = t + 20

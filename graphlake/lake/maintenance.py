@@ -49,7 +49,7 @@ def compact(lake: Lake, *, vacuum: bool = False) -> tuple[Snapshot | None, dict[
         base = lake.snapshot()
         lake.roll_back_orphans(base)
         versions = dict(base.table_versions)
-        for name, v in base.table_versions.items():
+        for name in base.table_versions:
             dt = DeltaTable(str(lake.table_path(name)))
             metrics = dt.optimize.compact()
             removed = metrics.get("numFilesRemoved", 0)

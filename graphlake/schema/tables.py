@@ -30,7 +30,7 @@ def _f(name: str, typ: pa.DataType, doc: str, nullable: bool = True) -> pa.Field
     return pa.field(name, typ, nullable=nullable, metadata={"doc": doc})
 
 
-_CORPUS = _f("corpus", STR, "Ingestor that produced the row (kolab, almanac, hasbench, ...).", False)
+_CORPUS = _f("corpus", STR, "Ingestor that produced the row (kolab, almanac, ...).", False)
 _SESSION = _f("session_id", STR, "Session identifier, as the source names it.", False)
 _ATTRS = _f("attrs", STR, "JSON object with every source field that has no column of its own.")
 
