@@ -9,6 +9,7 @@ rows in memory for tests and notebooks.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,8 +22,25 @@ RAW_LIMIT = 1 << 20  # rejects keep at most 1 MiB of the raw record
 
 def to_json(value: Any) -> str:
     """Compact, key-sorted JSON text (deterministic, so ids and attrs are reproducible)."""
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-                        default=str).decode()
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
+                            default=str).decode()
+    except TypeError:  # integers beyond 64 bits, which orjson cannot write
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str,
+                          ensure_ascii=False)
+
+
+def load_json(data: bytes | str) -> Any:
+    """Parse JSON fast with orjson; fall back to the standard library for what orjson refuses
+    but JSON allows (integers beyond 64 bits). Raises ``ValueError`` for invalid JSON."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:
+            return json.loads(data)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass
+        raise
 
 
 def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:

@@ -14,13 +14,12 @@ occurrence, is a reject, never a guess.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 
-import orjson
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, load_json, to_json
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock, parse_range
 
 SESSION_KNOWN = frozenset({"session_id", "participant_id", "title", "goal", "steps"})
@@ -541,8 +540,8 @@ class KolabIngestor:
                          fallback_sid: str | None = None) -> ParsedGraph | None:
         data = path.read_bytes()
         try:
-            obj = orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+            obj = load_json(data)
+        except ValueError as exc:
             self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
             return None
         sid = obj.get("session_id") if isinstance(obj, dict) else None

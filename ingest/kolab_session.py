@@ -19,8 +19,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-import orjson
-from graphlake.ingest.base import Emitter, attrs_json, to_json
+from graphlake.ingest.base import Emitter, attrs_json, load_json, to_json
 from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedGraph
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock
 
@@ -53,8 +52,8 @@ class _Reader:
     def load_json(self, path: Path, table: str):
         data = path.read_bytes()
         try:
-            return orjson.loads(data)
-        except orjson.JSONDecodeError as exc:
+            return load_json(data)
+        except ValueError as exc:
             self.reject(path, table, "file", "$", f"{path.name} is not valid JSON ({exc}); fix "
                         "the syntax and re-ingest", data)
             return None
@@ -67,8 +66,8 @@ class _Reader:
                     continue
                 ref = f"line {lineno}"
                 try:
-                    msg = orjson.loads(line)
-                except orjson.JSONDecodeError as exc:
+                    msg = load_json(line)
+                except ValueError as exc:
                     self.reject(path, "events", "chat_message", ref,
                                 f"line {lineno} is not valid JSON ({exc})", line)
                     continue
@@ -277,8 +276,8 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
     meta_path = folder / "meta.json"
     if meta_path.is_file():
         try:
-            meta = orjson.loads(meta_path.read_bytes())
-        except orjson.JSONDecodeError as exc:
+            meta = load_json(meta_path.read_bytes())
+        except ValueError as exc:
             ing.reject_file(out, meta_path, f"meta.json is not valid JSON ({exc}); the session "
                             "landed without its metadata")
         if meta is not None and not isinstance(meta, dict):

@@ -1,7 +1,7 @@
 """Golden tables: the hand-checked session, ingested into a real lake, row for row.
 
-Regenerate after an intended change with ``GRAPHLAKE_REGEN_GOLDEN=1 pytest tests/test_kolab_golden.py``
-and review the diff.
+Regenerate after an intended change with
+``GRAPHLAKE_REGEN_GOLDEN=1 pytest tests/test_kolab_golden.py`` and review the diff.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import json
 import os
 
 import pytest
-from conftest import FIXTURES, HAND
 
+from conftest import FIXTURES, HAND
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.schema import TABLES

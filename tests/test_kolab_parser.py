@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import pytest
+
 from conftest import HAND, parse_kolab, write_graph
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import HAND
 
+from conftest import HAND
 from graphlake.errors import LakeVersionError
 from graphlake.lake import Lake, LakeWriter
 from graphlake.lake.maintenance import compact, table_info
@@ -15,7 +15,8 @@ from graphlake.query import run_sql
 
 
 def count(lake, table, version=None) -> int:
-    return run_sql(f"SELECT count(*) AS n FROM {table}", lake, version=version).table["n"][0].as_py()
+    res = run_sql(f"SELECT count(*) AS n FROM {table}", lake, version=version)
+    return res.table["n"][0].as_py()
 
 
 def test_reingest_adds_nothing(lake):

@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 import graphlake
@@ -101,7 +102,10 @@ class Lake:
         """Every lake version, oldest first (empty for a new lake)."""
         if not DeltaTable.is_deltatable(str(self._snapshots_path)):
             return []
-        rows = DeltaTable(str(self._snapshots_path)).to_pyarrow_table().to_pylist()
+        # read the files directly: DeltaTable.to_pyarrow_table() can abort the interpreter at
+        # exit (deltalake 1.x, seen here as "terminate called without an active exception")
+        files = DeltaTable(str(self._snapshots_path)).file_uris()
+        rows = pq.read_table(files, schema=SNAPSHOT_SCHEMA).to_pylist() if files else []
         return [Snapshot(r["lake_version"], r["committed_at"], r["operation"], r["corpus"],
                          r["source"], json.loads(r["table_versions"]),
                          json.loads(r["rows_added"] or "{}"))

@@ -114,11 +114,17 @@ class LakeWriter(EmitterBase):
                      f" WHERE session_id IN (SELECT DISTINCT session_id FROM s)) e "
                      f"USING ({keys})")
         reader = con.sql(query).to_arrow_reader(100_000)
+        try:
+            return self._write_stream(table, reader)
+        finally:
+            reader.close()  # release DuckDB's stream before its connection closes
+
+    def _write_stream(self, table: str, reader: pa.RecordBatchReader) -> tuple[int, int | None]:
         nonempty = (b for b in reader if b.num_rows)
         first = next(nonempty, None)
         if first is None:
             return 0, None
-        schema = spec.schema
+        schema = TABLES[table].schema
         counted = 0
 
         def batches():

@@ -31,6 +31,8 @@ FORBIDDEN_FUNCTIONS = {
     "postgres_scan", "mysql_scan", "getenv", "parquet_metadata", "parquet_schema",
     "parquet_file_metadata", "parquet_kv_metadata", "read_xlsx", "query_table", "query",
 }
+#: Table functions that only compute values (no I/O).
+SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest"}
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?:\. Line: (\d+), Col: (\d+))?")
 
 
@@ -73,6 +75,11 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
     known = {t.lower() for t in columns}
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
+            fn = table.this
+            fname = (fn.name if isinstance(fn, exp.Anonymous) else
+                     getattr(fn, "sql_name", lambda: "")()).lower()
+            if fname in SAFE_TABLE_FUNCTIONS or isinstance(fn, exp.Unnest | exp.GenerateSeries):
+                continue
             raise SqlError("table functions are not allowed here; select from the lake views "
                            f"({', '.join(sorted(known))})")
         name = table.name.lower()

@@ -1,0 +1,134 @@
+"""End-to-end: the real `graphlake` command in a subprocess, against a real lake."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from conftest import HAND, cli
+
+
+@pytest.fixture
+def corpus(tmp_path):
+    """A folder of one session folder, one bare graph file with a bad reference, one non-JSON."""
+    root = tmp_path / "corpus"
+    shutil.copytree(HAND, root / "hand")
+    g = json.loads((HAND / "graph.json").read_text())
+    g["session_id"] = "bare-1"
+    g["steps"][1]["nodes"][2]["user_response"][1][1] = "n42"  # resolves to nothing
+    (root / "bare.json").write_text(json.dumps(g))
+    (root / "broken.json").write_text("{oops")
+    return root
+
+
+def test_ingest_prints_counts_and_reingest_adds_nothing(tmp_path, corpus):
+    lake = tmp_path / "lake"
+    first = cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    lines = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[2:5]]
+             for ln in first.stdout.splitlines() if ln.count("│") >= 5}
+    assert lines["nodes"] == ["14", "14", ""]
+    assert lines["annotations"] == ["23", "23", "1"]  # 20 hand + 3 of 4 bare
+    assert lines["sessions"] == ["2", "2", "1"]
+    assert "committed lake version 1" in first.stdout
+    again = cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    assert "nothing new" in again.stdout and "stays at version 1" in again.stdout
+
+
+def test_bad_reference_reject_names_the_id_and_the_rest_lands(tmp_path, corpus):
+    lake = tmp_path / "lake"
+    cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    out = cli("sql", "SELECT record_kind, reason, raw FROM rejects WHERE source_file LIKE "
+              "'%bare.json' ", "--format", "json", lake=lake)
+    (rej,) = json.loads(out.stdout)
+    assert rej["record_kind"] == "user_response"
+    assert "'n42'" in rej["reason"] and "resolves to no node occurrence" in rej["reason"]
+    assert json.loads(rej["raw"])[1] == "n42"
+    nodes = json.loads(cli("sql", "SELECT count(*) AS n FROM nodes WHERE session_id = 'bare-1'",
+                           "--format", "json", lake=lake).stdout)
+    assert nodes == [{"n": 7}]
+
+
+def test_sql_json_csv_parquet_and_version(tmp_path, corpus):
+    lake = tmp_path / "lake"
+    cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    rows = json.loads(cli("sql", "select label, count(*) from adoptions group by 1 order by 1",
+                          "--format", "json", lake=lake).stdout)
+    # hand: adopt 2, modify 1, reject 1; bare: the same less its rejected adopt
+    assert rows == [{"label": "adopt", "count_star()": 3}, {"label": "modify", "count_star()": 2},
+                    {"label": "reject", "count_star()": 2}]
+    csv = cli("sql", "select label from adoptions order by 1 limit 2", "--format", "csv",
+              lake=lake).stdout
+    assert csv.splitlines() == ['"label"', '"adopt"', '"adopt"']
+    pq_file = tmp_path / "out.parquet"
+    cli("sql", "select * from nodes", "--format", "parquet", "-o", str(pq_file), lake=lake)
+    import pyarrow.parquet as pq
+
+    assert pq.read_table(pq_file).num_rows == 14
+    old = json.loads(cli("sql", "select count(*) as n from nodes", "--version", "0",
+                         "--format", "json", lake=lake).stdout)
+    assert old == [{"n": 0}]
+
+
+def test_sql_errors_are_one_helpful_line(tmp_path):
+    bad = cli("sql", "select lable from adoptions", lake=tmp_path / "lake", check=False)
+    assert bad.returncode == 2
+    assert "Did you mean 'label'?" in bad.stderr and "Traceback" not in bad.stderr
+    write = cli("sql", "drop table nodes", lake=tmp_path / "lake", check=False)
+    assert write.returncode == 2 and "only read statements" in write.stderr
+
+
+def test_transpile_only_prints_spark_sql(tmp_path):
+    out = cli("sql", "SELECT list_value(1, 2) AS l FROM nodes", "--dialect", "spark",
+              "--transpile-only", lake=tmp_path / "lake")
+    assert "ARRAY(1, 2)" in out.stdout
+    out = cli("query", "run", "collab_metrics", "--dialect", "spark", "--transpile-only",
+              lake=tmp_path / "lake")
+    assert "STDDEV_POP" in out.stdout.upper()
+
+
+def test_query_list_and_run_collab_metrics(tmp_path, corpus):
+    lake = tmp_path / "lake"
+    cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    listed = json.loads(cli("query", "list", "--format", "json", lake=lake).stdout)
+    assert {"collab_metrics", "adoption_summary", "retention_by_domain"} <= \
+        {q["name"] for q in listed}
+    rows = json.loads(cli("query", "run", "collab_metrics", "--format", "json",
+                          lake=lake).stdout)
+    assert sorted(r["session_id"] for r in rows) == ["bare-1", "hand-1"]
+    rows = json.loads(cli("query", "run", "collab_metrics", "-p", "corpus=nope", "--format",
+                          "json", lake=lake).stdout)
+    assert rows == []
+    bad = cli("query", "run", "collab_metric", lake=lake, check=False)
+    assert "Did you mean 'collab_metrics'" in bad.stderr
+
+
+def test_lake_info_history_compact(tmp_path, corpus):
+    lake = tmp_path / "lake"
+    cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
+    info = {r["table"]: r for r in json.loads(cli("lake", "info", "--format", "json",
+                                                  lake=lake).stdout)}
+    assert info["nodes"]["rows"] == 14 and info["nodes"]["files"] == 1
+    assert info["media"]["delta_version"] is None
+    hist = json.loads(cli("lake", "history", "--format", "json", lake=lake).stdout)
+    assert [h["operation"] for h in hist] == ["ingest"]
+    assert "already compact" in cli("lake", "compact", lake=lake).stdout
+
+
+def test_unknown_corpus_and_missing_path(tmp_path):
+    bad = cli("ingest", "kolabb", str(tmp_path), lake=tmp_path / "l", check=False)
+    assert bad.returncode == 2 and "Did you mean 'kolab'" in bad.stderr
+    missing = cli("ingest", "kolab", str(tmp_path / "nope"), lake=tmp_path / "l", check=False)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "run"],
+            ["query", "show"], ["lake"], ["lake", "info"], ["lake", "history"],
+            ["lake", "compact"], ["schema"], ["schema", "export"], ["demo"]]
+
+
+@pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "graphlake")
+def test_every_command_has_help(cmd):
+    out = cli(*cmd, "--help")
+    assert "Usage:" in out.stdout and len(out.stdout) > 200

@@ -1,0 +1,90 @@
+"""sqlglot guard: reads only, known names with "did you mean", no file access, transpiling."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import HAND
+from graphlake.errors import SqlError
+from graphlake.pipeline import ingest_path
+from graphlake.query import check, run_sql, transpile
+
+COLUMNS = {"nodes": ["corpus", "session_id", "node_id", "label", "actor_type"],
+           "adoptions": ["corpus", "session_id", "label", "ai_node"]}
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT label, count(*) FROM adoptions GROUP BY 1",
+    "WITH x AS (SELECT label FROM nodes) SELECT label FROM x",
+    "SELECT n.label FROM nodes n JOIN adoptions a USING (session_id)",
+    "SELECT label FROM nodes UNION ALL SELECT label FROM adoptions",
+    "SELECT session_id, count(*) FILTER (WHERE label = 'adopt') AS k FROM adoptions "
+    "GROUP BY ALL ORDER BY k",
+])
+def test_reads_pass(sql):
+    check(sql, COLUMNS)
+
+
+@pytest.mark.parametrize("sql,kind", [
+    ("DELETE FROM nodes", "DELETE"), ("DROP TABLE nodes", "DROP"),
+    ("INSERT INTO nodes VALUES (1)", "INSERT"), ("CREATE TABLE t AS SELECT 1", "CREATE"),
+    ("UPDATE nodes SET label = 'x'", "UPDATE"),
+])
+def test_writes_are_refused(sql, kind):
+    with pytest.raises(SqlError, match=f"only read statements are allowed here.*got {kind}"):
+        check(sql, COLUMNS)
+
+
+def test_unknown_table_gets_did_you_mean():
+    with pytest.raises(SqlError, match="unknown table 'node'. Did you mean 'nodes'"):
+        check("SELECT * FROM node", COLUMNS)
+
+
+def test_unknown_column_gets_did_you_mean_with_position():
+    with pytest.raises(SqlError) as info:
+        check("SELECT lable, count(*) FROM adoptions GROUP BY 1", COLUMNS)
+    msg = str(info.value)
+    assert "unknown column 'lable' (line 1, column 12). Did you mean 'label'?" in msg
+    assert info.value.line == 1 and info.value.col == 12
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT * FROM read_csv('/etc/passwd')",
+    "SELECT * FROM read_parquet('x.parquet')",
+    "SELECT getenv('HOME')",
+    "SELECT * FROM '/etc/passwd'",
+    "SELECT * FROM glob('*')",
+])
+def test_reading_outside_the_lake_is_refused(sql):
+    with pytest.raises(SqlError):
+        check(sql, COLUMNS)
+
+
+def test_several_statements_are_refused():
+    with pytest.raises(SqlError, match="exactly one statement, got 2"):
+        check("SELECT 1; SELECT 2", COLUMNS)
+
+
+def test_syntax_error_has_position():
+    with pytest.raises(SqlError, match=r"SQL syntax error.*line 1"):
+        check("SELECT FROM WHERE (", COLUMNS)
+
+
+def test_transpile_to_spark():
+    out = transpile("SELECT list_value(1, 2) AS l, epoch_ms(0) AS e FROM nodes", "spark")
+    assert "ARRAY(1, 2)" in out
+    with pytest.raises(SqlError, match="Dialects include spark"):
+        transpile("SELECT 1", "no-such-dialect")
+
+
+def test_row_cap_and_timeout(lake):
+    from graphlake.errors import QueryTimeoutError
+
+    ingest_path("kolab", HAND, lake)
+    res = run_sql("SELECT * FROM node_occurrences", lake, max_rows=3)
+    assert res.table.num_rows == 3 and res.truncated
+    res = run_sql("SELECT * FROM node_occurrences", lake, max_rows=None)
+    assert res.table.num_rows == 8 and not res.truncated
+    slow = "SELECT count(*) FROM range(100000000) a, range(100000) b WHERE a.range % 7 = b.range"
+    with pytest.raises(QueryTimeoutError, match="past its 0.5 s limit"):
+        run_sql(slow.replace("range(", "range("), lake, timeout_s=0.5)
