@@ -45,6 +45,8 @@ def load_json(data: bytes | str) -> Any:
 
 def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:
     """JSON of the fields of ``obj`` that have no column; None when there are none."""
+    if obj.keys() <= known:
+        return None
     extra = {k: v for k, v in obj.items() if k not in known}
     return to_json(extra) if extra else None
 

@@ -488,9 +488,6 @@ class KolabIngestor:
     help = ("Kolab workflow graph JSON (paper appendix A.5); PATH is a graph .json, a session "
             "folder with graph.json and optional side files, or a folder of either.")
 
-    def __init__(self):
-        self.seen_sessions: dict[str, str] = {}
-
     def units(self, path: Path) -> list[SourceUnit]:
         path = Path(path)
         if not path.exists():
@@ -538,21 +535,9 @@ class KolabIngestor:
 
     def parse_graph_file(self, path: Path, out: Emitter, meta: dict | None,
                          fallback_sid: str | None = None) -> ParsedGraph | None:
-        data = path.read_bytes()
         try:
-            obj = load_json(data)
+            obj = load_json(path.read_bytes())
         except ValueError as exc:
             self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
             return None
-        sid = obj.get("session_id") if isinstance(obj, dict) else None
-        if isinstance(sid, str) and sid in self.seen_sessions:
-            out.reject(source_file=str(path), target_table="sessions", record_kind="session",
-                       record_ref="$.session_id",
-                       reason=f"session_id {sid!r} was already read from "
-                       f"{self.seen_sessions[sid]} in this run; give each session its own id",
-                       raw=data, session_id=sid)
-            return None
-        graph = GraphParser(out, str(path)).parse(obj, fallback_sid or path.stem, meta)
-        if graph is not None:
-            self.seen_sessions[graph.session_id] = str(path)
-        return graph
+        return GraphParser(out, str(path)).parse(obj, fallback_sid or path.stem, meta)

@@ -12,6 +12,8 @@ import re
 
 _CLOCK = re.compile(r"^\s*(?:(\d+):)?(\d{1,2}):(\d{1,2}(?:\.\d+)?)\s*$")
 _DASHES = re.compile(r"\s*[-\u2013\u2014]\s*")
+# the shape Kolab writes almost always; parsed without the general path
+_FAST_RANGE = re.compile(r"(\d\d):([0-5]\d):([0-5]\d)-(\d\d):([0-5]\d):([0-5]\d)")
 
 
 class TimeFormatError(ValueError):
@@ -36,6 +38,12 @@ def parse_range(text: str) -> tuple[float, float]:
     if not isinstance(text, str):
         raise TimeFormatError(
             f"expected a time range text like '00:01:00-00:02:30', got {text!r}")
+    m = _FAST_RANGE.fullmatch(text)
+    if m:
+        h1, m1, s1, h2, m2, s2 = map(int, m.groups())
+        start, end = h1 * 3600 + m1 * 60 + s1, h2 * 3600 + m2 * 60 + s2
+        if end >= start:
+            return float(start), float(end)
     parts = _DASHES.split(text.strip())
     if len(parts) != 2:
         raise TimeFormatError(

@@ -238,15 +238,6 @@ def test_non_json_file_is_rejected_and_siblings_land(tmp_path):
     assert len(out.tables["sessions"]) == 1
 
 
-def test_same_session_twice_in_one_run_is_rejected(tmp_path):
-    folder = tmp_path / "corpus"
-    write_graph(folder, base_graph(), "a.json")
-    write_graph(folder, base_graph(), "b.json")
-    out = parse_kolab(folder)
-    (r,) = out.tables["rejects"]
-    assert "session_id 't1' was already read from" in r["reason"]
-
-
 def test_extra_fields_land_in_attrs(tmp_path):
     g = base_graph()
     g["recorded_with"] = "OBS"

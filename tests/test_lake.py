@@ -8,7 +8,7 @@ import pytest
 
 from conftest import HAND
 from graphlake.errors import LakeVersionError
-from graphlake.lake import Lake, LakeWriter
+from graphlake.lake import Lake, LakeRun
 from graphlake.lake.maintenance import compact, table_info
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
@@ -66,13 +66,32 @@ def test_crash_between_table_commits_and_snapshot_is_invisible(lake, monkeypatch
     assert count(lake, "sessions") == 2 and count(lake, "nodes") == 14
 
 
-def test_duplicate_keys_within_a_run_land_once(lake):
-    w = LakeWriter(lake, "kolab", "test", flush_rows=1)  # one Parquet part per row
+def test_duplicate_keys_within_a_unit_land_once(lake):
+    run = LakeRun(lake, "kolab", "test")
+    em = run.emitter(flush_rows=1)  # one Parquet part per row
     for _ in range(3):
-        w.row("sessions", {"session_id": "s", "title": "t"})
-    stats, _ = w.commit()
-    assert stats.accepted["sessions"] == 3 and stats.added["sessions"] == 1
-    assert count(lake, "sessions") == 1
+        em.row("nodes", {"session_id": "s", "node_id": "n"})
+    stats, _ = run.commit([em.close()])
+    assert stats.accepted["nodes"] == 3 and stats.added["nodes"] == 1
+    assert count(lake, "nodes") == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_same_session_in_two_files_keeps_the_first_and_rejects_the_second(lake, tmp_path,
+                                                                          workers):
+    folder = tmp_path / "corpus"
+    for name, title in (("a.json", "first"), ("b.json", "second")):
+        g = (HAND / "graph.json").read_text().replace("Contract review", title)
+        (folder / name).parent.mkdir(exist_ok=True)
+        (folder / name).write_text(g)
+    stats, _ = ingest_path("kolab", folder, lake, workers=workers)
+    rows = run_sql("SELECT title FROM sessions", lake).table.to_pylist()
+    assert rows == [{"title": "first"}]
+    rej = run_sql("SELECT reason, raw FROM rejects", lake).table.to_pylist()
+    assert len(rej) == 1 and "already read from" in rej[0]["reason"]
+    assert "a.json" in rej[0]["reason"] and '"second"' in rej[0]["raw"]
+    assert stats.accepted["nodes"] == 7 and stats.added["nodes"] == 7
+    assert stats.rejected["sessions"] == 1
 
 
 def test_compact_keeps_rows_and_history(lake, tmp_path):

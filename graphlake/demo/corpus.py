@@ -61,10 +61,15 @@ def _plant_errors(i: int, graph: dict) -> None:
         steps[0]["nodes"].append(dup)
 
 
+#: Benchmark sessions are smaller than demo ones: about 40 nodes each, as in the issue's
+#: "100k sessions (about 4M nodes)".
+BENCH_SHAPE = {"steps": (2, 5), "interactions": (1, 3)}
+
+
 def write_graph_corpus(out: Path, sessions: int, seed: int = 11, per_dir: int = 1000) -> Path:
     """Write ``sessions`` bare graph JSON files (no side files), ``per_dir`` per folder."""
     out = Path(out)
-    gen = KolabGenerator(seed)
+    gen = KolabGenerator(seed, **BENCH_SHAPE)
     for i in range(sessions):
         folder = out / f"part-{i // per_dir:04d}"
         if i % per_dir == 0:

@@ -79,8 +79,11 @@ class GeneratedSession:
 class KolabGenerator:
     """Generates one session at a time from ``seed``; ``session(i)`` is pure in (seed, i)."""
 
-    def __init__(self, seed: int = 7):
+    def __init__(self, seed: int = 7, steps: tuple[int, int] = (3, 6),
+                 interactions: tuple[int, int] = (2, 4)):
         self.seed = seed
+        self.steps = steps
+        self.interactions = interactions
 
     def session(self, i: int) -> GeneratedSession:
         r = random.Random(self.seed * 1_000_003 + i)
@@ -88,7 +91,7 @@ class KolabGenerator:
         occupations, softwares, mix = SECTORS[sector]
         brand = r.choice(AI_BRANDS)
         planning, branching = r.random(), r.random()
-        n_steps = r.randint(3, 6)
+        n_steps = r.randint(*self.steps)
         order = list(range(1, n_steps + 1))
         if n_steps >= 3 and r.random() < 0.3:  # revisit a step: Step 2 -> Step 3 -> Step 2
             k = r.randint(2, n_steps - 1)
@@ -163,7 +166,7 @@ class KolabGenerator:
         prev = node("user", r.choice(HUMAN_ACTS), t + lead * 0.5, t + lead)
         edge(first, prev)
         t += lead
-        n_inter = r.randint(2, 4)
+        n_inter = r.randint(*self.interactions)
         remaining = max(60.0, seg.start + dur - t)
         # planners interact in one tight burst; others spread their interactions out
         even_pause = remaining / (2 * n_inter)

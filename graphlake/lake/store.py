@@ -136,7 +136,7 @@ class Lake:
         v = snap.table_versions.get(table)
         return None if v is None else DeltaTable(str(self.table_path(table)), version=v)
 
-    # -- writing (used by LakeWriter and compact) ------------------------------------------
+    # -- writing (used by LakeRun and compact) ---- ------------------------------------------
     @contextmanager
     def write_lock(self):
         """Exclusive writer lock: one ingest or compaction at a time per lake."""

@@ -1,12 +1,18 @@
 """The lake's only writer: stage an ingest run's rows, then commit them as one lake version.
 
-Rows arrive one at a time from an ingestor (through the :class:`~graphlake.ingest.base.Emitter`
-interface) and are buffered per table; every ``flush_rows`` rows a table's buffer becomes one
-Parquet file in the run's staging folder, so memory stays bounded however large the input.
+An ingest run has one :class:`LakeRun`. Ingestors write into :class:`StagingEmitter` objects
+(one per process when parsing runs in parallel): rows are buffered per table as tuples and
+every ``flush_rows`` rows become one Parquet file in the run's staging folder, so memory stays
+bounded however large the input. Every staged row carries ``_unit``, the index of the source
+unit (file or session folder) it came from.
 
-At commit, DuckDB streams each table's staged files, drops rows whose primary key appeared
-earlier in the run or is already in the lake (deterministic ids make re-ingest a no-op), and
-the survivors are appended to the Delta table. A snapshot row then pins the new versions.
+At commit the run
+
+1. finds sessions that two units both claim (same ``session_id``): the first unit wins, the
+   others become rejects carrying their whole file, and their rows are dropped;
+2. streams each table's staged files through DuckDB, dropping rows whose primary key is
+   already in the lake (deterministic ids make re-ingest a no-op) or repeats within the run;
+3. appends the survivors to the Delta tables and pins the new versions in one snapshot row.
 """
 
 from __future__ import annotations
@@ -15,66 +21,111 @@ import itertools
 import shutil
 import uuid
 from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
-from graphlake.ingest.base import EmitterBase, IngestStats
+from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
+
+UNIT = "_unit"
+_STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
+           for name, spec in TABLES.items()}
 
 
 def _sql_list(paths: list[str]) -> str:
     return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
 
 
-class LakeWriter(EmitterBase):
-    """Emitter that stages rows for one ingest run; :meth:`commit` makes them a lake version."""
+@dataclass
+class StagingSummary:
+    """What a staging emitter reports back (picklable: it crosses process boundaries)."""
 
-    def __init__(self, lake: Lake, corpus: str, source: str, flush_rows: int = 200_000,
-                 memory_limit: str = "1GB"):
+    accepted: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+    sessions: list[tuple[str, int, str]] = field(default_factory=list)  # (id, unit, file)
+
+
+class StagingEmitter(EmitterBase):
+    """Buffers rows per table and spills them as Parquet parts into a run's staging folder."""
+
+    def __init__(self, corpus: str, staging: Path, prefix: str, flush_rows: int = 50_000):
         super().__init__(corpus)
-        self.lake = lake
-        self.source = source
+        self.staging = Path(staging)
+        self.prefix = prefix
         self.flush_rows = flush_rows
-        self.memory_limit = memory_limit
-        lake.init()
-        self.staging = lake.meta_dir / "staging" / uuid.uuid4().hex
-        self.buffers: dict[str, list[dict]] = {name: [] for name in TABLES}
-        self.parts: Counter[str] = Counter()
+        self.unit = 0
+        self.sessions: list[tuple[str, int, str]] = []
+        self._names = {t: (*spec.schema.names, UNIT) for t, spec in TABLES.items()}
+        self._buffers: dict[str, list[tuple]] = {t: [] for t in TABLES}
+        self._parts: Counter[str] = Counter()
 
-    # -- staging ---------------------------------------------------------------------------
     def _store(self, table: str, row: dict) -> None:
-        buf = self.buffers[table]
-        buf.append(row)
+        row[UNIT] = self.unit
+        if table == "sessions":
+            self.sessions.append((row["session_id"], self.unit, row.get("source_file") or ""))
+        buf = self._buffers[table]
+        buf.append(tuple(map(row.get, self._names[table])))
         if len(buf) >= self.flush_rows:
             self._flush(table)
 
     def _flush(self, table: str) -> None:
-        rows = self.buffers[table]
+        rows = self._buffers[table]
         if not rows:
             return
-        schema = TABLES[table].schema
-        cols = {name: [r.get(name) for r in rows] for name in schema.names}
-        batch = pa.Table.from_pydict(cols, schema=schema)
+        schema = _STAGED[table]
+        columns = zip(*rows, strict=True)
+        arrays = [pa.array(list(col), type=f.type)
+                  for col, f in zip(columns, schema, strict=True)]
         folder = self.staging / table
         folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(batch, folder / f"part-{self.parts[table]:05d}.parquet")
-        self.parts[table] += 1
-        self.buffers[table] = []
+        pq.write_table(pa.Table.from_arrays(arrays, schema=schema),
+                       folder / f"{self.prefix}-{self._parts[table]:05d}.parquet",
+                       compression="lz4")
+        self._parts[table] += 1
+        self._buffers[table] = []
+
+    def close(self) -> StagingSummary:
+        """Flush every buffer; return the counts and sessions seen."""
+        for table in TABLES:
+            self._flush(table)
+        return StagingSummary(Counter(self.accepted), Counter(self.rejected), self.sessions)
+
+
+class LakeRun:
+    """One ingest run: a staging folder, its emitters, and the commit that publishes them."""
+
+    def __init__(self, lake: Lake, corpus: str, source: str, memory_limit: str = "1GB"):
+        self.lake = lake
+        self.corpus = corpus
+        self.source = source
+        self.memory_limit = memory_limit
+        lake.init()
+        self.staging = lake.meta_dir / "staging" / uuid.uuid4().hex
+        self.staging.mkdir(parents=True)
+
+    def emitter(self, prefix: str = "p0", flush_rows: int = 50_000) -> StagingEmitter:
+        return StagingEmitter(self.corpus, self.staging, prefix, flush_rows)
 
     def abort(self) -> None:
         """Forget everything staged (nothing was committed)."""
         shutil.rmtree(self.staging, ignore_errors=True)
 
     # -- commit ----------------------------------------------------------------------------
-    def commit(self) -> tuple[IngestStats, Snapshot | None]:
-        """Write staged rows into the lake as one new version; None when nothing was new."""
-        for table in TABLES:
-            self._flush(table)
-        stats = IngestStats(accepted=Counter(self.accepted), rejected=Counter(self.rejected))
+    def commit(self, summaries: list[StagingSummary]) -> tuple[IngestStats, Snapshot | None]:
+        """Publish the staged rows as one new lake version; None when nothing was new."""
+        stats = IngestStats()
+        sessions = []
+        for s in summaries:
+            stats.accepted.update(s.accepted)
+            stats.rejected.update(s.rejected)
+            sessions.extend(s.sessions)
+        losers = self._reject_duplicate_sessions(sessions, stats)
         try:
             with self.lake.write_lock():
                 base = self.lake.snapshot()
@@ -83,10 +134,14 @@ class LakeWriter(EmitterBase):
                 con = duckdb.connect(config={"memory_limit": self.memory_limit,
                                              "temp_directory": str(self.staging / "_tmp")})
                 try:
+                    if losers:
+                        con.register("_losers", pa.table(
+                            {"session_id": [s for s, _ in losers],
+                             UNIT: pa.array([u for _, u in losers], pa.int32())}))
                     for table in TABLES:
-                        if self.parts[table] == 0:
+                        if not (self.staging / table).is_dir():
                             continue
-                        added, version = self._append(con, table, base)
+                        added, version = self._append(con, table, base, bool(losers), stats)
                         if added:
                             stats.added[table] = added
                             versions[table] = version
@@ -101,11 +156,37 @@ class LakeWriter(EmitterBase):
             self.abort()
         return stats, snap
 
-    def _append(self, con: duckdb.DuckDBPyConnection, table: str, base: Snapshot):
+    def _reject_duplicate_sessions(self, sessions, stats: IngestStats) -> list[tuple[str, int]]:
+        """Two units claiming one session_id: keep the first, reject the others whole."""
+        first: dict[str, tuple[int, str]] = {}
+        losers: list[tuple[str, int]] = []
+        em = self.emitter("dups")
+        em.unit = -1
+        for sid, unit, source in sorted(sessions, key=lambda s: s[1]):
+            if sid not in first:
+                first[sid] = (unit, source)
+                continue
+            losers.append((sid, unit))
+            path = Path(source)
+            raw = path.read_bytes()[:RAW_LIMIT] if path.is_file() else source
+            em.reject(source_file=source, target_table="sessions", record_kind="session",
+                      record_ref="$.session_id", raw=raw, session_id=sid,
+                      reason=f"session_id {sid!r} was already read from {first[sid][1]} in "
+                      "this run; give each session its own id (this file was not ingested)")
+        stats.rejected.update(em.close().rejected)
+        return losers
+
+    def _append(self, con, table: str, base: Snapshot, has_losers: bool, stats: IngestStats):
         spec = TABLES[table]
         staged = _sql_list(sorted(str(p) for p in (self.staging / table).glob("*.parquet")))
         keys = ", ".join(spec.key)
-        query = f"SELECT DISTINCT ON ({keys}) * FROM read_parquet({staged})"
+        source = f"read_parquet({staged})"
+        if has_losers:
+            dropped = con.sql(f"SELECT count(*) FROM {source} s SEMI JOIN _losers l "
+                              f"USING (session_id, {UNIT})").fetchall()[0][0]
+            stats.accepted[table] -= dropped
+            source = f"(SELECT * FROM {source} ANTI JOIN _losers USING (session_id, {UNIT}))"
+        query = f"SELECT DISTINCT ON ({keys}) * EXCLUDE ({UNIT}) FROM {source}"
         existing = self.lake.files(table, base)
         if existing:
             # only the sessions this run touches can collide: prune the scan to them

@@ -1,0 +1,124 @@
+"""What a researcher would write without graphlake: json + pandas + networkx, per session.
+
+Two baselines, both measured in the same run as graphlake (see benchmarks/run.py):
+
+* :func:`ingest_baseline` loads every Kolab graph JSON with ``json``, builds the session's
+  nodes / occurrences / edges / adoptions as pandas DataFrames and a networkx DiGraph, and
+  writes the concatenated tables to Parquet. It validates nothing and resolves adoption
+  references by id within the responding step only (graphlake also resolves by time across
+  steps and rejects what does not resolve).
+* :func:`metrics_baseline` computes the collab_metrics columns (B, W, R_A, R_M, solo lead-in)
+  per session with pandas and networkx, from the Parquet tables the ingest baseline wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import networkx as nx
+import pandas as pd
+
+
+def _secs(text: str) -> float:
+    h, m, s = text.split(":")
+    return int(h) * 3600 + int(m) * 60 + float(s)
+
+
+def _span(text: str) -> tuple[float, float]:
+    a, b = text.split("-")
+    return _secs(a), _secs(b)
+
+
+def load_session(path: Path):
+    g = json.loads(Path(path).read_text())
+    sid = g["session_id"]
+    nodes, occ, edges, adopt, steps = [], [], [], [], []
+    graph = nx.DiGraph()
+    for step in g["steps"]:
+        key = step["key"]
+        steps.append({"session_id": sid, "step_id": key, "t_start": step["start_seconds"],
+                      "t_end": step["end_seconds"]})
+        for n in step["nodes"]:
+            nid = f"{key}/{n['id']}"
+            spans = [_span(t) for t in n["time"]]
+            nodes.append({"session_id": sid, "node_id": nid, "step_id": key,
+                          "actor_type": n["actor_type"], "actor": n["actor"],
+                          "label": n["label"], "t_start": min(s for s, _ in spans),
+                          "t_end": max(e for _, e in spans)})
+            for k, (s, e) in enumerate(spans):
+                occ.append({"session_id": sid, "node_id": nid, "seq": k, "t_start": s,
+                            "t_end": e})
+            graph.add_node(nid, actor_type=n["actor_type"])
+            for src, ai, label, *_ in n.get("user_response", []):
+                adopt.append({"session_id": sid, "source_node": f"{key}/{src}" if src else None,
+                              "ai_node": f"{key}/{ai}", "response_node": nid, "label": label})
+        for e in step["edges"]:
+            src, dst = f"{key}/{e['from']}", f"{key}/{e['to']}"
+            edges.append({"session_id": sid, "src": src, "dst": dst, "kind": e["type"]})
+            graph.add_edge(src, dst)
+    return (pd.DataFrame(steps), pd.DataFrame(nodes), pd.DataFrame(occ), pd.DataFrame(edges),
+            pd.DataFrame(adopt), graph)
+
+
+def ingest_baseline(corpus: Path, out: Path) -> int:
+    """Load every graph file under ``corpus`` and write Parquet tables to ``out``; return nodes."""
+    parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
+                                            ("steps", "nodes", "occ", "edges", "adopt")}
+    for root, _dirs, files in os.walk(corpus):
+        for f in sorted(files):
+            if f.endswith(".json"):
+                frames = load_session(Path(root) / f)
+                for k, df in zip(parts, frames[:5], strict=True):
+                    parts[k].append(df)
+    out.mkdir(parents=True, exist_ok=True)
+    for k, dfs in parts.items():
+        pd.concat(dfs, ignore_index=True).to_parquet(out / f"{k}.parquet")
+    return sum(len(d) for d in parts["nodes"])
+
+
+def metrics_baseline(tables: Path) -> pd.DataFrame:
+    """Per-session B, W, R_A, R_M and solo lead-in with pandas groupby + networkx."""
+    steps = pd.read_parquet(tables / "steps.parquet")
+    nodes = pd.read_parquet(tables / "nodes.parquet")
+    occ = pd.read_parquet(tables / "occ.parquet")
+    edges = pd.read_parquet(tables / "edges.parquet")
+    adopt = pd.read_parquet(tables / "adopt.parquet")
+    occ = occ.merge(nodes[["session_id", "node_id", "actor_type", "step_id"]],
+                    on=["session_id", "node_id"])
+    ai_occ = occ[occ.actor_type == "ai"]
+    by_ai = dict(tuple(ai_occ.groupby("session_id")))
+    by_edges = dict(tuple(edges.groupby("session_id")))
+    by_adopt = dict(tuple(adopt.groupby("session_id")))
+    by_steps = dict(tuple(steps.groupby("session_id")))
+    rows = []
+    for sid in nodes.session_id.unique():
+        ai = by_ai.get(sid, ai_occ.iloc[:0]).sort_values("t_start")
+        gaps = ai.t_start.diff().dropna()
+        b = None
+        if len(gaps) >= 2:
+            mu, sigma = gaps.mean(), gaps.std(ddof=0)
+            b = (sigma - mu) / (sigma + mu) if sigma + mu > 0 else None
+        g = nx.DiGraph()
+        e = by_edges.get(sid)
+        n_edges = 0
+        if e is not None:
+            g.add_edges_from(zip(e.src, e.dst, strict=True))
+            n_edges = len(e)
+        branch = sum(1 for _, d in g.out_degree() if d > 1)
+        a = by_adopt.get(sid)
+        n_resp = 0 if a is None else len(a)
+        ra = (a.label == "adopt").sum() / n_resp if n_resp else None
+        rm = (a.label == "modify").sum() / n_resp if n_resp else None
+        leads = []
+        for _, st in by_steps[sid].iterrows():
+            first = ai[ai.step_id == st.step_id].t_start.min()
+            end = st.t_end if pd.isna(first) else first
+            if st.t_end > st.t_start:
+                leads.append(min(1.0, max(0.0, (end - st.t_start) / (st.t_end - st.t_start))))
+        rows.append({"session_id": sid, "burstiness": b,
+                     "topology_w": branch / n_edges if n_edges else None,
+                     "retention_adopt": ra, "retention_modify": rm,
+                     "solo_lead_in": sum(leads) / len(leads) if leads else None})
+    return pd.DataFrame(rows)
