@@ -27,17 +27,20 @@ def default_workers(n_units: int) -> int:
 
 
 def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[SourceUnit],
-                 tick: Callable[[SourceUnit], None] | None = None) -> StagingSummary:
+                 tick: Callable[[SourceUnit, int], None] | None = None) -> StagingSummary:
     ingestor = ingest.get(corpus)
     # parsing allocates millions of short-lived, acyclic objects: the cyclic GC only slows it
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        for i, unit in enumerate(units):
-            em.unit = start + i
-            ingestor.parse(unit, em)
-            if tick:
-                tick(unit)
+        if hasattr(ingestor, "parse_many"):  # a batch-capable ingestor does its own looping
+            ingestor.parse_many(units, start, em, tick)
+        else:
+            for i, unit in enumerate(units):
+                em.unit = start + i
+                ingestor.parse(unit, em)
+                if tick:
+                    tick(unit, 1)
     finally:
         if was_enabled:
             gc.enable()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import orjson
+import pyarrow as pa
 
 RAW_LIMIT = 1 << 20  # rejects keep at most 1 MiB of the raw record
 
@@ -77,6 +78,8 @@ class Emitter(Protocol):
 
     def row(self, table: str, row: dict) -> None: ...
 
+    def rows(self, table: str, rows: pa.Table) -> None: ...
+
     def reject(self, *, source_file: str, target_table: str, record_kind: str,
                record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None: ...
 
@@ -86,6 +89,7 @@ class EmitterBase:
 
     def __init__(self, corpus: str):
         self.corpus = corpus
+        self.unit = 0  # index of the source unit being parsed (set by the driver)
         self.accepted: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
 
@@ -96,6 +100,15 @@ class EmitterBase:
         row["corpus"] = self.corpus
         self.accepted[table] += 1
         self._store(table, row)
+
+    def rows(self, table: str, rows: pa.Table) -> None:
+        """Many rows at once, as an Arrow table with the canonical columns plus ``_unit``
+        (the source unit each row came from). Emitters that can, store it without
+        unpacking; this default hands the rows to :meth:`row` one by one."""
+        units = rows.column("_unit").to_pylist()
+        for unit, row in zip(units, rows.drop_columns(["_unit"]).to_pylist(), strict=True):
+            self.unit = unit
+            self.row(table, row)
 
     def reject(self, *, source_file: str, target_table: str, record_kind: str,
                record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None:

@@ -59,7 +59,6 @@ class StagingEmitter(EmitterBase):
         self.staging = Path(staging)
         self.prefix = prefix
         self.flush_rows = flush_rows
-        self.unit = 0
         self.sessions: list[tuple[str, int, str]] = []
         self._names = {t: (*spec.schema.names, UNIT) for t, spec in TABLES.items()}
         self._buffers: dict[str, list[tuple]] = {t: [] for t in TABLES}
@@ -74,6 +73,24 @@ class StagingEmitter(EmitterBase):
         if len(buf) >= self.flush_rows:
             self._flush(table)
 
+    def rows(self, table: str, rows: pa.Table) -> None:
+        """Stage an Arrow batch as its own Parquet part, without touching rows in Python."""
+        if rows.num_rows == 0:
+            return
+        self.accepted[table] += rows.num_rows
+        if table == "sessions":
+            self.sessions.extend(zip(rows.column("session_id").to_pylist(),
+                                     rows.column(UNIT).to_pylist(),
+                                     rows.column("source_file").to_pylist(), strict=True))
+        self._write(table, rows.select(_STAGED[table].names).cast(_STAGED[table]))
+
+    def _write(self, table: str, data: pa.Table) -> None:
+        folder = self.staging / table
+        folder.mkdir(parents=True, exist_ok=True)
+        pq.write_table(data, folder / f"{self.prefix}-{self._parts[table]:05d}.parquet",
+                       compression="lz4")
+        self._parts[table] += 1
+
     def _flush(self, table: str) -> None:
         rows = self._buffers[table]
         if not rows:
@@ -82,12 +99,7 @@ class StagingEmitter(EmitterBase):
         columns = zip(*rows, strict=True)
         arrays = [pa.array(list(col), type=f.type)
                   for col, f in zip(columns, schema, strict=True)]
-        folder = self.staging / table
-        folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(pa.Table.from_arrays(arrays, schema=schema),
-                       folder / f"{self.prefix}-{self._parts[table]:05d}.parquet",
-                       compression="lz4")
-        self._parts[table] += 1
+        self._write(table, pa.Table.from_arrays(arrays, schema=schema))
         self._buffers[table] = []
 
     def close(self) -> StagingSummary:
