@@ -81,7 +81,7 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
             summaries = [_parse_units(corpus, run.emitter("u0", flush_rows), 0, units, tick)]
         else:
             summaries = []
-            chunk = max(25, min(2000, total // (workers * 8) or 1))
+            chunk = max(25, min(4000, total // (workers * 4) or 1))
             # fork: cheap, and works from notebooks and stdin scripts (spawn cannot re-import
             # an unnamed __main__); the parent holds no lake locks or DuckDB state yet
             method = "fork" if sys.platform.startswith("linux") else "spawn"

@@ -143,7 +143,6 @@ class SourceUnit:
 
     path: Path
     kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
-    size: int = 0
 
 
 @dataclass

@@ -37,7 +37,7 @@ AI_TYPES = {"ai", "agent", "assistant"}
 #: Brands the paper says annotators sometimes put in actor_type by mistake (A.5 prompt).
 AI_BRANDS = {"claude", "grok", "chatgpt", "gemini", "gpt", "copilot", "perplexity", "llama"}
 GRAPH_FILE = "graph.json"
-FAST_BATCH = 2000  # graph files per vectorised batch
+FAST_BATCH = 4000  # graph files per vectorised batch
 EPS = 1e-6
 
 
@@ -498,23 +498,22 @@ class KolabIngestor:
             raise FileNotFoundError(f"{path} does not exist; give a graph .json file, a session "
                                     "folder with graph.json, or a folder of either")
         if path.is_file():
-            return [SourceUnit(path, "graph_file", path.stat().st_size)]
+            return [SourceUnit(path, "graph_file")]
         if (path / GRAPH_FILE).is_file():
-            return [SourceUnit(path, "session_dir", 0)]
+            return [SourceUnit(path, "session_dir")]
         out: list[SourceUnit] = []
         for root, dirs, files in os.walk(path):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             rootp = Path(root)
             if GRAPH_FILE in files:
-                out.append(SourceUnit(rootp, "session_dir", 0))
+                out.append(SourceUnit(rootp, "session_dir"))
                 dirs[:] = []
                 continue
             for f in sorted(files):
                 if f.startswith("."):
                     continue
-                p = rootp / f
                 kind = "graph_file" if f.lower().endswith(".json") else "unknown_file"
-                out.append(SourceUnit(p, kind, p.stat().st_size))
+                out.append(SourceUnit(rootp / f, kind))
         return out
 
     def parse_many(self, units: list[SourceUnit], start: int, out: Emitter,

@@ -17,11 +17,13 @@ rows on every file the fast path accepts.
 from __future__ import annotations
 
 import io
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 _S = pa.string()
@@ -110,45 +112,80 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
     return pa.concat_tables(good), sorted(bad)
 
 
-_FLATTEN = """
-CREATE TEMP TABLE st AS
-  SELECT _idx, ord - 1 AS ordinal, s.key, s.badge, s.step_name, s.step_action, s.time_range,
-         s.start_seconds, s.end_seconds, s.nodes, s.edges
-  FROM (SELECT _idx, unnest(steps) AS s, generate_subscripts(steps, 1) AS ord FROM raw);
-CREATE TEMP TABLE nd AS
-  SELECT _idx, key, ord - 1 AS nidx, n.id, n.actor, n.label, n.detail, n."time" AS times,
-         n.actor_type, n.softwares, n.source_steps, n.user_response
-  FROM (SELECT _idx, key, unnest(nodes) AS n, generate_subscripts(nodes, 1) AS ord FROM st);
-CREATE TEMP TABLE oc AS
+# times and user_response tuples, already flattened by Arrow (see _flatten), get their clock
+# texts parsed into seconds here
+_PARSE_TIMES = """
+CREATE OR REPLACE TEMP TABLE oc AS
   SELECT _idx, key, id, seq, tx, r[1] AS a, r[2] AS b
-  FROM (SELECT *, forward(clock_secs(p)) AS r
-        FROM (SELECT _idx, key, id, ord - 1 AS seq, tx, clock_parts(tx) AS p
-              FROM (SELECT _idx, key, id, unnest(times) AS tx,
-                           generate_subscripts(times, 1) AS ord FROM nd)));
-CREATE TEMP TABLE ed AS
-  SELECT _idx, key, e."from" AS src, e."to" AS dst, e."type" AS kind
-  FROM (SELECT _idx, key, unnest(edges) AS e FROM st);
-CREATE TEMP TABLE ur AS
+  FROM (SELECT *, forward(clock_secs(clock_parts(tx))) AS r FROM oc_raw);
+CREATE OR REPLACE TEMP TABLE ur AS
   SELECT * EXCLUDE (sp, ap, rp), forward(clock_secs(sp)) AS src_r,
          forward(clock_secs(ap)) AS ai_r, forward(clock_secs(rp)) AS resp_r
   FROM (SELECT *, clock_parts(src_time) AS sp, clock_parts(ai_time) AS ap,
                clock_parts(resp_time) AS rp
-        FROM (SELECT _idx, key, id, ord - 1 AS k, t, len(t) AS n,
+        FROM (SELECT _idx, key, id, k, t, len(t) AS n,
                      t[1] AS src_id, t[2] AS ai_id, t[3] AS label, t[4] AS src_time,
                      t[5] AS ai_time, t[6] AS resp_time
-              FROM (SELECT _idx, key, id, unnest(user_response) AS t,
-                           generate_subscripts(user_response, 1) AS ord
-                    FROM nd WHERE user_response IS NOT NULL)));
+              FROM ur_raw));
 """
+
+
+def _unlist(lists) -> tuple[pa.Array, pa.Array, pa.Array]:
+    """Flatten a list column without copying: (values, parent row, position in its list)."""
+    if isinstance(lists, pa.ChunkedArray):
+        lists = lists.combine_chunks()
+    parent = pc.list_parent_indices(lists)
+    values = pc.list_flatten(lists)
+    lengths = pc.fill_null(pc.list_value_length(lists), 0)
+    starts = pc.subtract(pc.cumulative_sum(lengths), lengths)
+    pos = pc.subtract(pa.array(range(len(values)), pa.int64()), pc.take(starts, parent))
+    return values, parent, pos
+
+
+def _fields(struct: pa.Array) -> dict[str, pa.Array]:
+    """A struct array's children with the struct's own nulls applied."""
+    return {f.name: col for f, col in zip(struct.type, struct.flatten(), strict=True)}
+
+
+def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
+    """The nested graph as flat tables: steps, nodes, node times, edges, user_response."""
+    idx = raw.column("_idx").combine_chunks()
+    steps, sp, spos = _unlist(raw.column("steps"))
+    sf = _fields(steps)
+    s_idx, s_key = pc.take(idx, sp), sf["key"]
+    st = pa.table({"_idx": s_idx, "ordinal": spos, **{k: sf[k] for k in (
+        "key", "badge", "step_name", "step_action", "time_range", "start_seconds",
+        "end_seconds")}, "no_nodes": pc.is_null(sf["nodes"]),
+        "no_edges": pc.is_null(sf["edges"])})
+    nodes, nparent, npos = _unlist(sf["nodes"])
+    nf = _fields(nodes)
+    n_idx, n_key = pc.take(s_idx, nparent), pc.take(s_key, nparent)
+    nd = pa.table({"_idx": n_idx, "key": n_key, "nidx": npos, **{k: nf[k] for k in (
+        "id", "actor", "label", "detail", "actor_type", "softwares", "source_steps")},
+        "n_times": pc.list_value_length(nf["time"])})
+    times, tparent, tpos = _unlist(nf["time"])
+    oc_raw = pa.table({"_idx": pc.take(n_idx, tparent), "key": pc.take(n_key, tparent),
+                       "id": pc.take(nf["id"], tparent), "seq": tpos, "tx": times})
+    edges, eparent, _ = _unlist(sf["edges"])
+    ef = _fields(edges)
+    ed = pa.table({"_idx": pc.take(s_idx, eparent), "key": pc.take(s_key, eparent),
+                   "src": ef["from"], "dst": ef["to"], "kind": ef["type"]})
+    tuples, uparent, upos = _unlist(nf["user_response"])
+    ur_raw = pa.table({"_idx": pc.take(n_idx, uparent), "key": pc.take(n_key, uparent),
+                       "id": pc.take(nf["id"], uparent), "k": upos, "t": tuples})
+    head = raw.drop_columns(["steps"]).append_column("no_steps",
+                                                       pc.is_null(raw.column("steps")))
+    return {"raw": head, "st": st, "nd": nd, "oc_raw": oc_raw, "ed": ed, "ur_raw": ur_raw}
+
 
 # every condition under which the full parser must judge the file instead
 _ANOMALIES = """
-CREATE TEMP TABLE bad AS
-SELECT _idx FROM raw WHERE session_id IS NULL OR session_id = '' OR steps IS NULL
-UNION SELECT _idx FROM st WHERE key IS NULL OR key = '' OR nodes IS NULL OR edges IS NULL
+CREATE OR REPLACE TEMP TABLE bad AS
+SELECT _idx FROM raw WHERE session_id IS NULL OR session_id = '' OR no_steps
+UNION SELECT _idx FROM st WHERE key IS NULL OR key = '' OR no_nodes OR no_edges
       OR start_seconds IS NULL OR end_seconds IS NULL
 UNION SELECT _idx FROM st GROUP BY _idx, key HAVING count(*) > 1
-UNION SELECT _idx FROM nd WHERE id IS NULL OR id = '' OR times IS NULL
+UNION SELECT _idx FROM nd WHERE id IS NULL OR id = '' OR n_times IS NULL
       OR actor_type IS NULL OR actor_type NOT IN ('user', 'ai')
 UNION SELECT _idx FROM nd GROUP BY _idx, key, id HAVING count(*) > 1
 UNION SELECT _idx FROM oc WHERE a IS NULL
@@ -167,24 +204,24 @@ UNION SELECT _idx FROM ur WHERE t IS NULL OR n <> 6 OR list_has_any(t, [NULL])
 
 # occurrence intervals with each node's actor type, for resolution
 _RESOLVE = """
-CREATE TEMP TABLE occ AS
+CREATE OR REPLACE TEMP TABLE occ AS
   SELECT o._idx, o.key, o.id, o.seq, o.a, o.b, n.actor_type
   FROM oc o JOIN nd n ON n._idx = o._idx AND n.key = o.key AND n.id = o.id
   WHERE o._idx NOT IN (SELECT _idx FROM bad);
-CREATE TEMP TABLE refs AS
+CREATE OR REPLACE TEMP TABLE refs AS
   SELECT _idx, key, id, k, 'ai' AS role, ai_id AS ref, ai_r[1] AS a, ai_r[2] AS b
   FROM ur WHERE _idx NOT IN (SELECT _idx FROM bad)
   UNION ALL
   SELECT _idx, key, id, k, 'src', src_id, src_r[1], src_r[2]
   FROM ur WHERE src_id <> '' AND _idx NOT IN (SELECT _idx FROM bad);
 -- candidates: occurrences of the referenced local id containing the referenced range
-CREATE TEMP TABLE cand AS
+CREATE OR REPLACE TEMP TABLE cand AS
   SELECT r._idx, r.key, r.id, r.k, r.role, o.key AS okey, o.seq, o.actor_type,
          (o.key = r.key) AS own
   FROM refs r JOIN occ o ON o._idx = r._idx AND o.id = r.ref
        AND o.a - 1e-6 <= r.a AND r.b <= o.b + 1e-6;
 -- own segment first: one hit there wins; several is ambiguous; none -> exactly one elsewhere
-CREATE TEMP TABLE pick AS
+CREATE OR REPLACE TEMP TABLE pick AS
   SELECT _idx, key, id, k, role,
          CASE WHEN count(*) FILTER (WHERE own) = 1 THEN arg_max(okey, own)
               WHEN count(*) FILTER (WHERE own) = 0 AND count(*) = 1 THEN any_value(okey)
@@ -196,7 +233,7 @@ CREATE TEMP TABLE pick AS
               WHEN count(*) FILTER (WHERE own) = 0 AND count(*) = 1 THEN any_value(actor_type)
          END AS actor_type
   FROM cand GROUP BY _idx, key, id, k, role;
-CREATE TEMP TABLE resp AS
+CREATE OR REPLACE TEMP TABLE resp AS
   SELECT u._idx, u.key, u.id, u.k, min(o.seq) AS seq
   FROM ur u JOIN occ o ON o._idx = u._idx AND o.key = u.key AND o.id = u.id
        AND o.a - 1e-6 <= u.resp_r[1] AND u.resp_r[2] <= o.b + 1e-6
@@ -250,7 +287,7 @@ FROM st s JOIN raw r USING (_idx) WHERE s.{ok}""",
 SELECT {c}, r.session_id, n.key || '/' || n.id AS node_id, n.id AS local_id, n.key AS step_id,
        CASE n.actor_type WHEN 'user' THEN 'human' ELSE 'ai' END AS actor_type, n.actor, n.label,
        n.detail, n.softwares AS software, n.source_steps,
-       s.t_start, s.t_end, len(n.times)::INTEGER AS n_occurrences, NULL::VARCHAR AS attrs,
+       s.t_start, s.t_end, n.n_times::INTEGER AS n_occurrences, NULL::VARCHAR AS attrs,
        n._idx
 FROM nd n JOIN raw r USING (_idx)
 LEFT JOIN (SELECT _idx, key, id, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY ALL) s
@@ -292,20 +329,37 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
 
     Each output table carries ``_idx`` (the file's index in ``paths``) instead of ``_unit``.
     """
-    con = duckdb.connect(config={"threads": 1})
+    con = _connection()
     try:
-        con.register("raw", raw)
+        flat = _flatten(raw)
+        for name, table in flat.items():
+            con.register(name, table)
         con.register("files", pa.table({"_idx": pa.array(range(len(paths)), pa.int32()),
                                         "path": [str(p) for p in paths]}))
-        con.execute(_MACROS)
-        con.execute(_FLATTEN)
+        con.execute(_PARSE_TIMES)
         con.execute(_ANOMALIES)
         con.execute(_RESOLVE)
         tables = {name: con.sql(sql).to_arrow_table() for name, sql in _outputs(corpus).items()}
         bad = sorted({r[0] for r in con.sql("SELECT DISTINCT _idx FROM bad").fetchall()})
     finally:
-        con.close()
+        for name in (*flat, "files"):
+            con.unregister(name)
     return FastBatch(tables, bad)
+
+
+_CON: tuple[int, duckdb.DuckDBPyConnection] | None = None
+
+
+def _connection() -> duckdb.DuckDBPyConnection:
+    """One single-threaded DuckDB per process, reused across batches (setting one up costs
+    more than converting a small batch). Parallelism comes from worker processes; a
+    connection inherited through fork is never reused."""
+    global _CON
+    if _CON is None or _CON[0] != os.getpid():
+        con = duckdb.connect(config={"threads": 1})
+        con.execute(_MACROS)
+        _CON = (os.getpid(), con)
+    return _CON[1]
 
 
 def read_batch(paths: list[Path], corpus: str = "kolab") -> FastBatch:

@@ -18,6 +18,8 @@ At commit the run
 from __future__ import annotations
 
 import itertools
+import json
+import os
 import shutil
 import uuid
 from collections import Counter
@@ -28,12 +30,14 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
+from deltalake.transaction import AddAction
 
 from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 
 UNIT = "_unit"
+UNITS_DIR = "_units"
 _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
 
@@ -85,10 +89,13 @@ class StagingEmitter(EmitterBase):
         self._write(table, rows.select(_STAGED[table].names).cast(_STAGED[table]))
 
     def _write(self, table: str, data: pa.Table) -> None:
+        """One staged part: the canonical columns (ready to become a Delta data file as-is)
+        and, beside it in ``_units/``, the rows' source units in the same order."""
         folder = self.staging / table
-        folder.mkdir(parents=True, exist_ok=True)
-        pq.write_table(data, folder / f"{self.prefix}-{self._parts[table]:05d}.parquet",
-                       compression="lz4")
+        (folder / UNITS_DIR).mkdir(parents=True, exist_ok=True)
+        name = f"{self.prefix}-{self._parts[table]:05d}.parquet"
+        pq.write_table(data.drop_columns([UNIT]), folder / name, compression="snappy")
+        pq.write_table(data.select([UNIT]), folder / UNITS_DIR / name)
         self._parts[table] += 1
 
     def _flush(self, table: str) -> None:
@@ -189,28 +196,73 @@ class LakeRun:
         return losers
 
     def _append(self, con, table: str, base: Snapshot, has_losers: bool, stats: IngestStats):
+        """Add one table's staged rows to the lake; return (rows added, new Delta version).
+
+        The common case (no duplicate sessions, no repeated keys, nothing already in the
+        lake) adopts the staged files as Delta data files: a metadata-only commit. Otherwise
+        DuckDB filters the rows and they are rewritten.
+        """
         spec = TABLES[table]
-        staged = _sql_list(sorted(str(p) for p in (self.staging / table).glob("*.parquet")))
+        folder = self.staging / table
+        files = sorted(str(p) for p in folder.glob("*.parquet"))
         keys = ", ".join(spec.key)
-        source = f"read_parquet({staged})"
+        source = f"read_parquet({_sql_list(files)})"
         if has_losers:
-            dropped = con.sql(f"SELECT count(*) FROM {source} s SEMI JOIN _losers l "
+            with_units = " UNION ALL ".join(
+                f"SELECT * FROM read_parquet({_sql_list([f])}) POSITIONAL JOIN "
+                f"read_parquet({_sql_list([str(folder / UNITS_DIR / Path(f).name)])})"
+                for f in files)
+            dropped = con.sql(f"SELECT count(*) FROM ({with_units}) SEMI JOIN _losers "
                               f"USING (session_id, {UNIT})").fetchall()[0][0]
             stats.accepted[table] -= dropped
-            source = f"(SELECT * FROM {source} ANTI JOIN _losers USING (session_id, {UNIT}))"
-        query = f"SELECT DISTINCT ON ({keys}) * EXCLUDE ({UNIT}) FROM {source}"
+            source = (f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) "
+                      f"ANTI JOIN _losers USING (session_id, {UNIT}))")
+        # DISTINCT ON carries whole rows through a hash table; checking the narrow keys
+        # first is several times cheaper, and repeats within a run are rare
+        repeats = con.sql(f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 "
+                          "LIMIT 1").fetchall()
         existing = self.lake.files(table, base)
-        if existing:
-            # only the sessions this run touches can collide: prune the scan to them
-            query = (f"WITH s AS ({query}) SELECT s.* FROM s ANTI JOIN ("
-                     f"SELECT {keys} FROM read_parquet({_sql_list(existing)}, union_by_name=true)"
-                     f" WHERE session_id IN (SELECT DISTINCT session_id FROM s)) e "
-                     f"USING ({keys})")
+        # only the sessions this run touches can collide: prune the scan to them
+        in_lake = (f"(SELECT {keys} FROM read_parquet({_sql_list(existing)}, "
+                   f"union_by_name=true) WHERE session_id IN (SELECT DISTINCT session_id "
+                   f"FROM {source}))") if existing else None
+        collides = in_lake and con.sql(f"SELECT 1 FROM {source} SEMI JOIN {in_lake} "
+                                       f"USING ({keys}) LIMIT 1").fetchall()
+        if not (has_losers or repeats or collides):
+            return self._adopt(table, files)
+        distinct = f"DISTINCT ON ({keys}) " if repeats else ""
+        query = f"SELECT {distinct}* FROM {source}"
+        if in_lake:
+            query = f"SELECT * FROM ({query}) ANTI JOIN {in_lake} USING ({keys})"
         reader = con.sql(query).to_arrow_reader(100_000)
         try:
             return self._write_stream(table, reader)
         finally:
             reader.close()  # release DuckDB's stream before its connection closes
+
+    def _adopt(self, table: str, files: list[str]) -> tuple[int, int | None]:
+        """Move staged files into the Delta table and commit them (no data rewritten)."""
+        schema = TABLES[table].schema
+        path = self.lake.table_path(table)
+        if not DeltaTable.is_deltatable(str(path)):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            DeltaTable.create(str(path), schema=schema)
+        actions, rows = [], 0
+        for f in files:
+            n = pq.read_metadata(f).num_rows
+            if n == 0:
+                continue
+            name = f"part-{uuid.uuid4().hex}.parquet"
+            os.replace(f, path / name)
+            st = (path / name).stat()
+            actions.append(AddAction(name, st.st_size, {}, int(st.st_mtime * 1000), True,
+                                     json.dumps({"numRecords": n})))
+            rows += n
+        if not actions:
+            return 0, None
+        dt = DeltaTable(str(path))
+        dt.create_write_transaction(actions, mode="append", schema=schema)
+        return rows, DeltaTable(str(path)).version()
 
     def _write_stream(self, table: str, reader: pa.RecordBatchReader) -> tuple[int, int | None]:
         nonempty = (b for b in reader if b.num_rows)
