@@ -167,6 +167,13 @@ def sql(
 
     Example: graphlake sql "SELECT label, count(*) FROM adoptions GROUP BY 1" --format json
     """
+    _run_statement(statement, None, lake, version, fmt, output, dialect, transpile_only,
+                   max_rows, timeout)
+
+
+def _run_statement(statement: str, params: dict | None, lake, version, fmt, output, dialect,
+                   transpile_only: bool, max_rows: int, timeout: float) -> None:
+    """What `sql` and `query run` share: transpile only, or run guarded and print."""
     from graphlake.query import guard, run_sql
 
     try:
@@ -175,11 +182,11 @@ def sql(
             typer.echo(guard.transpile(statement, dialect or "duckdb"))
             return
         if dialect:
-            _fail(ValueError("--dialect only applies with --transpile-only; queries run on "
-                             "DuckDB"))
-        res = run_sql(statement, _lake(lake), version=version, max_rows=max_rows or None,
-                      timeout_s=timeout or None)
-    except GraphlakeError as exc:
+            raise ValueError("--dialect only applies with --transpile-only; queries run on "
+                             "DuckDB")
+        res = run_sql(statement, _lake(lake), version=version, params=params,
+                      max_rows=max_rows or None, timeout_s=timeout or None)
+    except (GraphlakeError, ValueError) as exc:
         _fail(exc)
     _emit(res.table, fmt, output, res.truncated, max_rows)
 
@@ -230,8 +237,7 @@ def query_run(
     timeout: TimeoutOpt = 300.0,
 ):
     """Run a named query, e.g. `graphlake query run collab_metrics -p corpus=kolab`."""
-    from graphlake.query import guard, named
-    from graphlake.query.engine import run_sql
+    from graphlake.query import named
 
     try:
         q = named.get(name)
@@ -242,14 +248,10 @@ def query_run(
             k, v = item.split("=", 1)
             given[k.strip()] = v
         values = q.bind(given)
-        if transpile_only:
-            typer.echo(guard.transpile(q.sql, dialect or "duckdb"))
-            return
-        res = run_sql(q.sql, _lake(lake), version=version, params=values,
-                      max_rows=max_rows or None, timeout_s=timeout or None)
     except GraphlakeError as exc:
         _fail(exc)
-    _emit(res.table, fmt, output, res.truncated, max_rows)
+    _run_statement(q.sql, values, lake, version, fmt, output, dialect, transpile_only,
+                   max_rows, timeout)
 
 
 # -- lake ------------------------------------------------------------------------------------

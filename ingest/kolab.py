@@ -48,6 +48,9 @@ class Node:
     step_id: str
     actor_type: str
     occurrences: list[tuple[int, float, float]] = field(default_factory=list)
+    row: dict = field(default_factory=dict)  # the nodes row, emitted once degrees are known
+    succ: set[str] = field(default_factory=set)
+    pred: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -165,6 +168,9 @@ class GraphParser:
             self._edges(edges, seg, ref, nodes_by_id)
         if obj.get("edges") is not None:  # graph-level edges name nodes as '<key>/<id>'
             self._edges(obj["edges"], None, "edges", nodes_by_id)
+        for n in nodes_by_id.values():
+            n.row["out_degree"], n.row["in_degree"] = len(n.succ), len(n.pred)
+            self.out.row("nodes", n.row)
         for node, responses, ref in pending_responses:
             self._responses(node, responses, f"{ref}.user_response", graph)
         self._session_rows(obj, graph, meta or {})
@@ -313,9 +319,10 @@ class GraphParser:
             graph.ai_actors.add(brand)
         for k, a, b in n.occurrences:
             self.out.row("node_occurrences", {"session_id": self.sid, "node_id": n.node_id,
-                                              "seq": k, "t_start": a, "t_end": b})
+                                              "seq": k, "t_start": a, "t_end": b,
+                                              "step_id": seg.key, "actor_type": atype})
         occ = n.occurrences
-        self.out.row("nodes", {
+        n.row = {
             "session_id": self.sid, "node_id": n.node_id, "local_id": local, "step_id": seg.key,
             "actor_type": atype, "actor": _text(actor), "label": _text(node.get("label")),
             "detail": _text(node.get("detail")), "software": _text(node.get("softwares")),
@@ -324,7 +331,7 @@ class GraphParser:
             "t_end": max(o[2] for o in occ) if occ else None,
             "n_occurrences": len(occ),
             "attrs": attrs_json(node, NODE_KNOWN),
-        })
+        }
         return n
 
     # -- edges -----------------------------------------------------------------------------
@@ -370,6 +377,8 @@ class GraphParser:
                             f"({kind}); remove the repeat", e, self.sid)
                 continue
             seen.add(edge_id)
+            nodes_by_id[src].succ.add(dst)
+            nodes_by_id[dst].pred.add(src)
             self.out.row("edges", {
                 "session_id": self.sid, "edge_id": edge_id, "src": src, "dst": dst,
                 "kind": kind, "level": "action", "step_id": seg.key if seg else None,

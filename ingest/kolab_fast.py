@@ -81,30 +81,20 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
     bad: list[int] = []
 
     def attempt(lo: int, hi: int) -> None:
-        chunk = blobs[lo:hi]
-        if any(not b.startswith(b"{") for b in chunk) and hi - lo == 1:
-            bad.append(lo)
-            return
         try:
-            t = pajson.read_json(io.BytesIO(b"\n".join(chunk) + b"\n"),
+            t = pajson.read_json(io.BytesIO(b"\n".join(blobs[lo:hi]) + b"\n"),
                                  read_options=_READ, parse_options=_PARSE)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            if hi - lo == 1:
-                bad.append(lo)
-                return
+            t = None
+        if t is not None and t.num_rows == hi - lo:  # else: a bad file, or one holding
+            good.append(t.append_column(                # several objects or none
+                "_idx", pa.array(range(lo, hi), pa.int32())))
+        elif hi - lo == 1:
+            bad.append(lo)
+        else:
             mid = (lo + hi) // 2
             attempt(lo, mid)
             attempt(mid, hi)
-            return
-        if t.num_rows != hi - lo:  # a file holding several objects, or none
-            if hi - lo == 1:
-                bad.append(lo)
-                return
-            mid = (lo + hi) // 2
-            attempt(lo, mid)
-            attempt(mid, hi)
-            return
-        good.append(t.append_column("_idx", pa.array(range(lo, hi), pa.int32())))
 
     attempt(0, len(paths))
     if not good:
@@ -287,15 +277,22 @@ FROM st s JOIN raw r USING (_idx) WHERE s.{ok}""",
 SELECT {c}, r.session_id, n.key || '/' || n.id AS node_id, n.id AS local_id, n.key AS step_id,
        CASE n.actor_type WHEN 'user' THEN 'human' ELSE 'ai' END AS actor_type, n.actor, n.label,
        n.detail, n.softwares AS software, n.source_steps,
-       s.t_start, s.t_end, n.n_times::INTEGER AS n_occurrences, NULL::VARCHAR AS attrs,
-       n._idx
+       s.t_start, s.t_end, n.n_times::INTEGER AS n_occurrences,
+       coalesce(o.d, 0)::INTEGER AS out_degree, coalesce(i.d, 0)::INTEGER AS in_degree,
+       NULL::VARCHAR AS attrs, n._idx
 FROM nd n JOIN raw r USING (_idx)
 LEFT JOIN (SELECT _idx, key, id, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY ALL) s
      ON s._idx = n._idx AND s.key = n.key AND s.id = n.id
+LEFT JOIN (SELECT _idx, key, src, count(DISTINCT dst) AS d FROM ed GROUP BY ALL) o
+     ON o._idx = n._idx AND o.key = n.key AND o.src = n.id
+LEFT JOIN (SELECT _idx, key, dst, count(DISTINCT src) AS d FROM ed GROUP BY ALL) i
+     ON i._idx = n._idx AND i.key = n.key AND i.dst = n.id
 WHERE n.{ok}""",
         "node_occurrences": f"""
 SELECT {c}, r.session_id, o.key || '/' || o.id AS node_id, o.seq::INTEGER AS seq,
-       o.a AS t_start, o.b AS t_end, NULL::VARCHAR AS attrs, o._idx
+       o.a AS t_start, o.b AS t_end, o.key AS step_id,
+       CASE o.actor_type WHEN 'user' THEN 'human' ELSE 'ai' END AS actor_type,
+       NULL::VARCHAR AS attrs, o._idx
 FROM occ o JOIN raw r USING (_idx) WHERE o.{ok}""",
         "edges": f"""
 SELECT {c}, r.session_id,

@@ -10,10 +10,9 @@ WITH sess AS (
 -- B: inter-event intervals between the starts of AI node occurrences (each is one
 -- human-agent interaction: the agent acting on a request), in time order.
 ai_occ AS (
-    SELECT o.corpus, o.session_id, o.t_start, n.step_id
-    FROM node_occurrences o
-    JOIN nodes n ON n.corpus = o.corpus AND n.session_id = o.session_id AND n.node_id = o.node_id
-    WHERE n.actor_type = 'ai' AND o.t_start IS NOT NULL
+    SELECT corpus, session_id, t_start, step_id
+    FROM node_occurrences
+    WHERE actor_type = 'ai' AND t_start IS NOT NULL
 ),
 gaps AS (
     SELECT corpus, session_id,
@@ -25,16 +24,12 @@ burst AS (
            avg(gap) AS mu, stddev_pop(gap) AS sigma
     FROM gaps GROUP BY corpus, session_id
 ),
--- W: nodes with more than one distinct successor, over the number of action-level edges.
-outdeg AS (
-    SELECT corpus, session_id, src, count(DISTINCT dst) AS d, count(*) AS e
-    FROM edges WHERE level = 'action'
-    GROUP BY corpus, session_id, src
-),
+-- W: branch nodes (more than one distinct successor: nodes.out_degree, counted at ingest
+-- from the same action-level edges) over the number of action-level edges.
 topo AS (
-    SELECT corpus, session_id, count(*) FILTER (WHERE d > 1) AS n_branch_nodes,
-           sum(e) AS n_edges
-    FROM outdeg GROUP BY corpus, session_id
+    SELECT corpus, session_id, count(*) AS n_edges
+    FROM edges WHERE level = 'action'
+    GROUP BY corpus, session_id
 ),
 -- R_A, R_M: adoption annotations (one per user_response tuple).
 ret AS (
@@ -64,7 +59,8 @@ lead AS (
 ),
 node_counts AS (
     SELECT corpus, session_id, count(*) AS n_nodes,
-           count(*) FILTER (WHERE actor_type = 'ai') AS n_ai_nodes
+           count(*) FILTER (WHERE actor_type = 'ai') AS n_ai_nodes,
+           count(*) FILTER (WHERE out_degree > 1) AS n_branch_nodes
     FROM nodes GROUP BY corpus, session_id
 ),
 rating AS (
@@ -77,7 +73,8 @@ rating AS (
 SELECT sess.corpus, sess.session_id, sess.domain, sess.title,
        CASE WHEN burst.n_intervals >= 2 AND burst.sigma + burst.mu > 0
             THEN (burst.sigma - burst.mu) / (burst.sigma + burst.mu) END AS burstiness,
-       CASE WHEN topo.n_edges > 0 THEN topo.n_branch_nodes / topo.n_edges END AS topology_w,
+       CASE WHEN topo.n_edges > 0 THEN node_counts.n_branch_nodes / topo.n_edges END
+           AS topology_w,
        CASE WHEN ret.n_responses > 0 THEN ret.n_adopt / ret.n_responses END AS retention_adopt,
        CASE WHEN ret.n_responses > 0 THEN ret.n_modify / ret.n_responses END AS retention_modify,
        lead.solo_lead_in,
@@ -86,7 +83,7 @@ SELECT sess.corpus, sess.session_id, sess.domain, sess.title,
        coalesce(node_counts.n_nodes, 0) AS n_nodes,
        coalesce(node_counts.n_ai_nodes, 0) AS n_ai_nodes,
        coalesce(topo.n_edges, 0) AS n_edges,
-       coalesce(topo.n_branch_nodes, 0) AS n_branch_nodes,
+       coalesce(node_counts.n_branch_nodes, 0) AS n_branch_nodes,
        coalesce(burst.n_intervals, 0) + CASE WHEN burst.n_intervals IS NULL THEN 0 ELSE 1 END
            AS n_interactions,
        coalesce(ret.n_responses, 0) AS n_responses,

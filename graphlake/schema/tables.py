@@ -106,6 +106,8 @@ NODES = _table(
     _f("t_start", F64, "Start of the node's first occurrence (seconds)."),
     _f("t_end", F64, "End of the node's last occurrence (seconds)."),
     _f("n_occurrences", I32, "How many time intervals the node has (loops repeat nodes)."),
+    _f("out_degree", I32, "Distinct successors over action-level edges (> 1: a branch node)."),
+    _f("in_degree", I32, "Distinct predecessors over action-level edges (> 1: a merge node)."),
 )
 
 NODE_OCCURRENCES = _table(
@@ -114,6 +116,8 @@ NODE_OCCURRENCES = _table(
     _f("seq", I32, "0-based index of the interval in the node's time list.", False),
     _f("t_start", F64, "Interval start (seconds)."),
     _f("t_end", F64, "Interval end (seconds)."),
+    _f("step_id", STR, "The node's segment (copied from nodes so timelines need no join)."),
+    _f("actor_type", STR, "The node's actor type, human or ai (copied from nodes, likewise)."),
 )
 
 EDGES = _table(
