@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from graphlake.ingest.base import CollectingEmitter
-from graphlake.ingest.kolab import GraphParser
+from graphlake.ingest.kolab_graph import GraphParser
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
