@@ -12,16 +12,18 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 FORMATS = ("table", "json", "csv", "parquet")
 
 
-def _cell(v) -> str:
+def _cell(v) -> Text:
+    """A cell as plain text: values such as "[mobile_data_issue]" are data, not Rich markup."""
     if v is None:
-        return "∅"
+        return Text("∅", style="dim")
     if isinstance(v, float):
-        return f"{v:.4g}"
-    return str(v)
+        return Text(f"{v:.4g}")
+    return Text(str(v))
 
 
 def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -> Table:

@@ -68,6 +68,7 @@ SESSIONS = _table(
     _f("started_at", TS, "Absolute start time, when the source records one."),
     _f("duration_s", F64, "Session length in seconds."),
     _f("source_file", STR, "Path of the file the session was read from."),
+    _f("scenario_id", STR, "The task or scenario the session enacts (see scenarios)."),
 )
 
 PARTICIPANTS = _table(
@@ -191,6 +192,23 @@ DOCUMENTS = _table(
     _f("text", STR, "Full text."),
 )
 
+SCENARIOS = _table(
+    "scenarios", "task or scenario definition that sessions enact (agent benchmarks)",
+    ("corpus", "session_id", "scenario_id"),
+    _f("scenario_id", STR, "Task id as the source names it (session_id is '' for these rows).",
+       False),
+    _f("title", STR, "Short description or purpose."),
+    _f("domain", STR, "Task domain (airline, telecom, coding, ...)."),
+    _f("goal", STR, "What the (simulated) user wants: reason for call, task text."),
+    _f("known_info", STR, "What the user knows and may tell."),
+    _f("unknown_info", STR, "What the user does not know."),
+    _f("instructions", STR, "Further instructions to the user simulator or agents."),
+    _f("persona", STR, "User persona, where given."),
+    _f("coordination_mode", STR, "How agents coordinate (star, chain, graph, ...)."),
+    _f("evaluation_criteria", STR, "JSON of how success is judged (actions, assertions, ...)."),
+    _f("source_file", STR, "File the scenario was read from."),
+)
+
 REJECTS = _table(
     "rejects", "record that could not be ingested", ("corpus", "reject_id"),
     _f("reject_id", STR, "Deterministic id: hash of file, record reference and reason.", False),
@@ -205,7 +223,7 @@ REJECTS = _table(
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (SESSIONS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
-              ANNOTATIONS, MEDIA, DOCUMENTS, REJECTS)
+              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, REJECTS)
 }
 
 
