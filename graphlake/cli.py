@@ -86,7 +86,7 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
 # -- ingest ----------------------------------------------------------------------------------
 @app.command()
 def ingest(
-    corpus: Annotated[str, typer.Argument(help="Ingestor name: kolab or tau2.")],
+    corpus: Annotated[str, typer.Argument(help="Ingestor name: kolab, tau2 or coauthor.")],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,

@@ -26,7 +26,7 @@ def register(name: str):
 
 
 def _load_builtins() -> None:
-    from graphlake.ingest import kolab, tau2  # noqa: F401  (they register themselves)
+    from graphlake.ingest import coauthor, kolab, tau2  # noqa: F401  (they register themselves)
 
 
 def names() -> list[str]:

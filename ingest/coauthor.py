@@ -1,0 +1,351 @@
+"""CoAuthor ingestor: keystroke logs of people writing with GPT-3 suggestions (Lee et al. 2022).
+
+One ``.jsonl`` file is one session; every line (an editor or suggestion event) becomes an
+``events`` row. On top, each suggestion episode
+
+    suggestion-get (user) -> suggestion-open (api: the candidates) -> hover* ->
+    suggestion-select (user) + text-insert (api)   or   suggestion-close (user)
+
+becomes three workflow nodes (the writer's request, the AI's suggestions, the writer's
+response) and one ``adoption`` annotation, so Kolab's retention metrics run unchanged:
+
+* **adopt**: a suggestion was selected and the writer never edited inside the inserted span;
+* **modify**: selected, then the writer inserted or deleted text strictly inside the span
+  (typing right after it, or before it, is not modifying it);
+* **reject**: dismissed by the writer without a select.
+
+The document is replayed from the Quill deltas, so the span is tracked through every later
+edit, and the text at any event can be rebuilt (``document_at``). Details: docs/coauthor.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from graphlake.ingest import register
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+
+KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
+GENERATION = ("currentN", "currentMaxToken", "currentTemperature", "currentTopP",
+              "currentPresencePenalty", "currentFrequencyPenalty")
+STEP = "writing"
+_SESSION_ID = re.compile(r"[0-9a-f]{32}")
+
+
+class DeltaError(ValueError):
+    """A Quill delta that does not apply to the document as replayed so far."""
+
+
+def apply_delta(doc: str, ops) -> tuple[str, list[tuple[str, int, int]]]:
+    """Apply Quill delta ``ops`` to ``doc``; return the new text and the edits as
+    ``(kind, position, length)`` with kind ``insert`` or ``delete``."""
+    if not isinstance(ops, list):
+        raise DeltaError("textDelta.ops must be a list")
+    pos, edits = 0, []
+    parts = doc
+    for op in ops:
+        if not isinstance(op, dict):
+            raise DeltaError(f"delta op {op!r} is not an object")
+        if "retain" in op:
+            n = op["retain"]
+            if not isinstance(n, int) or n < 0 or pos + n > len(parts):
+                raise DeltaError(f"retain {n!r} runs past the end of the document "
+                                 f"({len(parts)} characters)")
+            pos += n
+        elif "insert" in op:
+            text = op["insert"] if isinstance(op["insert"], str) else ""
+            parts = parts[:pos] + text + parts[pos:]
+            edits.append(("insert", pos, len(text)))
+            pos += len(text)
+        elif "delete" in op:
+            n = op["delete"]
+            if not isinstance(n, int) or n < 0 or pos + n > len(parts):
+                raise DeltaError(f"delete {n!r} runs past the end of the document")
+            parts = parts[:pos] + parts[pos + n:]
+            edits.append(("delete", pos, n))
+        else:
+            raise DeltaError(f"delta op {op!r} is none of retain, insert, delete")
+    return parts, edits
+
+
+@dataclass
+class Episode:
+    k: int
+    t_get: float
+    line_get: int
+    t_open: float | None = None
+    suggestions: list = field(default_factory=list)
+    t_decide: float | None = None
+    selected: bool = False
+    chosen: int | None = None
+    dismissed: bool = False
+    span: list[int] | None = None  # [start, end) of the inserted suggestion
+    modified: bool = False
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+def _track(spans: list[Episode], kind: str, pos: int, n: int) -> None:
+    """Move the tracked spans through one edit; mark those it touches inside."""
+    for ep in spans:
+        s, e = ep.span
+        if kind == "insert":
+            if pos <= s:
+                ep.span = [s + n, e + n]
+            elif pos < e:
+                ep.modified = True
+                ep.span = [s, e + n]
+        else:
+            end = pos + n
+            if end <= s:
+                ep.span = [s - n, e - n]
+            elif pos < e:
+                ep.modified = True
+                before = max(0, min(s, end) - pos)
+                inside = min(e, end) - max(s, pos)
+                ep.span = [s - before, e - before - inside]
+
+
+@register("coauthor")
+class CoAuthorIngestor:
+    """CoAuthor keystroke logs (.jsonl, one session per file)."""
+
+    name = "coauthor"
+    help = "CoAuthor keystroke logs: one .jsonl file per writing session, or a folder of them."
+
+    def units(self, path: Path) -> list[SourceUnit]:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; give a CoAuthor .jsonl file or a "
+                                    "folder of them")
+        files = [path] if path.is_file() else sorted(
+            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        return [SourceUnit(p, "jsonl" if p.suffix.lower() == ".jsonl" else "other")
+                for p in files]
+
+    def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        if unit.kind != "jsonl":
+            out.reject(source_file=str(unit.path), target_table="sessions", record_kind="file",
+                       record_ref="$", reason="not a CoAuthor log: expected a .jsonl file",
+                       raw=unit.path.read_bytes()[: 1 << 20])
+            return
+        _Session(unit.path, out).run()
+
+
+class _Session:
+    def __init__(self, path: Path, out: Emitter):
+        self.path, self.out, self.src = path, out, str(path)
+        m = _SESSION_ID.search(path.stem)
+        self.sid = m.group(0) if m else path.stem
+        genre = path.stem[: m.start()].strip("_-") if m and m.start() else path.parent.name
+        self.genre = genre or None
+        self.doc: str | None = None
+        self.t0: int | None = None
+        self.t_last = 0.0
+        self.episodes: list[Episode] = []
+        self.open: Episode | None = None
+        self.settings: dict = {}
+
+    def reject(self, lineno: int, reason: str, raw, table: str = "events") -> None:
+        self.out.reject(source_file=self.src, target_table=table, record_kind="event",
+                        record_ref=f"line {lineno}", reason=f"line {lineno}: {reason}",
+                        raw=raw, session_id=self.sid)
+
+    def run(self) -> None:
+        with self.path.open("rb") as fh:
+            for lineno, line in enumerate(fh, 1):
+                if not line.strip():
+                    continue
+                try:
+                    ev = load_json(line)
+                except ValueError as exc:
+                    self.reject(lineno, f"not valid JSON ({exc})", line)
+                    continue
+                if not isinstance(ev, dict) or not isinstance(ev.get("eventName"), str) \
+                        or not isinstance(ev.get("eventTimestamp"), int | float):
+                    self.reject(lineno, "an event needs eventName and a numeric eventTimestamp "
+                                "(milliseconds)", ev)
+                    continue
+                self.event(lineno, ev)
+        if self.t0 is None:
+            self.out.reject(source_file=self.src, target_table="sessions", record_kind="file",
+                            record_ref="$", reason="no usable events: nothing to ingest",
+                            raw=self.path.read_bytes()[: 1 << 20], session_id=self.sid)
+            return
+        self.finish()
+
+    # -- one log line ----------------------------------------------------------------------
+    def event(self, lineno: int, ev: dict) -> None:
+        name, source = ev["eventName"], ev.get("eventSource")
+        if self.t0 is None:
+            self.t0 = ev["eventTimestamp"]
+            self.settings = {k: ev.get(k) for k in GENERATION if k in ev}
+        t = (ev["eventTimestamp"] - self.t0) / 1000.0
+        self.t_last = max(self.t_last, t)
+        if name == "system-initialize" and self.doc is None:
+            self.doc = ev.get("currentDoc") or ""
+        delta = ev.get("textDelta")
+        inserted = None
+        if isinstance(delta, dict) and delta.get("ops") is not None:
+            try:
+                self.doc, edits = apply_delta(self.doc or "", delta["ops"])
+            except DeltaError as exc:
+                self.reject(lineno, f"{exc}; the event was kept out and the replayed "
+                            "document may drift from here", ev)
+                return
+            inserted = "".join(op["insert"] for op in delta["ops"]
+                               if isinstance(op, dict) and isinstance(op.get("insert"), str))
+            self.edits(source, edits)
+        node = self.episode_step(name, source, t, ev, lineno)
+        human = source == "user"
+        self.out.row("events", {
+            "session_id": self.sid, "event_id": f"l{lineno}",
+            "seq": ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
+            "t": t, "timestamp": datetime.fromtimestamp(ev["eventTimestamp"] / 1000, UTC),
+            "actor": "writer" if human else "gpt3", "actor_type": "human" if human else "ai",
+            "kind": name, "channel": "suggestion" if name.startswith("suggestion") else
+            ("system" if name.startswith("system") else "editor"),
+            "initiator": "human" if human else "agent", "node_id": node, "step_id": STEP,
+            "text": inserted, "payload": to_json(delta) if isinstance(delta, dict) else None,
+            "attrs": to_json({k: v for k, v in ev.items() if k not in KNOWN}
+                             | ({"textDelta": delta} if delta and not isinstance(delta, dict)
+                                else {})),
+        })
+
+    def edits(self, source, edits) -> None:
+        ep = self.open
+        if source == "api" and ep is not None and ep.selected and ep.span is None \
+                and edits and edits[0][0] == "insert":
+            _, pos, n = edits[0]  # the selected suggestion landing in the document
+            ep.span = [pos, pos + n]
+            self.open = None
+            return
+        tracked = [e for e in self.episodes if e.span is not None]
+        for kind, pos, n in edits:
+            if source == "user":
+                _track(tracked, kind, pos, n)
+            else:  # another insertion by the system moves spans but does not "modify" them
+                for e in tracked:
+                    was = e.modified
+                    _track([e], kind, pos, n)
+                    e.modified = was
+
+    def episode_step(self, name, source, t, ev, lineno) -> str | None:
+        if name == "suggestion-get" and source == "user":
+            self.open = Episode(len(self.episodes), t, lineno)
+            self.episodes.append(self.open)
+            return f"ep{self.open.k}/request"
+        ep = self.open
+        if ep is None:
+            return None
+        if name == "suggestion-open":
+            ep.t_open = t
+            ep.suggestions = ev.get("currentSuggestions") or []
+            return f"ep{ep.k}/suggestion"
+        if name == "suggestion-select" and source == "user":
+            ep.t_decide, ep.selected = t, True
+            ep.chosen = ev.get("currentSuggestionIndex")
+            return f"ep{ep.k}/response"
+        if name == "suggestion-close" and source == "user" and not ep.selected:
+            ep.t_decide, ep.dismissed = t, True
+            self.open = None
+            return f"ep{ep.k}/response"
+        if name.startswith("suggestion"):
+            return f"ep{ep.k}/suggestion"
+        return None
+
+    # -- after the last line ---------------------------------------------------------------
+    def finish(self) -> None:
+        sid, out = self.sid, self.out
+        initial = self.initial_doc()
+        title = initial.strip().split("\n", 1)[0] if initial else None
+        out.row("sessions", {
+            "session_id": sid, "title": title, "goal": initial or None, "domain": self.genre,
+            "participants": ["writer", "gpt3"],
+            "started_at": datetime.fromtimestamp(self.t0 / 1000, UTC),
+            "duration_s": self.t_last, "source_file": self.src})
+        out.row("participants", {"session_id": sid, "participant_id": "writer",
+                                 "kind": "human", "role": "writer", "name": "writer"})
+        out.row("participants", {"session_id": sid, "participant_id": "gpt3", "kind": "ai",
+                                 "role": "suggester", "name": "gpt-3",
+                                 "attrs": to_json({"generation": self.settings})})
+        out.row("steps", {"session_id": sid, "step_id": STEP, "ordinal": 0, "name": "writing",
+                          "t_start": 0.0, "t_end": self.t_last})
+        out.row("documents", {"session_id": sid, "doc_id": "prompt", "kind": "prompt",
+                              "uri": self.src, "text": initial})
+        out.row("documents", {"session_id": sid, "doc_id": "final", "kind": "final_text",
+                              "uri": self.src, "text": self.doc})
+        nodes, edges, prev = [], [], None
+        for ep in self.episodes:
+            prev = self.episode_rows(ep, prev, nodes, edges)
+        succ = {src for src, _ in edges}
+        pred = {dst for _, dst in edges}
+        for row in nodes:  # a chain: one successor and one predecessor, but at its ends
+            row["out_degree"] = int(row["node_id"] in succ)
+            row["in_degree"] = int(row["node_id"] in pred)
+            out.row("nodes", row)
+        for src, dst in edges:
+            out.row("edges", {"session_id": sid, "edge_id": f"{src}->{dst}:sequential",
+                              "src": src, "dst": dst, "kind": "sequential", "level": "action",
+                              "step_id": STEP})
+
+    def initial_doc(self) -> str:
+        with self.path.open("rb") as fh:
+            for line in fh:
+                try:
+                    ev = load_json(line)
+                except ValueError:
+                    continue
+                if isinstance(ev, dict) and ev.get("eventName") == "system-initialize":
+                    return ev.get("currentDoc") or ""
+        return ""
+
+    def episode_rows(self, ep: Episode, prev: str | None, node_rows: list[dict],
+                     edges: list[tuple[str, str]]) -> str | None:
+        """Nodes, edges and the adoption annotation of one episode; returns its last node."""
+        sid, out, k = self.sid, self.out, ep.k
+        nodes = [(f"ep{k}/request", "human", "writer", "Ask for suggestions", ep.t_get,
+                  ep.t_open if ep.t_open is not None else ep.t_get, None)]
+        if ep.t_open is not None:
+            end = ep.t_decide if ep.t_decide is not None else ep.t_open
+            nodes.append((f"ep{k}/suggestion", "ai", "gpt3",
+                          f"Offer {len(ep.suggestions)} suggestions", ep.t_open, end,
+                          to_json(ep.suggestions)))
+        label = None
+        if ep.t_decide is not None:
+            label = "reject" if ep.dismissed else ("modify" if ep.modified else "adopt")
+            text = {"reject": "Dismiss the suggestions", "adopt": "Keep the suggestion",
+                    "modify": "Keep and edit the suggestion"}[label]
+            nodes.append((f"ep{k}/response", "human", "writer", text, ep.t_decide,
+                          ep.t_decide, None))
+        for nid, atype, actor, lab, a, b, detail in nodes:
+            node_rows.append({"session_id": sid, "node_id": nid, "local_id": nid,
+                              "step_id": STEP, "actor_type": atype, "actor": actor,
+                              "label": lab, "detail": detail, "t_start": a, "t_end": b,
+                              "n_occurrences": 1})
+            out.row("node_occurrences", {"session_id": sid, "node_id": nid, "seq": 0,
+                                         "t_start": a, "t_end": b, "step_id": STEP,
+                                         "actor_type": atype})
+        chain = [n[0] for n in nodes]
+        if prev is not None:
+            chain = [prev, *chain]
+        edges.extend(zip(chain, chain[1:], strict=False))
+        if label is not None and ep.t_open is not None:
+            out.row("annotations", {
+                "session_id": sid, "annotation_id": f"ep{k}/adoption", "kind": "adoption",
+                "target_kind": "node", "target_id": f"ep{k}/response", "step_id": STEP,
+                "source_node": f"ep{k}/request", "ai_node": f"ep{k}/suggestion",
+                "response_node": f"ep{k}/response", "source_seq": 0, "ai_seq": 0,
+                "response_seq": 0, "label": label, "annotator": "derived from the log",
+                "attrs": to_json({"chosen_index": ep.chosen, "span": ep.span,
+                                  "chosen_text": self.chosen_text(ep)})})
+        return chain[-1]
+
+    @staticmethod
+    def chosen_text(ep: Episode):
+        for s in ep.suggestions:
+            if isinstance(s, dict) and s.get("index") == ep.chosen:
+                return s.get("trimmed")
+        return None

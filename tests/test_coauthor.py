@@ -1,0 +1,168 @@
+"""CoAuthor ingestor: the real sample, the adopt / modify / reject rules, document replay."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from graphlake import ingest
+from graphlake.ingest.base import CollectingEmitter
+from graphlake.ingest.coauthor import apply_delta
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+from graphlake.query.documents import document_at
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "coauthor"
+SAMPLE = next(DATA.glob("*.jsonl"), None) if DATA.exists() else None
+needs_data = pytest.mark.skipif(SAMPLE is None, reason="shared CoAuthor sample not present")
+
+
+def parse(path: Path) -> CollectingEmitter:
+    ing = ingest.get("coauthor")
+    out = CollectingEmitter("coauthor")
+    for unit in ing.units(path):
+        ing.parse(unit, out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    lake = tmp_path_factory.mktemp("coauthor") / "lake"
+    ingest_path("coauthor", SAMPLE, lake)
+    return lake
+
+
+@needs_data
+def test_every_line_is_an_event_and_episodes_match_the_release_notes(lake):
+    lines = [ln for ln in SAMPLE.read_text().splitlines() if ln.strip()]
+    rows = run_sql("SELECT (SELECT count(*) FROM events) AS events, "
+                   "(SELECT count(*) FROM rejects) AS rejects", lake).table.to_pylist()
+    assert rows == [{"events": len(lines), "rejects": 0}]
+    labels = dict(run_sql("SELECT label, count(*) AS n FROM adoptions GROUP BY 1",
+                          lake).table.to_pylist() and
+                  [(r["label"], r["n"]) for r in run_sql(
+                      "SELECT label, count(*) AS n FROM adoptions GROUP BY 1",
+                      lake).table.to_pylist()])
+    # data/README.md: 15 episodes, 12 accepted, 3 dismissed
+    assert sum(labels.values()) == 15 and labels["reject"] == 3
+    assert labels["adopt"] + labels["modify"] == 12
+
+
+@needs_data
+def test_kolab_retention_runs_unchanged_on_coauthor(lake):
+    from graphlake.query import named
+
+    q = named.get("collab_metrics")
+    (row,) = run_sql(q.sql, lake, params=q.bind({"corpus": "coauthor"})).table.to_pylist()
+    assert row["n_responses"] == 15
+    assert row["retention_adopt"] + row["retention_modify"] == pytest.approx(12 / 15)
+
+
+@needs_data
+def test_document_at_any_event(lake):
+    final = run_sql("SELECT text FROM documents WHERE doc_id = 'final'", lake).table
+    assert document_at(lake, SAMPLE.stem.split("_")[-1]) == final["text"][0].as_py()
+    sid = SAMPLE.stem.split("_")[-1]
+    select_seq = run_sql("SELECT min(seq) AS s FROM events WHERE kind = 'suggestion-select'",
+                         lake).table["s"][0].as_py()
+    before = document_at(lake, sid, select_seq)
+    after = document_at(lake, sid, select_seq + 2)  # select, close, then the api insert
+    assert "it's not wrong." not in before
+    assert after.rstrip("\n").endswith("it's not wrong.")  # Quill keeps a final newline
+
+
+def log(tmp_path, events) -> Path:
+    t = 1_000_000
+    lines = [{"eventName": "system-initialize", "eventSource": "api", "eventTimestamp": t,
+              "currentDoc": "Prompt\n", "textDelta": ""}]
+    for k, (name, source, delta) in enumerate(events, 1):
+        lines.append({"eventName": name, "eventSource": source, "eventTimestamp": t + k * 100,
+                      "textDelta": {"ops": delta} if delta else "", "eventNum": k,
+                      "currentSuggestions": [{"index": 0, "trimmed": "AI text"}]
+                      if name == "suggestion-open" else []})
+    path = tmp_path / "creative_0123456789abcdef0123456789abcdef.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return path
+
+
+EPISODE = [("suggestion-get", "user", None), ("suggestion-open", "api", None),
+           ("suggestion-select", "user", None), ("suggestion-close", "api", None),
+           ("text-insert", "api", [{"retain": 7}, {"insert": "AI text"}])]
+
+
+@pytest.mark.parametrize("after,label", [
+    ([], "adopt"),
+    ([("text-insert", "user", [{"retain": 14}, {"insert": " more"}])], "adopt"),   # after it
+    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}])], "adopt"),      # before it
+    ([("text-insert", "user", [{"retain": 9}, {"insert": "X"}])], "modify"),        # inside
+    ([("text-delete", "user", [{"retain": 10}, {"delete": 2}])], "modify"),         # cut it
+    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),                  # shifted,
+      ("text-insert", "user", [{"retain": 17}, {"insert": "!"}])], "adopt"),        # then after
+    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),
+      ("text-insert", "user", [{"retain": 12}, {"insert": "X"}])], "modify"),       # shifted, in
+])
+def test_adopt_or_modify_follows_the_span(tmp_path, after, label):
+    out = parse(log(tmp_path, EPISODE + after))
+    (a,) = out.tables["annotations"]
+    assert a["label"] == label
+    assert out.tables["sessions"][0]["domain"] == "creative"
+
+
+def test_dismissed_without_select_is_reject(tmp_path):
+    out = parse(log(tmp_path, EPISODE[:2] + [("suggestion-close", "user", None)]))
+    (a,) = out.tables["annotations"]
+    assert a["label"] == "reject"
+    assert [n["node_id"] for n in out.tables["nodes"]] == \
+        ["ep0/request", "ep0/suggestion", "ep0/response"]
+
+
+def test_bad_lines_are_rejected_and_the_rest_lands(tmp_path):
+    path = log(tmp_path, EPISODE)
+    with path.open("a") as fh:
+        fh.write("{oops\n")
+        fh.write(json.dumps({"eventName": "text-insert", "eventSource": "user",
+                             "eventTimestamp": 1_000_900,
+                             "textDelta": {"ops": [{"retain": 999}, {"insert": "x"}]}}) + "\n")
+        fh.write(json.dumps({"eventSource": "user"}) + "\n")
+    out = parse(path)
+    reasons = [r["reason"] for r in out.tables["rejects"]]
+    assert len(reasons) == 3
+    assert any("not valid JSON" in r for r in reasons)
+    assert any("retain 999 runs past the end" in r for r in reasons)
+    assert any("needs eventName" in r for r in reasons)
+    assert len(out.tables["events"]) == 6
+
+
+def test_apply_delta():
+    assert apply_delta("abc", [{"retain": 1}, {"insert": "X"}, {"delete": 1}]) == \
+        ("aXc", [("insert", 1, 1), ("delete", 2, 1)])
+
+
+ops = st.lists(st.one_of(
+    st.fixed_dictionaries({"retain": st.integers(-1, 20)}),
+    st.fixed_dictionaries({"insert": st.text(max_size=4)}),
+    st.fixed_dictionaries({"delete": st.integers(0, 5)}), st.integers()), max_size=4)
+event = st.fixed_dictionaries({
+    "eventName": st.sampled_from(["text-insert", "text-delete", "suggestion-get",
+                                  "suggestion-open", "suggestion-select", "suggestion-close"]),
+    "eventSource": st.sampled_from(["user", "api"]),
+    "eventTimestamp": st.integers(0, 10_000)},
+    optional={"textDelta": st.one_of(st.just(""), st.fixed_dictionaries({"ops": ops}))})
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.one_of(event, st.integers(), st.text(max_size=3)), max_size=12))
+def test_never_raises_and_every_line_is_accounted_for(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("c") / "x.jsonl"
+    text = [json.dumps(x) for x in lines]
+    path.write_text("\n".join(text) + "\n")
+    out = parse(path)
+    n_lines = sum(1 for t in text if t.strip())
+    events = len(out.tables.get("events", []))
+    line_rejects = sum(1 for r in out.tables.get("rejects", []) if r["record_kind"] == "event")
+    assert events + line_rejects == n_lines
