@@ -145,6 +145,18 @@ class SourceUnit:
     kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
 
 
+def file_units(path: Path, suffix: str, what: str) -> list[SourceUnit]:
+    """``path`` (a file, or every non-hidden file below a folder) as units of kind ``suffix``
+    (files with that suffix) or ``other`` (anything else, which the ingestor rejects)."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; give {what}, or a folder of them")
+    files = [path] if path.is_file() else sorted(
+        p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+    return [SourceUnit(p, suffix if p.suffix.lower() == f".{suffix}" else "other")
+            for p in files]
+
+
 @dataclass
 class IngestStats:
     """Accepted / rejected counts per table for one run, plus how many rows were new."""

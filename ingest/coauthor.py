@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, file_units, load_json, to_json
 
 KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
 GENERATION = ("currentN", "currentMaxToken", "currentTemperature", "currentTopP",
@@ -116,14 +116,7 @@ class CoAuthorIngestor:
     help = "CoAuthor keystroke logs: one .jsonl file per writing session, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give a CoAuthor .jsonl file or a "
-                                    "folder of them")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        return [SourceUnit(p, "jsonl" if p.suffix.lower() == ".jsonl" else "other")
-                for p in files]
+        return file_units(path, "jsonl", "a CoAuthor .jsonl file")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         if unit.kind != "jsonl":

@@ -18,7 +18,7 @@ from pathlib import Path
 import ijson
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, file_units, to_json
 
 SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "reward_info"})
 MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requestor"})
@@ -66,14 +66,7 @@ class Tau2Ingestor:
     help = "tau2-bench results files ({info, tasks, simulations}) or task files ([task, ...])."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give a tau2 results or tasks .json "
-                                    "file, or a folder of them")
-        if path.is_file():
-            return [SourceUnit(path, "json" if path.suffix.lower() == ".json" else "other")]
-        return [SourceUnit(p, "json" if p.suffix.lower() == ".json" else "other")
-                for p in sorted(path.rglob("*")) if p.is_file() and not p.name.startswith(".")]
+        return file_units(path, "json", "a tau2 results or tasks .json file")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)

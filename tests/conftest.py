@@ -21,15 +21,19 @@ def lake(tmp_path) -> Lake:
     return Lake(tmp_path / "lake")
 
 
-def parse_kolab(path: Path) -> CollectingEmitter:
-    """Run the Kolab ingestor over ``path`` into memory."""
+def parse_with(corpus: str, path: Path) -> CollectingEmitter:
+    """Run an ingestor's record path over ``path`` into memory."""
     from graphlake import ingest
 
-    ing = ingest.get("kolab")
-    out = CollectingEmitter("kolab")
+    ing = ingest.get(corpus)
+    out = CollectingEmitter(corpus)
     for unit in ing.units(path):
         ing.parse(unit, out)
     return out
+
+
+def parse_kolab(path: Path) -> CollectingEmitter:
+    return parse_with("kolab", path)
 
 
 def write_graph(folder: Path, obj, name: str = "graph.json") -> Path:

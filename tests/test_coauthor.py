@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphlake import ingest
+from conftest import parse_with
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.ingest.coauthor import apply_delta
 from graphlake.pipeline import ingest_path
@@ -22,11 +22,7 @@ needs_data = pytest.mark.skipif(SAMPLE is None, reason="shared CoAuthor sample n
 
 
 def parse(path: Path) -> CollectingEmitter:
-    ing = ingest.get("coauthor")
-    out = CollectingEmitter("coauthor")
-    for unit in ing.units(path):
-        ing.parse(unit, out)
-    return out
+    return parse_with("coauthor", path)
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphlake import ingest
+from conftest import parse_with
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
@@ -20,11 +20,7 @@ needs_data = pytest.mark.skipif(not RESULTS.exists(), reason="shared tau2 sample
 
 
 def parse(path: Path) -> CollectingEmitter:
-    ing = ingest.get("tau2")
-    out = CollectingEmitter("tau2")
-    for unit in ing.units(path):
-        ing.parse(unit, out)
-    return out
+    return parse_with("tau2", path)
 
 
 def q(lake, sql):
