@@ -26,7 +26,12 @@ def register(name: str):
 
 
 def _load_builtins() -> None:
-    from graphlake.ingest import coauthor, kolab, tau2  # noqa: F401  (they register themselves)
+    from graphlake.ingest import (  # noqa: F401  (they register themselves)
+        coauthor,
+        kolab,
+        maptask,
+        tau2,
+    )
 
 
 def names() -> list[str]:

@@ -209,6 +209,17 @@ SCENARIOS = _table(
     _f("source_file", STR, "File the scenario was read from."),
 )
 
+LANDMARKS = _table(
+    "landmarks", "landmark of a task map, as each side's map shows it (Map Task, Almanac)",
+    ("corpus", "session_id", "map_id", "landmark_id"),
+    _f("map_id", STR, "Map the landmark belongs to (m12, ...).", False),
+    _f("landmark_id", STR, "Landmark id as the source names it.", False),
+    _f("name", STR, "Landmark name."),
+    _f("on_giver_map", BOOL, "Whether the guide's / giver's map shows it."),
+    _f("on_follower_map", BOOL, "Whether the follower's map shows it."),
+    _f("source_file", STR, "File the landmark was read from."),
+)
+
 REJECTS = _table(
     "rejects", "record that could not be ingested", ("corpus", "reject_id"),
     _f("reject_id", STR, "Deterministic id: hash of file, record reference and reason.", False),
@@ -223,7 +234,7 @@ REJECTS = _table(
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (SESSIONS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
-              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, REJECTS)
+              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, LANDMARKS, REJECTS)
 }
 
 

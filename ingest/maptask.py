@@ -1,0 +1,242 @@
+"""Map Task ingestor: GMMT-annotated HCRC Map Task dialogues (Li, Gatt and Poesio, LREC 2026).
+
+A dialogue ``<id>`` is ``<id>.reference_expressions.json`` (timed reference expressions by
+giver and follower) with, optionally, ``<id>.annotated.json`` beside it (per expression, each
+participant's interpretation and the status aligned / pending / misunderstood with a reason).
+Files ``landmarks_configuration*.csv`` say which landmarks each side's map shows. The two JSON
+files join on ``ref_id_unif``. Mapping: docs/maptask.md.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from graphlake.ingest import register
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+
+RE_SUFFIX = ".reference_expressions.json"
+ANN_SUFFIX = ".annotated.json"
+RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker",
+                      "reference expression"})
+ANN_KNOWN = frozenset({"ref_id_unif", "interpretations", "reason", "extra"})
+SIDES = ("giver", "follower")
+STEP = "dialogue"
+
+
+class _Bad(ValueError):
+    """A record that cannot be ingested; the message is the reject reason."""
+
+
+@register("maptask")
+class MapTaskIngestor:
+    """GMMT-annotated Map Task dialogues and landmark configurations."""
+
+    name = "maptask"
+    help = ("GMMT Map Task: <id>.reference_expressions.json (+ <id>.annotated.json) and "
+            "landmarks_configuration*.csv, or a folder of them.")
+
+    def units(self, path: Path) -> list[SourceUnit]:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; give a GMMT "
+                                    "<id>.reference_expressions.json, a landmarks CSV, or a "
+                                    "folder of them")
+        files = [path] if path.is_file() else sorted(
+            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        names = {p.name for p in files}
+        units = []
+        for p in files:
+            if p.name.endswith(RE_SUFFIX):
+                units.append(SourceUnit(p, "dialogue"))
+            elif p.name.endswith(ANN_SUFFIX):
+                partner = p.name[: -len(ANN_SUFFIX)] + RE_SUFFIX
+                if partner not in names and not (p.parent / partner).exists():
+                    units.append(SourceUnit(p, "orphan_annotations"))
+            elif p.suffix.lower() == ".csv" and p.name.startswith("landmarks_configuration"):
+                units.append(SourceUnit(p, "landmarks"))
+            else:
+                units.append(SourceUnit(p, "other"))
+        return units
+
+    def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        src = str(unit.path)
+        if unit.kind == "dialogue":
+            _Dialogue(unit.path, out).run()
+        elif unit.kind == "landmarks":
+            _landmarks(unit.path, out)
+        else:
+            reason = ("annotations without their <id>.reference_expressions.json; put both "
+                      "files side by side" if unit.kind == "orphan_annotations" else
+                      "not a GMMT file: expected <id>.reference_expressions.json, "
+                      "<id>.annotated.json or landmarks_configuration*.csv")
+            out.reject(source_file=src, target_table="events", record_kind="file",
+                       record_ref="$", reason=reason, raw=unit.path.read_bytes()[: 1 << 20])
+
+
+def _read_json(path: Path, out: Emitter, table: str):
+    data = path.read_bytes()
+    try:
+        obj = load_json(data)
+    except ValueError as exc:
+        out.reject(source_file=str(path), target_table=table, record_kind="file",
+                   record_ref="$", reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                   raw=data)
+        return None
+    if not isinstance(obj, dict) or not isinstance(obj.get("landmark_reference_expressions"),
+                                                   list):
+        out.reject(source_file=str(path), target_table=table, record_kind="file",
+                   record_ref="$", reason="expected {dialogue_id, "
+                   "landmark_reference_expressions: [...]}", raw=data)
+        return None
+    return obj
+
+
+class _Dialogue:
+    def __init__(self, path: Path, out: Emitter):
+        self.path, self.out = path, out
+        self.ann_path = path.with_name(path.name[: -len(RE_SUFFIX)] + ANN_SUFFIX)
+
+    def reject(self, path: Path, table: str, kind: str, ref: str, reason: str, raw, sid):
+        self.out.reject(source_file=str(path), target_table=table, record_kind=kind,
+                        record_ref=ref, reason=reason, raw=raw, session_id=sid)
+
+    def run(self) -> None:
+        obj = _read_json(self.path, self.out, "events")
+        if obj is None:
+            return
+        sid = obj.get("dialogue_id")
+        if not isinstance(sid, str) or not sid:
+            sid = self.path.name[: -len(RE_SUFFIX)]
+        refs: dict[str, dict] = {}
+        self.node_rows: dict[str, dict] = {}
+        for k, rec in enumerate(obj["landmark_reference_expressions"]):
+            try:
+                refs[self.expression(sid, k, rec, refs)] = rec
+            except _Bad as exc:
+                self.reject(self.path, "events", "reference_expression",
+                            f"$.landmark_reference_expressions[{k}]", f"{sid}: {exc}", rec, sid)
+        order = sorted(refs, key=lambda r: (refs[r]["start_time"], r))
+        for i, rid in enumerate(order):  # the expressions form one chain in time order
+            row = self.node_rows[rid]
+            row["in_degree"], row["out_degree"] = int(i > 0), int(i < len(order) - 1)
+            self.out.row("nodes", row)
+        for a, b in zip(order, order[1:], strict=False):
+            self.out.row("edges", {"session_id": sid, "edge_id": f"{a}->{b}:sequential",
+                                   "src": a, "dst": b, "kind": "sequential", "level": "action",
+                                   "step_id": STEP})
+        if self.ann_path.is_file():
+            self.annotations(sid, refs)
+        ends = [r["end_time"] for r in refs.values()]
+        maps = sorted({str(r.get("lm_id_orig", "")).split("_")[0] for r in refs.values()
+                       if r.get("lm_id_orig")})
+        extra = {k: v for k, v in obj.items()
+                 if k not in ("dialogue_id", "landmark_reference_expressions")}
+        self.out.row("sessions", {
+            "session_id": sid, "title": f"Map Task dialogue {sid}", "domain": "map task",
+            "participants": list(SIDES), "duration_s": max(ends) if ends else None,
+            "source_file": str(self.path),
+            "attrs": to_json({"maps": maps, **extra}) if maps or extra else None})
+        for side in SIDES:
+            self.out.row("participants", {"session_id": sid, "participant_id": side,
+                                          "kind": "human", "role": side, "name": side})
+        self.out.row("steps", {"session_id": sid, "step_id": STEP, "ordinal": 0,
+                               "name": "dialogue", "t_start": 0.0,
+                               "t_end": max(ends) if ends else None})
+
+    def expression(self, sid: str, k: int, rec, seen: dict) -> str:
+        if not isinstance(rec, dict):
+            raise _Bad("a reference expression is an object with ref_id_unif, speaker, times")
+        rid = rec.get("ref_id_unif")
+        if not isinstance(rid, str) or not rid:
+            raise _Bad("reference expression has no ref_id_unif")
+        if rid in seen:
+            raise _Bad(f"duplicate ref_id_unif {rid!r}; ids must be unique in a dialogue")
+        speaker = rec.get("speaker")
+        if speaker not in SIDES:
+            raise _Bad(f"{rid}: speaker {speaker!r} is neither giver nor follower")
+        a, b = rec.get("start_time"), rec.get("end_time")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)) \
+                or b < a:
+            raise _Bad(f"{rid}: start_time/end_time must be numbers with end >= start, got "
+                       f"{a!r}, {b!r}")
+        text = rec.get("reference expression")
+        attrs = to_json({k: v for k, v in rec.items() if k not in RE_KNOWN})
+        self.out.row("events", {
+            "session_id": sid, "event_id": rid, "seq": k, "t": float(a), "t_end": float(b),
+            "actor": speaker, "actor_type": "human", "kind": "message", "channel": "speech",
+            "initiator": speaker, "node_id": rid, "step_id": STEP,
+            "text": text if isinstance(text, str) else to_json(text), "attrs": attrs})
+        self.node_rows[rid] = {
+            "session_id": sid, "node_id": rid, "local_id": rec.get("ref_id_orig") or rid,
+            "step_id": STEP, "actor_type": "human", "actor": speaker,
+            "label": text if isinstance(text, str) else None,
+            "detail": rec.get("lm_id_orig"), "t_start": float(a), "t_end": float(b),
+            "n_occurrences": 1}
+        self.out.row("node_occurrences", {"session_id": sid, "node_id": rid, "seq": 0,
+                                          "t_start": float(a), "t_end": float(b),
+                                          "step_id": STEP, "actor_type": "human"})
+        return rid
+
+    def annotations(self, sid: str, refs: dict) -> None:
+        obj = _read_json(self.ann_path, self.out, "annotations")
+        if obj is None:
+            return
+        for k, rec in enumerate(obj["landmark_reference_expressions"]):
+            ref = f"$.landmark_reference_expressions[{k}]"
+            rid = rec.get("ref_id_unif") if isinstance(rec, dict) else None
+            if rid not in refs:
+                self.reject(self.ann_path, "annotations", "interpretation", ref,
+                            f"{sid}: ref_id_unif {rid!r} is in no reference expression of "
+                            f"{self.path.name}; the two files must describe the same "
+                            "expressions", rec, sid)
+                continue
+            interp = rec.get("interpretations") or {}
+            extra = rec.get("extra") or {}
+            flags = {k2: v for k2, v in interp.items() if k2 not in SIDES}
+            for side in SIDES:
+                if side in interp:
+                    self.out.row("annotations", {
+                        "session_id": sid, "annotation_id": f"{rid}/interpretation/{side}",
+                        "kind": "interpretation", "target_kind": "event", "target_id": rid,
+                        "step_id": STEP, "label": interp.get(side) or None,
+                        "annotator": "GMMT annotators",
+                        "attrs": to_json({"participant": side})})
+            self.out.row("annotations", {
+                "session_id": sid, "annotation_id": f"{rid}/grounding", "kind": "grounding",
+                "target_kind": "event", "target_id": rid, "step_id": STEP,
+                "label": extra.get("status"), "text": rec.get("reason"),
+                "annotator": "GMMT annotators",
+                "attrs": to_json({**{k2: v for k2, v in extra.items() if k2 != "status"},
+                                  **flags,
+                                  **{k2: v for k2, v in rec.items() if k2 not in ANN_KNOWN}})})
+
+
+def _landmarks(path: Path, out: Emitter) -> None:
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    reader = csv.DictReader(io.StringIO(text))
+    if not reader.fieldnames or not {"id", "map"} <= set(reader.fieldnames):
+        out.reject(source_file=str(path), target_table="landmarks", record_kind="file",
+                   record_ref="$", reason="a landmarks CSV needs at least the columns id and "
+                   "map", raw=text)
+        return
+    for lineno, row in enumerate(reader, 2):
+        if not row.get("id") or not row.get("map"):
+            out.reject(source_file=str(path), target_table="landmarks", record_kind="landmark",
+                       record_ref=f"line {lineno}", reason=f"line {lineno}: id and map must "
+                       "not be empty", raw=row)
+            continue
+        out.row("landmarks", {
+            "session_id": "", "map_id": row["map"], "landmark_id": row["id"],
+            "name": row.get("name") or None,
+            "on_giver_map": _flag(row.get("giver_map_appears")),
+            "on_follower_map": _flag(row.get("follower_map_appears")),
+            "source_file": str(path),
+            "attrs": to_json({k: v for k, v in row.items()
+                              if k not in ("id", "map", "name", "giver_map_appears",
+                                           "follower_map_appears")})})
+
+
+def _flag(v) -> bool | None:
+    return {"1": True, "0": False}.get(str(v).strip()) if v is not None else None

@@ -1,0 +1,107 @@
+"""Map Task (GMMT) ingestor on the real sample dialogue q1ec1, plus rejects and robustness."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import parse_with
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gmmt"
+needs_data = pytest.mark.skipif(not (DATA / "q1ec1.annotated.json").exists(),
+                                reason="shared GMMT sample not present")
+
+
+def parse(path):
+    return parse_with("maptask", path)
+
+
+@pytest.fixture(scope="module")
+def lake(tmp_path_factory):
+    lake = tmp_path_factory.mktemp("maptask") / "lake"
+    ingest_path("maptask", DATA, lake)
+    return lake
+
+
+def q(lake, sql):
+    return run_sql(sql, lake, max_rows=None).table.to_pylist()
+
+
+@needs_data
+def test_reference_expressions_are_timed_events_and_nodes(lake):
+    src = json.loads((DATA / "q1ec1.reference_expressions.json").read_text())
+    res = src["landmark_reference_expressions"]
+    rows = q(lake, "SELECT actor, count(*) AS n FROM events GROUP BY 1 ORDER BY 1")
+    speakers = {s: sum(r["speaker"] == s for r in res) for s in ("follower", "giver")}
+    assert rows == [{"actor": s, "n": n} for s, n in speakers.items()]
+    assert q(lake, "SELECT count(*) AS n FROM nodes") == [{"n": len(res)}]
+    first = q(lake, "SELECT t, t_end, text FROM events WHERE event_id = 'q1ec1.ref.0'")
+    assert first == [{"t": 2.9644, "t_end": 3.9394, "text": "a caravan park"}]
+    assert q(lake, "SELECT count(*) AS n FROM rejects") == [{"n": 0}]
+
+
+@needs_data
+def test_grounding_status_and_both_interpretations(lake):
+    rows = {r["label"]: r["n"] for r in q(
+        lake, "SELECT label, count(*) AS n FROM annotations WHERE kind = 'grounding' GROUP BY 1")}
+    assert rows == {"aligned": 18, "pending": 7, "misunderstood": 3}  # as data/README.md says
+    interp = q(lake, "SELECT label FROM annotations WHERE kind = 'interpretation' AND "
+                     "target_id = 'q1ec1.ref.0' ORDER BY annotation_id")
+    assert interp == [{"label": "m12_caravan_park@f"}, {"label": "m12_caravan_park@g"}]
+
+
+@needs_data
+def test_landmark_configuration_per_side(lake):
+    rows = q(lake, "SELECT landmark_id, on_giver_map, on_follower_map FROM landmarks "
+                   "WHERE landmark_id IN ('m12_old_mill', 'm12_picket_fence') ORDER BY 1")
+    assert rows == [
+        {"landmark_id": "m12_old_mill", "on_giver_map": True, "on_follower_map": False},
+        {"landmark_id": "m12_picket_fence", "on_giver_map": False, "on_follower_map": True}]
+
+
+@needs_data
+def test_bad_records_are_rejected(tmp_path):
+    shutil.copytree(DATA, tmp_path / "d")
+    d = tmp_path / "d"
+    res = json.loads((d / "q1ec1.reference_expressions.json").read_text())
+    res["landmark_reference_expressions"][0]["speaker"] = "narrator"
+    (d / "q1ec1.reference_expressions.json").write_text(json.dumps(res))
+    (d / "q2.annotated.json").write_text("{}")
+    (d / "notes.txt").write_text("x")
+    out = parse(d)
+    reasons = [r["reason"] for r in out.tables["rejects"]]
+    assert any("speaker 'narrator' is neither giver nor follower" in r for r in reasons)
+    assert any("ref_id_unif 'q1ec1.ref.0' is in no reference expression" in r for r in reasons)
+    assert any("annotations without their" in r for r in reasons)
+    assert any("not a GMMT file" in r for r in reasons)
+    assert len(out.tables["events"]) == 27
+
+
+json_values = st.recursive(
+    st.none() | st.integers(-3, 50) | st.floats(0, 50) | st.text(max_size=4) |
+    st.sampled_from(["giver", "follower"]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+        st.sampled_from(["ref_id_unif", "speaker", "start_time", "end_time", "dialogue_id",
+                         "landmark_reference_expressions", "reference expression"]),
+        inner, max_size=5), max_leaves=20)
+
+
+@settings(max_examples=120, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(json_values)
+def test_never_raises_and_every_expression_is_accounted_for(tmp_path_factory, doc):
+    d = tmp_path_factory.mktemp("m")
+    (d / "x.reference_expressions.json").write_text(json.dumps(doc))
+    out = parse(d)
+    res = doc.get("landmark_reference_expressions") if isinstance(doc, dict) else None
+    if isinstance(res, list):
+        kinds = [r["record_kind"] for r in out.tables.get("rejects", [])]
+        assert len(out.tables.get("events", [])) + kinds.count("reference_expression") == \
+            len(res)
