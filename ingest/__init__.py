@@ -30,6 +30,7 @@ def _load_builtins() -> None:
         coauthor,
         kolab,
         maptask,
+        marble,
         tau2,
     )
 

@@ -50,3 +50,12 @@ def test_layout_doc_names_every_side_file():
 def test_ci_runs_the_readme_test_command():
     ci = (ROOT / ".ci" / "run").read_text()
     assert "python -m pytest" in README and "python -m pytest" in ci
+
+
+def test_every_ingestor_is_documented_and_named_in_the_cli_help():
+    from graphlake import ingest
+
+    cli_src = (ROOT / "graphlake" / "cli.py").read_text()
+    for name in ingest.names():
+        assert f"graphlake ingest {name}" in README, name
+        assert name in cli_src, name

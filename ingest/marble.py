@@ -1,0 +1,151 @@
+"""MultiAgentBench (MARBLE) ingestor: task JSONL and scenario YAML, as the project releases them.
+
+Each task (a JSONL line, or one YAML config) becomes a ``scenarios`` row; its agents become
+scenario-level ``participants`` and its relationship triples participant-level ``edges``
+(``level = 'participant'``). These rows describe a scenario, not a recorded session, so their
+``session_id`` is ``''`` and their ids are qualified by the scenario id
+(``coding/1/agent2``). MARBLE spells the coordination field ``coordinate_mode``; it is read as
+HAS-Bench's ``coordination_mode``. Mapping: docs/marble.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from graphlake.ingest import register
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+
+KNOWN = frozenset({"scenario", "task_id", "coordinate_mode", "coordination_mode",
+                   "relationships", "task", "agents"})
+AGENT_KNOWN = frozenset({"agent_id", "type", "profile"})
+
+
+class _Bad(ValueError):
+    """A record that cannot be ingested; the message is the reject reason."""
+
+
+@register("marble")
+class MarbleIngestor:
+    """MultiAgentBench task JSONL files and scenario YAML configs."""
+
+    name = "marble"
+    help = "MultiAgentBench: task .jsonl files and scenario .yaml configs, or a folder of them."
+
+    def units(self, path: Path) -> list[SourceUnit]:
+        path = Path(path)
+        if not path.exists():
+            raise FileNotFoundError(f"{path} does not exist; give a MARBLE .jsonl or .yaml "
+                                    "file, or a folder of them")
+        files = [path] if path.is_file() else sorted(
+            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        kinds = {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
+        return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+
+    def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        src = str(unit.path)
+        if unit.kind == "jsonl":
+            with unit.path.open("rb") as fh:
+                for lineno, line in enumerate(fh, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        task = load_json(line)
+                    except ValueError as exc:
+                        self._reject(out, src, f"line {lineno}", f"line {lineno} is not valid "
+                                     f"JSON ({exc})", line)
+                        continue
+                    self._task(task, None, src, f"line {lineno}", out)
+        elif unit.kind == "yaml":
+            text = unit.path.read_bytes()
+            try:
+                task = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                self._reject(out, src, "$", f"not valid YAML ({exc})", text)
+                return
+            self._task(task, unit.path.stem, src, "$", out)
+        else:
+            self._reject(out, src, "$", "not a MARBLE file: expected .jsonl tasks or a .yaml "
+                         "scenario config", unit.path.read_bytes()[: 1 << 20])
+
+    @staticmethod
+    def _reject(out: Emitter, src: str, ref: str, reason: str, raw) -> None:
+        out.reject(source_file=src, target_table="scenarios", record_kind="task",
+                   record_ref=ref, reason=reason, raw=raw)
+
+    def _task(self, task, stem: str | None, src: str, ref: str, out: Emitter) -> None:
+        try:
+            sid = _scenario_id(task, stem)
+            agents = _agents(task, sid)
+            edges = _relationships(task, sid, {a["participant_id"] for a in agents})
+        except _Bad as exc:
+            self._reject(out, src, ref, str(exc), task)
+            return
+        body = task.get("task") if isinstance(task.get("task"), dict) else {}
+        mode = task.get("coordination_mode", task.get("coordinate_mode"))
+        env = task.get("environment") if isinstance(task.get("environment"), dict) else {}
+        out.row("scenarios", {
+            "session_id": "", "scenario_id": sid,
+            "title": " ".join(str(body.get("content") or "").split())[:120] or None,
+            "domain": task.get("scenario") or env.get("type") or None,
+            "goal": body.get("content"), "instructions": body.get("output_format"),
+            "coordination_mode": mode or None,
+            "evaluation_criteria": to_json(task["metrics"]) if task.get("metrics") else None,
+            "source_file": src,
+            "attrs": to_json({k: v for k, v in task.items() if k not in KNOWN | {"metrics"}}
+                             | {"task": {k: v for k, v in body.items()
+                                         if k not in ("content", "output_format")}}
+                             | ({"spelled": "coordinate_mode"} if "coordinate_mode" in task
+                                else {}))})
+        for a in agents:
+            out.row("participants", a)
+        for e in edges:
+            out.row("edges", e)
+
+
+def _scenario_id(task, stem: str | None) -> str:
+    if not isinstance(task, dict):
+        raise _Bad("a MARBLE task is an object with scenario, task_id, agents, relationships")
+    if stem is not None:
+        env = task.get("environment") if isinstance(task.get("environment"), dict) else {}
+        domain = (task.get("scenario") or env.get("type") or "").lower()
+        return f"{domain}/{stem}" if domain else stem
+    if task.get("task_id") in (None, ""):
+        raise _Bad("a task line needs a task_id")
+    return f"{task.get('scenario') or 'task'}/{task['task_id']}"
+
+
+def _agents(task: dict, sid: str) -> list[dict]:
+    rows = []
+    for k, a in enumerate(task.get("agents") or []):
+        if not isinstance(a, dict) or not a.get("agent_id"):
+            raise _Bad(f"{sid}: agents[{k}] has no agent_id")
+        rows.append({"session_id": "", "participant_id": f"{sid}/{a['agent_id']}",
+                     "kind": "ai", "role": a.get("type"), "name": str(a["agent_id"]),
+                     "persona": to_json({"profile": a.get("profile")}),
+                     "attrs": to_json({"scenario_id": sid,
+                                       **{k2: v for k2, v in a.items()
+                                          if k2 not in AGENT_KNOWN}})})
+    return rows
+
+
+def _relationships(task: dict, sid: str, agents: set[str]) -> list[dict]:
+    rows, seen = [], set()
+    for k, rel in enumerate(task.get("relationships") or []):
+        if not isinstance(rel, list) or len(rel) != 3 or not all(isinstance(x, str) for x in rel):
+            raise _Bad(f"{sid}: relationships[{k}] is not a [source, target, relation] triple")
+        a, b, kind = rel
+        src, dst = f"{sid}/{a}", f"{sid}/{b}"
+        missing = [x for x in (src, dst) if agents and x not in agents]
+        if missing:
+            raise _Bad(f"{sid}: relationships[{k}] names {missing[0].split('/')[-1]!r}, which is "
+                       "not one of the scenario's agents")
+        edge_id = f"{src}->{dst}:{kind}"
+        if edge_id in seen:
+            continue  # the same triple written twice says nothing new
+        seen.add(edge_id)
+        rows.append({"session_id": "", "edge_id": edge_id, "src": src, "dst": dst,
+                     "kind": kind, "level": "participant",
+                     "attrs": to_json({"scenario_id": sid})})
+    return rows
