@@ -1,0 +1,53 @@
+-- name: has_outcomes
+-- title: Outcome metrics per agent and condition (HAS-Bench 4.3): pass@k, task score, delivery, safety
+-- description: One row per (corpus, domain, condition, agent). A run succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n runs, c successes), averaged over scenarios with at least k runs. Task score averages each run's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: runs that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none).
+-- param: corpus text = NULL | Only this corpus (all when omitted).
+-- param: k int = 1 | The k of pass@k.
+WITH runs AS (
+    SELECT s.corpus, s.session_id, s.scenario_id, coalesce(s.domain, '(none)') AS domain,
+           coalesce(s.condition, '(none)') AS condition,
+           coalesce(p.name, '(unknown)') AS agent,
+           json_extract_string(s.attrs, '$.termination_reason') AS termination
+    FROM sessions s
+    LEFT JOIN participants p ON p.corpus = s.corpus AND p.session_id = s.session_id
+         AND p.role = 'agent'
+    WHERE s.scenario_id IS NOT NULL AND s.corpus = coalesce($corpus, s.corpus)
+),
+outcome AS (
+    SELECT corpus, session_id,
+           max(value) FILTER (WHERE label IN ('pass', 'reward')) >= 1 AS success,
+           coalesce(avg(value) FILTER (WHERE label LIKE 'reward_breakdown:%'
+                                           OR label LIKE 'dimension:%'),
+                    max(value) FILTER (WHERE label IN ('task_score', 'reward'))) AS score,
+           max(value) FILTER (WHERE label = 'delivered') AS delivered,
+           avg(value) FILTER (WHERE label = 'safety') AS safety
+    FROM annotations WHERE kind = 'outcome'
+    GROUP BY corpus, session_id
+),
+per_run AS (
+    SELECT r.*, coalesce(o.success, false) AS success, o.score, o.safety,
+           coalesce(o.delivered >= 1,
+                    r.termination IN ('user_stop', 'agent_stop', 'delivered')) AS delivered
+    FROM runs r LEFT JOIN outcome o ON o.corpus = r.corpus AND o.session_id = r.session_id
+),
+per_task AS (
+    SELECT corpus, domain, condition, agent, scenario_id, count(*) AS n,
+           count(*) FILTER (WHERE success) AS c
+    FROM per_run GROUP BY ALL
+)
+SELECT t.corpus, t.domain, t.condition, t.agent,
+       count(*) AS n_scenarios, sum(t.n)::BIGINT AS n_runs,
+       avg(CASE WHEN t.n < $k THEN NULL
+                WHEN t.n - t.c < $k THEN 1.0
+                ELSE 1.0 - exp(lgamma(t.n - t.c + 1) - lgamma(t.n - t.c - $k + 1)
+                               - lgamma(t.n + 1) + lgamma(t.n - $k + 1)) END) AS pass_at_k,
+       (SELECT avg(score) FROM per_run r WHERE r.corpus = t.corpus AND r.domain = t.domain
+            AND r.condition = t.condition AND r.agent = t.agent) AS task_score,
+       (SELECT avg(delivered::INT) FROM per_run r WHERE r.corpus = t.corpus
+            AND r.domain = t.domain AND r.condition = t.condition AND r.agent = t.agent)
+           AS delivery_rate,
+       (SELECT avg(safety) FROM per_run r WHERE r.corpus = t.corpus AND r.domain = t.domain
+            AND r.condition = t.condition AND r.agent = t.agent) AS safety_rate
+FROM per_task t
+GROUP BY t.corpus, t.domain, t.condition, t.agent
+ORDER BY t.corpus, t.domain, t.condition, t.agent
