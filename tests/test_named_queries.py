@@ -70,8 +70,10 @@ def test_retention_by_domain_by_hand(hand_lake):
 
 
 def test_every_shipped_query_loads_and_runs_on_an_empty_lake(tmp_path):
+    samples = {"text": "x", "int": "1", "float": "1.0", "bool": "true"}
     for q in named.load_all().values():
-        run_sql(q.sql, tmp_path / "empty", params=q.bind({}))
+        required = {p.name: samples[p.type] for p in q.params if p.required}
+        run_sql(q.sql, tmp_path / "empty", params=q.bind(required))
 
 
 def test_loader_reports_file_and_problem(tmp_path):
