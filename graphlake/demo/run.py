@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graphlake.demo.analyses import headline
+from graphlake.demo.analyses import headline, run_named
 from graphlake.demo.corpus import write_demo_corpus
 from graphlake.lake import Lake
 from graphlake.query.output import rich_table
@@ -38,6 +38,37 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     table = res["metrics"].select(cols).slice(0, 8).rename_columns(
         ["session", "B", "solo lead-in", "W", "collab rating", "R_A", "R_M"])
     console.print(rich_table(table, title="collab_metrics (first 8 sessions)"))
+    samples = shared_samples()
+    if samples:
+        console.rule("[bold]Real public samples")
+        for corpus, path in samples:
+            stats, snap = ingest(corpus, path)
+            print_ingest_report(corpus, stats, snap, lake)
+    console.rule("[bold]Every corpus in one lake")
+    overview = run_named("corpus_overview", lake).select(
+        ["corpus", "sessions", "scenarios", "events", "human_share", "adoption_rate",
+         "modification_rate", "success_rate"])
+    console.print(rich_table(overview.rename_columns(
+        ["corpus", "sessions", "tasks", "events", "human", "R_A", "R_M", "success"])))
     console.print(f"\nlake: {lake.root}\nnext: graphlake sql \"SELECT label, count(*) FROM "
                   f"adoptions GROUP BY 1\" --lake {lake.root}")
     return res
+
+
+#: Real samples that ship beside the project (../shared/data), by ingestor.
+SAMPLE_FOLDERS = {"tau2": "tau2", "coauthor": "coauthor", "maptask": "gmmt", "marble": "marble"}
+
+
+def shared_samples() -> list[tuple[str, Path]]:
+    """(ingestor, folder) for each real sample folder found: $GRAPHLAKE_SAMPLES, or the
+    ``shared/data`` folder beside the checkout or the working directory."""
+    import os
+
+    roots = [os.environ.get("GRAPHLAKE_SAMPLES"),
+             Path(__file__).resolve().parents[2].parent / "shared" / "data",
+             Path.cwd().parent / "shared" / "data"]
+    for root in roots:
+        if root and Path(root).is_dir():
+            return [(c, Path(root) / f) for c, f in SAMPLE_FOLDERS.items()
+                    if (Path(root) / f).is_dir()]
+    return []
