@@ -87,7 +87,7 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
 @app.command()
 def ingest(
     corpus: Annotated[str, typer.Argument(
-        help="Ingestor name: kolab, tau2, coauthor, maptask or marble.")],
+        help="Ingestor name: kolab, tau2, coauthor, maptask, marble or hasbench.")],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,

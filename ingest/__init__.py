@@ -28,6 +28,7 @@ def register(name: str):
 def _load_builtins() -> None:
     from graphlake.ingest import (  # noqa: F401  (they register themselves)
         coauthor,
+        hasbench,
         kolab,
         maptask,
         marble,

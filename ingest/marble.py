@@ -16,14 +16,11 @@ import yaml
 
 from graphlake.ingest import register
 from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+from graphlake.ingest.scenario_graph import BadScenario as _Bad
+from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
 
 KNOWN = frozenset({"scenario", "task_id", "coordinate_mode", "coordination_mode",
                    "relationships", "task", "agents"})
-AGENT_KNOWN = frozenset({"agent_id", "type", "profile"})
-
-
-class _Bad(ValueError):
-    """A record that cannot be ingested; the message is the reject reason."""
 
 
 @register("marble")
@@ -77,8 +74,9 @@ class MarbleIngestor:
     def _task(self, task, stem: str | None, src: str, ref: str, out: Emitter) -> None:
         try:
             sid = _scenario_id(task, stem)
-            agents = _agents(task, sid)
-            edges = _relationships(task, sid, {a["participant_id"] for a in agents})
+            agents = agent_rows(task.get("agents"), sid)
+            edges = relationship_rows(task.get("relationships"), sid,
+                                      {a["participant_id"] for a in agents})
         except _Bad as exc:
             self._reject(out, src, ref, str(exc), task)
             return
@@ -114,38 +112,3 @@ def _scenario_id(task, stem: str | None) -> str:
     if task.get("task_id") in (None, ""):
         raise _Bad("a task line needs a task_id")
     return f"{task.get('scenario') or 'task'}/{task['task_id']}"
-
-
-def _agents(task: dict, sid: str) -> list[dict]:
-    rows = []
-    for k, a in enumerate(task.get("agents") or []):
-        if not isinstance(a, dict) or not a.get("agent_id"):
-            raise _Bad(f"{sid}: agents[{k}] has no agent_id")
-        rows.append({"session_id": "", "participant_id": f"{sid}/{a['agent_id']}",
-                     "kind": "ai", "role": a.get("type"), "name": str(a["agent_id"]),
-                     "persona": to_json({"profile": a.get("profile")}),
-                     "attrs": to_json({"scenario_id": sid,
-                                       **{k2: v for k2, v in a.items()
-                                          if k2 not in AGENT_KNOWN}})})
-    return rows
-
-
-def _relationships(task: dict, sid: str, agents: set[str]) -> list[dict]:
-    rows, seen = [], set()
-    for k, rel in enumerate(task.get("relationships") or []):
-        if not isinstance(rel, list) or len(rel) != 3 or not all(isinstance(x, str) for x in rel):
-            raise _Bad(f"{sid}: relationships[{k}] is not a [source, target, relation] triple")
-        a, b, kind = rel
-        src, dst = f"{sid}/{a}", f"{sid}/{b}"
-        missing = [x for x in (src, dst) if agents and x not in agents]
-        if missing:
-            raise _Bad(f"{sid}: relationships[{k}] names {missing[0].split('/')[-1]!r}, which is "
-                       "not one of the scenario's agents")
-        edge_id = f"{src}->{dst}:{kind}"
-        if edge_id in seen:
-            continue  # the same triple written twice says nothing new
-        seen.add(edge_id)
-        rows.append({"session_id": "", "edge_id": edge_id, "src": src, "dst": dst,
-                     "kind": kind, "level": "participant",
-                     "attrs": to_json({"scenario_id": sid})})
-    return rows

@@ -9,8 +9,9 @@ WITH runs AS (
            coalesce(p.name, '(unknown)') AS agent,
            json_extract_string(s.attrs, '$.termination_reason') AS termination
     FROM sessions s
-    LEFT JOIN participants p ON p.corpus = s.corpus AND p.session_id = s.session_id
-         AND p.role = 'agent'
+    LEFT JOIN (SELECT corpus, session_id, string_agg(DISTINCT name, ' + ' ORDER BY name) AS name
+               FROM participants WHERE role = 'agent' GROUP BY corpus, session_id) p
+         ON p.corpus = s.corpus AND p.session_id = s.session_id
     WHERE s.scenario_id IS NOT NULL AND s.corpus = coalesce($corpus, s.corpus)
 ),
 outcome AS (

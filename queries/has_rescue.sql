@@ -12,8 +12,9 @@ WITH runs AS (
                        AND a.kind = 'outcome' AND a.label IN ('pass', 'reward')), false)
                AS success
     FROM sessions s
-    LEFT JOIN participants p ON p.corpus = s.corpus AND p.session_id = s.session_id
-         AND p.role = 'agent'
+    LEFT JOIN (SELECT corpus, session_id, string_agg(DISTINCT name, ' + ' ORDER BY name) AS name
+               FROM participants WHERE role = 'agent' GROUP BY corpus, session_id) p
+         ON p.corpus = s.corpus AND p.session_id = s.session_id
     WHERE s.condition IN ($from_condition, $to_condition)
       AND s.corpus = coalesce($corpus, s.corpus)
 ),

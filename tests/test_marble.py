@@ -56,7 +56,7 @@ def test_bad_tasks_are_rejected(tmp_path):
     (tmp_path / "c.yaml").write_text("a: [b\n")
     out = parse(tmp_path)
     reasons = [r["reason"] for r in out.tables["rejects"]]
-    assert any("names 'zed', which is not one of the scenario's agents" in r for r in reasons)
+    assert any("names 'zed', which is not one of the scenario's participants" in r for r in reasons)
     assert any("is not a [source, target, relation] triple" in r for r in reasons)
     assert any("needs a task_id" in r for r in reasons)
     assert any("not valid JSON" in r for r in reasons)
