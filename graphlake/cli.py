@@ -87,7 +87,7 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
 @app.command()
 def ingest(
     corpus: Annotated[str, typer.Argument(
-        help="Ingestor name: kolab, tau2, coauthor, maptask, marble or hasbench.")],
+        help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench or almanac.")],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
@@ -162,8 +162,8 @@ def sql(
     """Run one read-only SQL statement over the lake's views.
 
     Views: sessions, participants, steps, nodes, node_occurrences, edges, events, annotations,
-    adoptions, media, documents, scenarios, landmarks, rejects (see schemas/ for their
-    columns). Statements are
+    adoptions, media, documents, scenarios, landmarks, canvas_cells, rejects (see schemas/ for
+    their columns). Statements are
     parsed by sqlglot first: only reads pass, and unknown tables or columns get a
     "did you mean".
 

@@ -27,6 +27,7 @@ def register(name: str):
 
 def _load_builtins() -> None:
     from graphlake.ingest import (  # noqa: F401  (they register themselves)
+        almanac,
         coauthor,
         hasbench,
         kolab,

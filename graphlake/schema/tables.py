@@ -220,6 +220,16 @@ LANDMARKS = _table(
     _f("source_file", STR, "File the landmark was read from."),
 )
 
+CANVAS_CELLS = _table(
+    "canvas_cells", "grid cell that a drawing action added to or removed from the canvas",
+    ("corpus", "session_id", "event_id", "row", "col"),
+    _f("event_id", STR, "The action that changed the cell (see events).", False),
+    _f("seq", I64, "The action's order; the grid after action k sums delta over seq <= k."),
+    _f("row", I32, "Grid row.", False),
+    _f("col", I32, "Grid column.", False),
+    _f("delta", I32, "+1 the cell became inked, -1 it was cleared."),
+)
+
 REJECTS = _table(
     "rejects", "record that could not be ingested", ("corpus", "reject_id"),
     _f("reject_id", STR, "Deterministic id: hash of file, record reference and reason.", False),
@@ -234,7 +244,7 @@ REJECTS = _table(
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (SESSIONS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
-              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, LANDMARKS, REJECTS)
+              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, LANDMARKS, CANVAS_CELLS, REJECTS)
 }
 
 
