@@ -6,8 +6,10 @@ from pathlib import Path
 
 from rich.console import Console
 
+from graphlake.demo.almanac_gen import write_almanac_corpus
 from graphlake.demo.analyses import headline, run_named
 from graphlake.demo.corpus import write_demo_corpus
+from graphlake.demo.hasbench_gen import write_hasbench_corpus
 from graphlake.lake import Lake
 from graphlake.query.output import rich_table
 
@@ -38,6 +40,17 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     table = res["metrics"].select(cols).slice(0, 8).rename_columns(
         ["session", "B", "solo lead-in", "W", "collab rating", "R_A", "R_M"])
     console.print(rich_table(table, title="collab_metrics (first 8 sessions)"))
+    console.rule("[bold]Generated HAS-Bench and Almanac corpora")
+    for corpus, folder in (("hasbench", write_hasbench_corpus(corpus_dir, seed=seed)),
+                           ("almanac", write_almanac_corpus(corpus_dir, seed=seed))):
+        stats, snap = ingest(corpus, folder)
+        print_ingest_report(corpus, stats, snap, lake)
+    rescue = run_named("has_rescue", lake, from_condition="A1", to_condition="A3")
+    console.print(rich_table(rescue.select(["domain", "failed_before", "rescued", "broken",
+                                            "rescue_rate"]),
+                             title="HAS rescue rate, A1 -> A3 (HAS-Bench Table 4)"))
+    progress = run_named("almanac_alignment_progress", lake)
+    console.print(rich_table(progress, title="Almanac alignment over task progress (Fig. 4)"))
     samples = shared_samples()
     if samples:
         console.rule("[bold]Real public samples")
