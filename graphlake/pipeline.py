@@ -16,14 +16,20 @@ from graphlake.ingest.base import IngestStats, SourceUnit
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 
-#: Below this many units, starting worker processes costs more than it saves.
+#: Below this many units, or this many bytes in a few big files, starting worker processes
+#: costs more than it saves.
 PARALLEL_MIN_UNITS = 400
+PARALLEL_MIN_BYTES = 32 << 20
 
 
-def default_workers(n_units: int) -> int:
-    if n_units < PARALLEL_MIN_UNITS:
+def default_workers(units: list[SourceUnit]) -> int:
+    cores = max(1, min(os.cpu_count() or 1, 8))
+    if len(units) >= PARALLEL_MIN_UNITS:
+        return cores
+    if len(units) < 4:
         return 1
-    return max(1, min(os.cpu_count() or 1, 8))
+    size = sum(u.path.stat().st_size for u in units if u.path.is_file())
+    return cores if size >= PARALLEL_MIN_BYTES else 1
 
 
 def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[SourceUnit],
@@ -67,7 +73,7 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
     units = ingest.get(corpus).units(Path(path))
     total = len(units)
     run = LakeRun(lake, corpus, str(Path(path).resolve()))
-    workers = default_workers(total) if workers is None else workers
+    workers = default_workers(units) if workers is None else workers
     done = 0
 
     def tick(unit: SourceUnit, n: int = 1) -> None:
@@ -81,7 +87,7 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
             summaries = [_parse_units(corpus, run.emitter("u0", flush_rows), 0, units, tick)]
         else:
             summaries = []
-            chunk = max(25, min(4000, total // (workers * 4) or 1))
+            chunk = max(1, min(4000, -(-total // (workers * 4))))
             # fork: cheap, and works from notebooks and stdin scripts (spawn cannot re-import
             # an unnamed __main__); the parent holds no lake locks or DuckDB state yet
             method = "fork" if sys.platform.startswith("linux") else "spawn"

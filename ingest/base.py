@@ -52,6 +52,14 @@ def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:
     return to_json(extra) if extra else None
 
 
+def load_yaml(data: bytes | str) -> Any:
+    """Parse YAML safely, with libyaml's C loader when PyYAML has it (about 10x faster).
+    Raises ``yaml.YAMLError`` for invalid YAML."""
+    import yaml
+
+    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
 def raw_text(value: Any) -> str:
     """The raw payload a reject keeps: JSON for parsed values, text for bytes, capped."""
     if isinstance(value, bytes):

@@ -24,7 +24,14 @@ from pathlib import Path
 import yaml
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, load_json, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    SourceUnit,
+    attrs_json,
+    load_json,
+    load_yaml,
+    to_json,
+)
 from graphlake.ingest.scenario_graph import BadScenario, agent_rows, relationship_rows, user_rows
 
 LEVELS = {"A1", "A2", "A3", "A4", "A5"}
@@ -78,7 +85,7 @@ def _tasks(path: Path, out: Emitter) -> None:
     src = str(path)
     text = path.read_bytes()
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
         out.reject(source_file=src, target_table="scenarios", record_kind="file",
                    record_ref="$", reason=f"not valid YAML ({exc})", raw=text)

@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, load_yaml, to_json
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
 from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
 
@@ -57,7 +57,7 @@ class MarbleIngestor:
         elif unit.kind == "yaml":
             text = unit.path.read_bytes()
             try:
-                task = yaml.safe_load(text)
+                task = load_yaml(text)
             except yaml.YAMLError as exc:
                 self._reject(out, src, "$", f"not valid YAML ({exc})", text)
                 return

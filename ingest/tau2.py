@@ -45,19 +45,6 @@ def _s(v) -> str | None:
     return v if isinstance(v, str) or v is None else to_json(v)
 
 
-def _plain(v):
-    """ijson yields Decimal for non-integers; the lake wants floats."""
-    from decimal import Decimal
-
-    if isinstance(v, Decimal):
-        return float(v)
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
-
-
 @register("tau2")
 class Tau2Ingestor:
     """tau2-bench results files (simulations, tasks, run info) and task files."""
@@ -110,15 +97,14 @@ class Tau2Ingestor:
     @staticmethod
     def _one(path: Path, prefix: str):
         with path.open("rb") as fh:
-            for item in ijson.items(fh, prefix):
-                return _plain(item)
+            for item in ijson.items(fh, prefix, use_float=True):
+                return item
         return None
 
     @staticmethod
     def _items(path: Path, prefix: str):
         with path.open("rb") as fh:
-            for k, item in enumerate(ijson.items(fh, prefix)):
-                yield k, _plain(item)
+            yield from enumerate(ijson.items(fh, prefix, use_float=True))
 
     # -- tasks -> scenarios ------------------------------------------------------------------
     def _tasks(self, path: Path, prefix: str, out: Emitter, domain: str | None) -> None:
