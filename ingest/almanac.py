@@ -18,7 +18,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, load_json, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    SourceUnit,
+    attrs_json,
+    file_units,
+    json_lines,
+    load_json,
+    to_json,
+)
+from graphlake.ingest.base import RecordError as _Bad
 
 ACTIONS = ("message", "draw", "erase", "undo", "reset")
 CONDITIONS = ("C_visible", "C_not_visible")
@@ -30,10 +39,6 @@ ACTION_KNOWN = frozenset({"type", "t", "actor", "action", "text", "canvas", "men
 STEP = "session"
 
 
-class _Bad(ValueError):
-    """A record that cannot be ingested; the message is the reject reason."""
-
-
 @register("almanac")
 class AlmanacIngestor:
     """Almanac sessions (JSON Lines) and maps (maps/<map_id>.json)."""
@@ -42,14 +47,8 @@ class AlmanacIngestor:
     help = "Almanac: session .jsonl files (graphlake format) and map .json files, or a folder."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give Almanac session .jsonl files, "
-                                    "map .json files, or a folder of them")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        kinds = {".jsonl": "session", ".json": "map"}
-        return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+        return file_units(path, {".jsonl": "session", ".json": "map"},
+                          "Almanac session .jsonl or map .json files")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         if unit.kind == "session":
@@ -90,22 +89,14 @@ class _Session:
                         reason=f"line {lineno}: {reason}", raw=raw, session_id=self.sid)
 
     def run(self) -> None:
-        with self.path.open("rb") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = load_json(line)
-                except ValueError as exc:
-                    self.reject(lineno, f"not valid JSON ({exc})", line)
-                    continue
-                try:
-                    if self.sid is None:
-                        self.header(rec)
-                    else:
-                        self.action(rec, lineno)
-                except _Bad as exc:
-                    self.reject(lineno, str(exc), rec)
+        for lineno, rec in json_lines(self.path, self.reject):
+            try:
+                if self.sid is None:
+                    self.header(rec)
+                else:
+                    self.action(rec, lineno)
+            except _Bad as exc:
+                self.reject(lineno, str(exc), rec)
         if self.sid is None:
             return
         nodes = [r["node_id"] for r in self.node_rows]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -153,16 +154,36 @@ class SourceUnit:
     kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
 
 
-def file_units(path: Path, suffix: str, what: str) -> list[SourceUnit]:
-    """``path`` (a file, or every non-hidden file below a folder) as units of kind ``suffix``
-    (files with that suffix) or ``other`` (anything else, which the ingestor rejects)."""
+class RecordError(ValueError):
+    """A source record that cannot be ingested; its message becomes the reject reason."""
+
+
+def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[SourceUnit]:
+    """``path`` (a file, or every non-hidden file below a folder) as units whose kind comes
+    from the file suffix (``{".jsonl": "session", ...}``, or one suffix such as ``"jsonl"``);
+    any other file is kind ``other``, which the ingestor rejects."""
+    if isinstance(kinds, str):
+        kinds = {f".{kinds}": kinds}
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; give {what}, or a folder of them")
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-    return [SourceUnit(p, suffix if p.suffix.lower() == f".{suffix}" else "other")
-            for p in files]
+    return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+
+
+def json_lines(path: Path,
+               bad_line: Callable[[int, str, bytes], None]) -> Iterator[tuple[int, Any]]:
+    """Stream a JSON Lines file as (line number, value); blank lines are skipped and a line
+    that is not JSON goes to ``bad_line(lineno, reason, raw)`` instead."""
+    with Path(path).open("rb") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                yield lineno, load_json(line)
+            except ValueError as exc:
+                bad_line(lineno, f"not valid JSON ({exc})", line)
 
 
 @dataclass

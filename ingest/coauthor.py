@@ -26,7 +26,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, file_units, load_json, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    SourceUnit,
+    file_units,
+    json_lines,
+    load_json,
+    to_json,
+)
 
 KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
 GENERATION = ("currentN", "currentMaxToken", "currentTemperature", "currentTopP",
@@ -147,21 +154,13 @@ class _Session:
                         raw=raw, session_id=self.sid)
 
     def run(self) -> None:
-        with self.path.open("rb") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    ev = load_json(line)
-                except ValueError as exc:
-                    self.reject(lineno, f"not valid JSON ({exc})", line)
-                    continue
-                if not isinstance(ev, dict) or not isinstance(ev.get("eventName"), str) \
-                        or not isinstance(ev.get("eventTimestamp"), int | float):
-                    self.reject(lineno, "an event needs eventName and a numeric eventTimestamp "
-                                "(milliseconds)", ev)
-                    continue
-                self.event(lineno, ev)
+        for lineno, ev in json_lines(self.path, self.reject):
+            if not isinstance(ev, dict) or not isinstance(ev.get("eventName"), str) \
+                    or not isinstance(ev.get("eventTimestamp"), int | float):
+                self.reject(lineno, "an event needs eventName and a numeric eventTimestamp "
+                            "(milliseconds)", ev)
+                continue
+            self.event(lineno, ev)
         if self.t0 is None:
             self.out.reject(source_file=self.src, target_table="sessions", record_kind="file",
                             record_ref="$", reason="no usable events: nothing to ingest",

@@ -28,10 +28,12 @@ from graphlake.ingest.base import (
     Emitter,
     SourceUnit,
     attrs_json,
-    load_json,
+    file_units,
+    json_lines,
     load_yaml,
     to_json,
 )
+from graphlake.ingest.base import RecordError as _Bad
 from graphlake.ingest.scenario_graph import BadScenario, agent_rows, relationship_rows, user_rows
 
 LEVELS = {"A1", "A2", "A3", "A4", "A5"}
@@ -47,10 +49,6 @@ EVENT_KNOWN = frozenset({"type", "run_id", "event_id", "step", "t", "channel", "
                          "actor", "request_id", "status", "text"})
 
 
-class _Bad(ValueError):
-    """A record that cannot be ingested; the message is the reject reason."""
-
-
 @register("hasbench")
 class HasBenchIngestor:
     """HAS-Bench task YAML (B.3.2) and execution traces (graphlake JSON Lines)."""
@@ -59,14 +57,8 @@ class HasBenchIngestor:
     help = "HAS-Bench task .yaml files and .jsonl execution traces, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give HAS-Bench task .yaml files or "
-                                    ".jsonl traces, or a folder of them")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        kinds = {".yaml": "tasks", ".yml": "tasks", ".jsonl": "trace"}
-        return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+        return file_units(path, {".yaml": "tasks", ".yml": "tasks", ".jsonl": "trace"},
+                          "HAS-Bench task .yaml files or .jsonl traces")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
@@ -137,22 +129,14 @@ class _Trace:
         self.runs: dict[str, dict] = {}  # run_id -> {participant id: kind}
 
     def run(self) -> None:
-        with self.path.open("rb") as fh:
-            for lineno, line in enumerate(fh, 1):
-                if not line.strip():
-                    continue
-                try:
-                    rec = load_json(line)
-                except ValueError as exc:
-                    self.reject(lineno, f"not valid JSON ({exc})", line, None)
-                    continue
-                try:
-                    self.line(rec, lineno)
-                except _Bad as exc:
-                    rid = rec.get("run_id") if isinstance(rec, dict) else None
-                    self.reject(lineno, str(exc), rec, rid if isinstance(rid, str) else None)
+        for lineno, rec in json_lines(self.path, self.reject):
+            try:
+                self.line(rec, lineno)
+            except _Bad as exc:
+                rid = rec.get("run_id") if isinstance(rec, dict) else None
+                self.reject(lineno, str(exc), rec, rid if isinstance(rid, str) else None)
 
-    def reject(self, lineno: int, reason: str, raw, rid: str | None) -> None:
+    def reject(self, lineno: int, reason: str, raw, rid: str | None = None) -> None:
         self.out.reject(source_file=self.src, target_table="events", record_kind="trace_line",
                         record_ref=f"line {lineno}", reason=f"line {lineno}: {reason}", raw=raw,
                         session_id=rid)

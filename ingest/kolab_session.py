@@ -20,6 +20,7 @@ import hashlib
 from pathlib import Path
 
 from graphlake.ingest.base import Emitter, attrs_json, load_json, to_json
+from graphlake.ingest.base import RecordError as _Bad
 from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedGraph
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock
 
@@ -250,10 +251,6 @@ def probe_video(path: Path) -> dict:
                     "width": stream.codec_context.width, "height": stream.codec_context.height}
     except Exception:  # noqa: BLE001 - an unreadable video still lands, unprobed
         return {}
-
-
-class _Bad(ValueError):
-    """A side-file record that cannot be ingested; the message is the reject reason."""
 
 
 def _str(v) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from graphlake.ingest import register
 from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
 ANN_SUFFIX = ".annotated.json"
@@ -23,10 +24,6 @@ RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker",
 ANN_KNOWN = frozenset({"ref_id_unif", "interpretations", "reason", "extra"})
 SIDES = ("giver", "follower")
 STEP = "dialogue"
-
-
-class _Bad(ValueError):
-    """A record that cannot be ingested; the message is the reject reason."""
 
 
 @register("maptask")

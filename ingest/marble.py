@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, load_yaml, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, file_units, json_lines, load_yaml, to_json
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
 from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
 
@@ -31,29 +31,17 @@ class MarbleIngestor:
     help = "MultiAgentBench: task .jsonl files and scenario .yaml configs, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        path = Path(path)
-        if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give a MARBLE .jsonl or .yaml "
-                                    "file, or a folder of them")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-        kinds = {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"}
-        return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+        return file_units(path, {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
+                          "MARBLE task .jsonl or scenario .yaml files")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
         if unit.kind == "jsonl":
-            with unit.path.open("rb") as fh:
-                for lineno, line in enumerate(fh, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        task = load_json(line)
-                    except ValueError as exc:
-                        self._reject(out, src, f"line {lineno}", f"line {lineno} is not valid "
-                                     f"JSON ({exc})", line)
-                        continue
-                    self._task(task, None, src, f"line {lineno}", out)
+            def bad(lineno, reason, raw):
+                self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
+
+            for lineno, task in json_lines(unit.path, bad):
+                self._task(task, None, src, f"line {lineno}", out)
         elif unit.kind == "yaml":
             text = unit.path.read_bytes()
             try:

@@ -19,16 +19,13 @@ import ijson
 
 from graphlake.ingest import register
 from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, file_units, to_json
+from graphlake.ingest.base import RecordError as _Bad
 
 SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "reward_info"})
 MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requestor"})
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
 TASK_KNOWN = frozenset({"id", "description", "user_scenario", "evaluation_criteria"})
 ROLES = {"assistant": ("ai", "agent"), "user": ("human", "human"), "tool": ("system", None)}
-
-
-class _Bad(ValueError):
-    """A record that cannot be ingested; the message is the reject reason."""
 
 
 def _ts(text) -> datetime:
