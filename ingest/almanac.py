@@ -14,7 +14,6 @@ landmarks land in ``landmarks`` with their cells. Mapping: docs/almanac.md.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 from graphlake.ingest import register
@@ -23,6 +22,7 @@ from graphlake.ingest.base import (
     SourceUnit,
     attrs_json,
     file_units,
+    iso_time,
     json_lines,
     load_json,
     to_json,
@@ -125,13 +125,7 @@ class _Session:
                 p.get("role") for p in parts if isinstance(p, dict)) != ["follower", "guide"] \
                 or not all(isinstance(p, dict) and p.get("id") for p in parts):
             raise _Bad("participants must be one guide and one follower, each with an id")
-        started = rec.get("started_at")
-        if started is not None:
-            try:
-                started = datetime.fromisoformat(started)
-                started = started if started.tzinfo else started.replace(tzinfo=UTC)
-            except (TypeError, ValueError):
-                raise _Bad(f"started_at {rec['started_at']!r} is not ISO 8601") from None
+        started = iso_time(rec.get("started_at"))
         self.sid = sid
         self.roles = {p["id"]: p["role"] for p in parts}
         self.out.row("sessions", {

@@ -13,6 +13,7 @@ import json
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -170,6 +171,19 @@ def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[Sourc
     files = [path] if path.is_file() else sorted(
         p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
     return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+
+
+def iso_time(value, what: str = "started_at") -> datetime | None:
+    """An ISO 8601 text as an aware datetime (no zone means UTC); None stays None; anything
+    else raises :class:`RecordError` naming ``what``."""
+    if value is None:
+        return None
+    try:
+        ts = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise RecordError(f"{what} {value!r} is not ISO 8601 "
+                          "(e.g. 2026-03-02T14:00:00+00:00)") from None
+    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
 def json_lines(path: Path,

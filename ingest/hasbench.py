@@ -18,7 +18,6 @@ Mapping and rejects: docs/hasbench.md.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -29,6 +28,7 @@ from graphlake.ingest.base import (
     SourceUnit,
     attrs_json,
     file_units,
+    iso_time,
     json_lines,
     load_yaml,
     to_json,
@@ -168,13 +168,7 @@ class _Trace:
             raise _Bad(f"agency_level {level!r} is not one of A1-A5")
         if not rec.get("task_id"):
             raise _Bad("a run line needs the task_id it enacts")
-        started = rec.get("started_at")
-        if started is not None:
-            try:
-                started = datetime.fromisoformat(started)
-                started = started if started.tzinfo else started.replace(tzinfo=UTC)
-            except (TypeError, ValueError):
-                raise _Bad(f"started_at {rec['started_at']!r} is not ISO 8601") from None
+        started = iso_time(rec.get("started_at"))
         parts = rec.get("participants") or [
             {"id": "agent_0", "kind": "ai"}, {"id": "user_0", "kind": "human"}]
         kinds = {}
