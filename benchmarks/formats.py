@@ -25,11 +25,12 @@ from pathlib import Path
 import pandas as pd
 
 from benchmarks.run import ROOT, timed
+from graphlake.config import samples_dir
 from graphlake.demo.almanac_gen import write_almanac_corpus
 from graphlake.demo.hasbench_gen import write_hasbench_corpus
 from graphlake.pipeline import ingest_path
 
-TAU2_SAMPLE = ROOT.parent / "shared" / "data" / "tau2" / "telecom_grok-3_5sims.json"
+TAU2_SAMPLE = (samples_dir() or Path("/nonexistent")) / "tau2" / "telecom_grok-3_5sims.json"
 
 
 def gen_hasbench(work: Path, actions: int) -> Path:

@@ -20,3 +20,21 @@ def default_lake_dir() -> Path:
 
 def resolve_lake_dir(given: str | os.PathLike | None) -> Path:
     return Path(given).expanduser() if given else default_lake_dir()
+
+
+ENV_SAMPLES = "GRAPHLAKE_SAMPLES"
+
+
+def samples_dir() -> Path | None:
+    """The folder of real public samples (``shared/data`` beside the checkout), if present:
+    ``$GRAPHLAKE_SAMPLES``, else the first ``shared/data`` found walking up from this package
+    or from the working directory."""
+    env = os.environ.get(ENV_SAMPLES)
+    if env:
+        return Path(env) if Path(env).is_dir() else None
+    for start in (Path(__file__).resolve(), Path.cwd().resolve()):
+        for parent in start.parents:
+            candidate = parent / "shared" / "data"
+            if candidate.is_dir():
+                return candidate
+    return None

@@ -10,13 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import parse_with
+from graphlake.config import samples_dir
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.ingest.coauthor import apply_delta
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.query.documents import document_at
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "coauthor"
+DATA = (samples_dir() or Path("/nonexistent")) / "coauthor"
 SAMPLE = next(DATA.glob("*.jsonl"), None) if DATA.exists() else None
 needs_data = pytest.mark.skipif(SAMPLE is None, reason="shared CoAuthor sample not present")
 

@@ -11,10 +11,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import parse_with
+from graphlake.config import samples_dir
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "gmmt"
+DATA = (samples_dir() or Path("/nonexistent")) / "gmmt"
 needs_data = pytest.mark.skipif(not (DATA / "q1ec1.annotated.json").exists(),
                                 reason="shared GMMT sample not present")
 

@@ -10,8 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import parse_with
+from graphlake.config import samples_dir
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "marble"
+DATA = (samples_dir() or Path("/nonexistent")) / "marble"
 needs_data = pytest.mark.skipif(not (DATA / "coding_config_1.yaml").exists(),
                                 reason="shared MARBLE samples not present")
 

@@ -10,11 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import parse_with
+from graphlake.config import samples_dir
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "tau2"
+DATA = (samples_dir() or Path("/nonexistent")) / "tau2"
 RESULTS = DATA / "telecom_grok-3_5sims.json"
 needs_data = pytest.mark.skipif(not RESULTS.exists(), reason="shared tau2 samples not present")
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from graphlake.config import samples_dir
 from graphlake.demo.almanac_gen import write_almanac_corpus
 from graphlake.demo.analyses import headline, run_named
 from graphlake.demo.corpus import write_demo_corpus
@@ -73,15 +74,8 @@ SAMPLE_FOLDERS = {"tau2": "tau2", "coauthor": "coauthor", "maptask": "gmmt", "ma
 
 
 def shared_samples() -> list[tuple[str, Path]]:
-    """(ingestor, folder) for each real sample folder found: $GRAPHLAKE_SAMPLES, or the
-    ``shared/data`` folder beside the checkout or the working directory."""
-    import os
-
-    roots = [os.environ.get("GRAPHLAKE_SAMPLES"),
-             Path(__file__).resolve().parents[2].parent / "shared" / "data",
-             Path.cwd().parent / "shared" / "data"]
-    for root in roots:
-        if root and Path(root).is_dir():
-            return [(c, Path(root) / f) for c, f in SAMPLE_FOLDERS.items()
-                    if (Path(root) / f).is_dir()]
-    return []
+    """(ingestor, folder) for each real sample folder found (see config.samples_dir)."""
+    root = samples_dir()
+    if root is None:
+        return []
+    return [(c, root / f) for c, f in SAMPLE_FOLDERS.items() if (root / f).is_dir()]
