@@ -31,8 +31,9 @@ FORBIDDEN_FUNCTIONS = {
     "postgres_scan", "mysql_scan", "getenv", "parquet_metadata", "parquet_schema",
     "parquet_file_metadata", "parquet_kv_metadata", "read_xlsx", "query_table", "query",
 }
-#: Table functions that only compute values (no I/O).
-SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest"}
+#: Table functions that only compute values (no I/O): DuckDB's and graphlake's graph macros.
+SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", "descendants", "ancestors",
+                        "neighborhood", "window_nodes"}
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?:\. Line: (\d+), Col: (\d+))?")
 
 
