@@ -34,6 +34,9 @@ schema_app = typer.Typer(help="The canonical schema (export JSON Schema files)."
 app.add_typer(query_app, name="query")
 app.add_typer(lake_app, name="lake")
 app.add_typer(schema_app, name="schema")
+export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT).",
+                         no_args_is_help=True)
+app.add_typer(export_app, name="export")
 
 console = Console()
 err_console = Console(stderr=True)
@@ -310,6 +313,42 @@ def lake_compact(
         console.print(f"{name}: {r['files_removed']} files -> {r['files_added']}"
                       + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else ""))
     console.print(f"committed lake version {snap.lake_version}" if snap else "already compact")
+
+
+# -- export ------------------------------------------------------------------------------------
+@export_app.command("graph")
+def export_graph(
+    corpus: Annotated[str, typer.Argument(help="Corpus of the session (kolab, ...).")],
+    session: Annotated[str, typer.Argument(help="session_id.")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="graphml or dot.")] = "graphml",
+    output: OutputOpt = None,
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+):
+    """Write one session's workflow graph as GraphML (Gephi, yEd, Cytoscape) or DOT
+    (Graphviz), e.g. `graphlake export graph kolab hand-1 -f dot | dot -Tsvg > g.svg`."""
+    from graphlake.query.export import session_graph, to_dot
+
+    if fmt not in ("graphml", "dot"):
+        _fail(ValueError(f"unknown --format {fmt!r}; choose graphml or dot"))
+    try:
+        g = session_graph(_lake(lake), corpus, session, version=version)
+    except GraphlakeError as exc:
+        _fail(exc)
+    if fmt == "dot":
+        text = to_dot(g)
+    else:
+        import io
+
+        import networkx as nx
+
+        buf = io.BytesIO()
+        nx.write_graphml(g, buf)
+        text = buf.getvalue().decode()
+    if output:
+        output.write_text(text)
+    else:
+        typer.echo(text, nl=False)
 
 
 # -- schema ----------------------------------------------------------------------------------

@@ -1,0 +1,57 @@
+"""A session's workflow graph out of the lake: networkx, GraphML (for Gephi, yEd, Cytoscape)
+and DOT (Graphviz), so per-session algorithms and viewers get exactly the lake's data.
+
+networkx is optional: install it with ``pip install "graphlake[graph]"``.
+"""
+
+from __future__ import annotations
+
+from graphlake.errors import GraphlakeError, attempt_import
+from graphlake.query.engine import run_sql
+
+NODE_COLUMNS = ("actor_type", "actor", "label", "step_id", "t_start", "t_end", "n_occurrences",
+                "out_degree", "in_degree")
+
+
+def _q(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def session_graph(lake, corpus: str, session_id: str, *, version: int | None = None):
+    """The session's action-level graph as a ``networkx.MultiDiGraph`` (node and edge
+    attributes from the lake; None values left out, as GraphML has no null)."""
+    nx = attempt_import("networkx", "graph")
+    where = f"corpus = {_q(corpus)} AND session_id = {_q(session_id)}"
+    nodes = run_sql(f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes WHERE {where}",
+                    lake, version=version, max_rows=None).table.to_pylist()
+    if not nodes:
+        raise GraphlakeError(f"no nodes for {corpus} session {session_id!r}; list sessions with "
+                             f"graphlake sql \"SELECT session_id FROM sessions WHERE corpus = "
+                             f"'{corpus}'\"")
+    edges = run_sql(f"SELECT src, dst, kind, edge_id FROM edges WHERE {where} "
+                    "AND level = 'action' ORDER BY edge_id", lake, version=version,
+                    max_rows=None).table.to_pylist()
+    g = nx.MultiDiGraph(corpus=corpus, session_id=session_id)
+    for n in nodes:
+        g.add_node(n.pop("node_id"), **{k: v for k, v in n.items() if v is not None})
+    for e in edges:
+        g.add_edge(e["src"], e["dst"], key=e["edge_id"],
+                   **({"kind": e["kind"]} if e["kind"] is not None else {}))
+    return g
+
+
+def to_dot(graph) -> str:
+    """Graphviz DOT text: humans as boxes, AI as ellipses, edges labelled by kind."""
+
+    def esc(v) -> str:
+        return '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+    lines = [f"digraph {esc(graph.graph.get('session_id', 'session'))} {{", "  rankdir=LR;"]
+    for node, attrs in graph.nodes(data=True):
+        shape = "box" if attrs.get("actor_type") == "human" else "ellipse"
+        label = esc(f"{node}: {attrs.get('label', '')}")
+        lines.append(f"  {esc(node)} [shape={shape}, label={label}];")
+    for src, dst, attrs in graph.edges(data=True):
+        lines.append(f"  {esc(src)} -> {esc(dst)} [label={esc(attrs.get('kind', ''))}];")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
