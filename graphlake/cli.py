@@ -351,6 +351,25 @@ def export_graph(
         typer.echo(text, nl=False)
 
 
+@export_app.command("ocel")
+def export_ocel_cmd(
+    output: Annotated[Path, typer.Argument(help="The .jsonocel file to write.")],
+    corpus: Annotated[str | None, typer.Option("--corpus", help="Only this corpus.")] = None,
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+):
+    """Write the lake as an OCEL 2.0 JSON event log for process mining (pm4py:
+    `pm4py.read_ocel2_json(FILE)`): sessions, participants and nodes as objects; node
+    occurrences and events as events."""
+    from graphlake.query.ocel import export_ocel
+
+    try:
+        counts = export_ocel(_lake(lake), output, corpus=corpus, version=version)
+    except GraphlakeError as exc:
+        _fail(exc)
+    console.print(f"wrote {counts['events']} events and {counts['objects']} objects to {output}")
+
+
 # -- schema ----------------------------------------------------------------------------------
 @schema_app.command("export")
 def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to write into.")]
