@@ -34,7 +34,7 @@ schema_app = typer.Typer(help="The canonical schema (export JSON Schema files)."
 app.add_typer(query_app, name="query")
 app.add_typer(lake_app, name="lake")
 app.add_typer(schema_app, name="schema")
-export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT).",
+export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT, OCEL 2.0).",
                          no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
