@@ -31,7 +31,6 @@ from graphlake.ingest.base import (
     SourceUnit,
     file_units,
     json_lines,
-    load_json,
     to_json,
 )
 
@@ -142,6 +141,7 @@ class _Session:
         genre = path.stem[: m.start()].strip("_-") if m and m.start() else path.parent.name
         self.genre = genre or None
         self.doc: str | None = None
+        self.prompt: str | None = None  # the document at system-initialize
         self.t0: int | None = None
         self.t_last = 0.0
         self.episodes: list[Episode] = []
@@ -176,8 +176,10 @@ class _Session:
             self.settings = {k: ev.get(k) for k in GENERATION if k in ev}
         t = (ev["eventTimestamp"] - self.t0) / 1000.0
         self.t_last = max(self.t_last, t)
-        if name == "system-initialize" and self.doc is None:
-            self.doc = ev.get("currentDoc") or ""
+        if name == "system-initialize" and self.prompt is None:
+            self.prompt = ev.get("currentDoc") or ""
+            if self.doc is None:
+                self.doc = self.prompt
         delta = ev.get("textDelta")
         inserted = None
         if isinstance(delta, dict) and delta.get("ops") is not None:
@@ -251,7 +253,7 @@ class _Session:
     # -- after the last line ---------------------------------------------------------------
     def finish(self) -> None:
         sid, out = self.sid, self.out
-        initial = self.initial_doc()
+        initial = self.prompt or ""
         title = initial.strip().split("\n", 1)[0] if initial else None
         out.row("sessions", {
             "session_id": sid, "title": title, "goal": initial or None, "domain": self.genre,
@@ -282,17 +284,6 @@ class _Session:
             out.row("edges", {"session_id": sid, "edge_id": f"{src}->{dst}:sequential",
                               "src": src, "dst": dst, "kind": "sequential", "level": "action",
                               "step_id": STEP})
-
-    def initial_doc(self) -> str:
-        with self.path.open("rb") as fh:
-            for line in fh:
-                try:
-                    ev = load_json(line)
-                except ValueError:
-                    continue
-                if isinstance(ev, dict) and ev.get("eventName") == "system-initialize":
-                    return ev.get("currentDoc") or ""
-        return ""
 
     def episode_rows(self, ep: Episode, prev: str | None, node_rows: list[dict],
                      edges: list[tuple[str, str]]) -> str | None:

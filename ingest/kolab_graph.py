@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from graphlake.ingest.base import Emitter, attrs_json, to_json
-from graphlake.ingest.timefmt import TimeFormatError, parse_clock, parse_range
+from graphlake.ingest.timefmt import TimeFormatError, format_clock, parse_clock, parse_range
 
 SESSION_KNOWN = frozenset({"session_id", "participant_id", "title", "goal", "steps"})
 STEP_KNOWN = frozenset({"key", "badge", "step_name", "step_action", "time_range",
@@ -101,11 +101,6 @@ def _actor_type(raw_type, actor) -> str | None:
         if a in AI_BRANDS:
             return "ai"
     return None
-
-
-def _fmt(t: float) -> str:
-    t = int(round(t))
-    return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
 
 
 class GraphParser:
@@ -475,4 +470,5 @@ class _Unresolved(ValueError):
 
 
 def _times(n: Node) -> str:
-    return ", ".join(f"{_fmt(a)}-{_fmt(b)}" for _, a, b in n.occurrences) or "no times"
+    spans = (f"{format_clock(a)}-{format_clock(b)}" for _, a, b in n.occurrences)
+    return ", ".join(spans) or "no times"

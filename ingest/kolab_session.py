@@ -50,7 +50,7 @@ class _Reader:
         self.out.reject(source_file=str(path), target_table=table, record_kind=kind,
                         record_ref=ref, reason=reason, raw=raw, session_id=self.sid)
 
-    def load_json(self, path: Path, table: str):
+    def read_json_file(self, path: Path, table: str):
         data = path.read_bytes()
         try:
             return load_json(data)
@@ -137,7 +137,7 @@ class _Reader:
 
     # -- ratings.json -> annotations -------------------------------------------------------
     def ratings(self, path: Path) -> None:
-        obj = self.load_json(path, "annotations")
+        obj = self.read_json_file(path, "annotations")
         if obj is None:
             return
         entries = obj.get("steps") if isinstance(obj, dict) else None
@@ -203,7 +203,7 @@ class _Reader:
 
     # -- survey.json -> annotations ----------------------------------------------------------
     def survey(self, path: Path) -> None:
-        obj = self.load_json(path, "annotations")
+        obj = self.read_json_file(path, "annotations")
         if obj is None:
             return
         if not isinstance(obj, dict):

@@ -52,3 +52,9 @@ def parse_range(text: str) -> tuple[float, float]:
     if end < start:
         raise TimeFormatError(f"{text!r} ends before it starts; swap the two times")
     return start, end
+
+
+def format_clock(t: float) -> str:
+    """3723.4 -> ``"01:02:03"`` (whole seconds), the inverse of :func:`parse_clock`."""
+    t = int(t)
+    return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"

@@ -18,6 +18,8 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from graphlake.ingest.timefmt import format_clock
+
 SECTORS = {
     # sector: (occupations, softwares, (p_adopt, p_modify, p_reject))
     "Legal": (["attorney", "paralegal"], ["Word", "Westlaw", "Acrobat"], (0.57, 0.38, 0.05)),
@@ -46,9 +48,7 @@ STEP_NAMES = ["Scope the project", "Collect inputs", "Develop the core work", "R
 ITEMS = 7
 
 
-def clock(t: float) -> str:
-    t = int(t)
-    return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+clock = format_clock
 
 
 def rng_range(a: float, b: float) -> str:
