@@ -55,3 +55,51 @@ def cli(*args: str, lake: Path | None = None, check: bool = True) -> subprocess.
     if check and proc.returncode != 0:
         raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def graph_lake(folder: Path, n: int, edges, actor_types=None) -> Lake:
+    """A real lake holding one session 'g'/'s' with nodes v0..v{n-1} and the given edges.
+
+    Node i occupies [i, i + 1.5] seconds; ``actor_types[i]`` (default: all human) is its type.
+    """
+    from graphlake.lake import LakeRun
+
+    lake = Lake(folder / "lake")
+    run = LakeRun(lake, "g", "test")
+    em = run.emitter()
+    for i in range(n):
+        kind = actor_types[i] if actor_types else "human"
+        em.row("nodes", {"session_id": "s", "node_id": f"v{i}", "actor_type": kind})
+        em.row("node_occurrences", {"session_id": "s", "node_id": f"v{i}", "seq": 0,
+                                    "t_start": float(i), "t_end": float(i) + 1.5,
+                                    "actor_type": kind})
+    for a, b in edges:
+        em.row("edges", {"session_id": "s", "edge_id": f"v{a}->v{b}", "src": f"v{a}",
+                         "dst": f"v{b}", "level": "action", "kind": "sequential"})
+    run.commit([em.close()])
+    return lake
+
+
+def nx_graph(n: int, edges):
+    import networkx as nx
+
+    g = nx.DiGraph()
+    g.add_nodes_from(f"v{i}" for i in range(n))
+    g.add_edges_from((f"v{a}", f"v{b}") for a, b in edges)
+    return g
+
+
+@pytest.fixture(scope="session")
+def demo_lake(tmp_path_factory) -> Path:
+    """A lake holding the demo corpora (12 Kolab sessions, HAS-Bench, Almanac), built once."""
+    from graphlake.demo.almanac_gen import write_almanac_corpus
+    from graphlake.demo.corpus import write_demo_corpus
+    from graphlake.demo.hasbench_gen import write_hasbench_corpus
+    from graphlake.pipeline import ingest_path
+
+    root = tmp_path_factory.mktemp("demo")
+    lake = root / "lake"
+    ingest_path("kolab", write_demo_corpus(root / "corpus", sessions=12, seed=7), lake)
+    ingest_path("hasbench", write_hasbench_corpus(root / "corpus", seed=7), lake)
+    ingest_path("almanac", write_almanac_corpus(root / "corpus", seed=7), lake)
+    return lake

@@ -7,7 +7,7 @@ import networkx as nx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from graphlake.lake import Lake, LakeRun
+from conftest import graph_lake, nx_graph
 from graphlake.query import run_sql
 
 graphs = st.integers(2, 9).flatmap(lambda n: st.tuples(
@@ -15,21 +15,6 @@ graphs = st.integers(2, 9).flatmap(lambda n: st.tuples(
     st.lists(st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)), max_size=3 * n,
              unique=True),
     st.integers(0, n - 1), st.one_of(st.none(), st.integers(0, 4))))
-
-
-def build(tmp, n, edges) -> Lake:
-    lake = Lake(tmp / "lake")
-    run = LakeRun(lake, "g", "test")
-    em = run.emitter()
-    for i in range(n):
-        em.row("nodes", {"session_id": "s", "node_id": f"v{i}"})
-        em.row("node_occurrences", {"session_id": "s", "node_id": f"v{i}", "seq": 0,
-                                    "t_start": float(i), "t_end": float(i) + 1.5})
-    for a, b in edges:
-        em.row("edges", {"session_id": "s", "edge_id": f"v{a}->v{b}", "src": f"v{a}",
-                         "dst": f"v{b}", "level": "action"})
-    run.commit([em.close()])
-    return lake
 
 
 def sql_hops(lake, macro, start, k):
@@ -50,17 +35,15 @@ def nx_hops(g, start, k):
 @given(graphs)
 def test_reachability_matches_networkx(tmp_path_factory, case):
     n, edges, start, k = case
-    lake = build(tmp_path_factory.mktemp("g"), n, edges)
-    g = nx.DiGraph()
-    g.add_nodes_from(f"v{i}" for i in range(n))
-    g.add_edges_from((f"v{a}", f"v{b}") for a, b in edges)
+    lake = graph_lake(tmp_path_factory.mktemp("g"), n, edges)
+    g = nx_graph(n, edges)
     assert sql_hops(lake, "descendants", start, k) == nx_hops(g, start, k)
     assert sql_hops(lake, "ancestors", start, k) == nx_hops(g.reverse(), start, k)
     assert sql_hops(lake, "neighborhood", start, k) == nx_hops(g.to_undirected(), start, k)
 
 
 def test_window_nodes_overlap(tmp_path):
-    lake = build(tmp_path, 5, [])
+    lake = graph_lake(tmp_path, 5, [])
     rows = run_sql("SELECT node_id FROM window_nodes('g', 's', 2.2, 3.1) ORDER BY 1",
                    lake).table.column("node_id").to_pylist()
     # occurrences [i, i + 1.5]: v1 [1, 2.5], v2 [2, 3.5], v3 [3, 4.5] overlap [2.2, 3.1]

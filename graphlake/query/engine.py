@@ -21,6 +21,7 @@ from graphlake.errors import QueryTimeoutError, SqlError
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.catalog import open_catalog
 from graphlake.query.guard import check
+from graphlake.query.pattern import compile_patterns
 
 DEFAULT_MAX_ROWS = 100_000
 DEFAULT_TIMEOUT_S = 300.0
@@ -45,6 +46,7 @@ def run_sql(sql: str, lake, *, version: int | None = None, params: dict | None =
     ``max_rows`` caps the rows returned (``truncated`` says when the cap cut the result; None
     means no cap); ``timeout_s`` interrupts a query that runs too long.
     """
+    sql = compile_patterns(sql)
     cat = open_catalog(_as_lake(lake), version)
     try:
         check(sql, cat.columns)

@@ -110,8 +110,10 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
 
 def transpile(sql: str, dialect: str) -> str:
     """The statement rewritten for ``dialect`` (e.g. ``spark``), pretty-printed."""
+    from graphlake.query.pattern import compile_patterns
+
     try:
-        out = sqlglot.transpile(sql, read="duckdb", write=dialect, pretty=True)
+        out = sqlglot.transpile(compile_patterns(sql), read="duckdb", write=dialect, pretty=True)
     except ParseError as exc:
         raise SqlError(f"SQL syntax error: {exc}") from None
     except ValueError as exc:  # unknown dialect

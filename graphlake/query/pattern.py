@@ -1,0 +1,719 @@
+"""A graph pattern language inside SQL, compiled by sqlglot into joins and recursive CTEs.
+
+In the spirit of SQL/PGQ's ``GRAPH_TABLE``, a pattern can stand wherever a table can::
+
+    SELECT a, count(*) FROM GRAPH_TABLE (kolab
+        MATCH (p:human)-[:next]->(a:ai)<-[r:responds {label: 'modify'}]-(h:human)
+        WHERE h.t_start > a.t_end
+        COLUMNS (a.node_id AS a, h.label AS response)) AS g
+    GROUP BY a
+
+The compiler is a pure rewrite: the pattern becomes a subquery of ordinary joins over the lake
+views (plus a recursive CTE per variable-length edge), so the result is a relation that joins
+with events and ratings, and the same SQL runs on DuckDB and, transpiled, on Spark.
+
+Vocabulary (see ``docs/patterns.md``):
+
+* node labels ``:human``, ``:ai``, ``:system`` (``nodes.actor_type``; ``|`` for either);
+  properties ``{col: value}`` match ``nodes`` columns; a repeated variable is the same node;
+* edge types (:data:`EDGE_TYPES`): ``next`` (action-level ``edges``, the default),
+  ``responds`` (response node -> AI output, from adoption annotations) and ``prompts``
+  (request node -> AI output); properties match the edge's own table;
+* ``{lo,hi}`` after an edge makes it variable length. Without a path mode the edge means
+  reachability: one row per (start, end) with the fewest hops in range, computed by a
+  deduplicating recursion that never enumerates paths. With a mode before the path
+  (``WALK``, ``TRAIL``, ``ACYCLIC``, ``ANY SHORTEST``, ``ALL SHORTEST``) paths are enumerated,
+  one row per path, with ``<var>.path`` (node ids) and ``<var>.edge_ids``. Every
+  variable-length edge needs an upper bound.
+
+Without COLUMNS a pattern returns ``corpus``, ``session_id``, one column per named node (its
+node_id), one per named edge (its id) and ``<var>_hops`` / ``<var>_path`` for named
+variable-length edges. A match always lies within one session.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import ParseError
+
+from graphlake.errors import SqlError
+from graphlake.schema import TABLES
+
+
+class PatternError(SqlError):
+    """A GRAPH_TABLE pattern that cannot be compiled; ``line``/``col`` point into the SQL."""
+
+
+@dataclass(frozen=True)
+class EdgeType:
+    """How one pattern edge type maps onto a lake table."""
+
+    table: str
+    src: str
+    dst: str
+    id: str
+    where: str
+    doc: str
+
+
+EDGE_TYPES: dict[str, EdgeType] = {
+    "next": EdgeType("edges", "src", "dst", "edge_id", "level = 'action'",
+                     "action-level workflow edge, src -> dst"),
+    "responds": EdgeType("annotations", "response_node", "ai_node", "annotation_id",
+                         "kind = 'adoption'",
+                         "a human response to an AI output (label: adopt, modify, reject)"),
+    "prompts": EdgeType("annotations", "source_node", "ai_node", "annotation_id",
+                        "kind = 'adoption' AND source_node IS NOT NULL",
+                        "the request that led to an AI output"),
+}
+NODE_LABELS = ("human", "ai", "system")
+PATH_MODES = ("WALK", "TRAIL", "ACYCLIC", "ANY SHORTEST", "ALL SHORTEST")
+_KEYWORDS = {"MATCH", "WHERE", "COLUMNS", "WALK", "TRAIL", "ACYCLIC", "ANY", "ALL", "SHORTEST"}
+
+_TOKEN = re.compile(r"""
+  (?P<ws>\s+)
+| (?P<str>'(?:[^']|'')*')
+| (?P<num>\d+(?:\.\d+)?)
+| (?P<arrow><-|->)
+| (?P<ident>[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")
+| (?P<punct>[()\[\]{}:,|*+=.-])
+| (?P<other>.)
+""", re.VERBOSE | re.DOTALL)
+
+
+@dataclass
+class Tok:
+    kind: str
+    text: str
+    pos: int  # offset in the whole SQL statement
+
+    @property
+    def upper(self) -> str:
+        return self.text.upper() if self.kind == "ident" else self.text
+
+
+@dataclass
+class NodePat:
+    var: str | None
+    labels: list[str]
+    props: dict[str, str]
+    pos: int
+
+    @property
+    def virtual(self) -> bool:
+        """Anonymous and unconstrained: its id can come from the adjacent edge, no join."""
+        return self.var is None and not self.labels and not self.props
+
+
+@dataclass
+class EdgePat:
+    var: str | None
+    etype: str
+    props: dict[str, str]
+    outgoing: bool
+    pos: int
+    lo: int | None = None
+    hi: int | None = None
+
+    @property
+    def quantified(self) -> bool:
+        return self.hi is not None
+
+
+@dataclass
+class PathPat:
+    mode: str | None
+    elements: list = field(default_factory=list)  # NodePat, EdgePat, NodePat, ...
+
+
+@dataclass
+class GraphTable:
+    start: int
+    end: int  # one past the closing parenthesis
+    graph: str | None
+    paths: list[PathPat]
+    where: exp.Expression | None
+    columns: list[exp.Expression] | None
+
+
+def _position(sql: str, offset: int) -> tuple[int, int]:
+    line = sql.count("\n", 0, offset) + 1
+    return line, offset - (sql.rfind("\n", 0, offset) + 1) + 1
+
+
+def _fail(sql: str, offset: int, message: str) -> PatternError:
+    line, col = _position(sql, offset)
+    return PatternError(f"pattern error at line {line}, column {col}: {message}",
+                        line=line, col=col)
+
+
+# ---------------------------------------------------------------- finding GRAPH_TABLE spans
+
+_SKIP = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
+_GT = re.compile(r"\bGRAPH_TABLE\s*\(", re.IGNORECASE)
+
+
+def _code_mask(sql: str) -> str:
+    """``sql`` with strings and comments blanked, so scanning never looks inside them."""
+    return _SKIP.sub(lambda m: m.group(0)[0] + " " * (len(m.group(0)) - 1), sql)
+
+
+def find_graph_tables(sql: str) -> list[tuple[int, int, int]]:
+    """(start, open_paren, close_paren) of every top-level ``GRAPH_TABLE (...)``."""
+    code = _code_mask(sql)
+    spans = []
+    for m in _GT.finditer(code):
+        if spans and m.start() < spans[-1][2]:
+            raise _fail(sql, m.start(), "GRAPH_TABLE cannot be nested inside another pattern")
+        depth, i = 0, m.end() - 1
+        while i < len(code):
+            if code[i] == "(":
+                depth += 1
+            elif code[i] == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        else:
+            raise _fail(sql, m.start(), "GRAPH_TABLE ( has no closing parenthesis")
+        spans.append((m.start(), m.end() - 1, i))
+    return spans
+
+
+# ---------------------------------------------------------------- parsing the pattern
+
+class _Parser:
+    def __init__(self, sql: str, open_paren: int, close_paren: int):
+        self.sql = sql
+        self.end_pos = close_paren
+        body = sql[open_paren + 1:close_paren]
+        self.toks = [Tok(m.lastgroup, m.group(0), open_paren + 1 + m.start())
+                     for m in _TOKEN.finditer(body) if m.lastgroup != "ws"]
+        self.i = 0
+
+    # token helpers
+    def peek(self, k: int = 0) -> Tok | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def pos(self) -> int:
+        t = self.peek()
+        return t.pos if t else self.end_pos
+
+    def take(self) -> Tok:
+        t = self.peek()
+        if t is None:
+            raise _fail(self.sql, self.end_pos, "the pattern ends too early")
+        self.i += 1
+        return t
+
+    def at(self, *texts: str) -> bool:
+        t = self.peek()
+        return t is not None and t.upper in texts
+
+    def expect(self, text: str, what: str) -> Tok:
+        t = self.peek()
+        if t is None or t.upper != text:
+            got = repr(t.text) if t else "the end of the pattern"
+            raise _fail(self.sql, self.pos(), f"expected {what}, got {got}")
+        return self.take()
+
+    def ident(self, what: str) -> str:
+        t = self.peek()
+        if t is None or t.kind != "ident":
+            got = repr(t.text) if t else "the end of the pattern"
+            raise _fail(self.sql, self.pos(), f"expected {what}, got {got}")
+        self.take()
+        return t.text.strip('"') if t.text.startswith('"') else t.text.lower()
+
+    # grammar
+    def graph_table(self, start: int) -> GraphTable:
+        graph = None
+        if self.peek() and self.peek().kind == "ident" and not self.at("MATCH"):
+            graph = self.ident("a corpus name or MATCH")
+        self.expect("MATCH", "MATCH")
+        paths = [self.path()]
+        while self.at(","):
+            self.take()
+            paths.append(self.path())
+        where = columns = None
+        if self.at("WHERE"):
+            where_tok = self.take()
+            stop = self._find_top_level("COLUMNS")
+            text_end = self.toks[stop].pos if stop is not None else self.end_pos
+            where = self._sql_expr(where_tok.pos + 5, text_end, "WHERE")
+            self.i = stop if stop is not None else len(self.toks)
+        if self.at("COLUMNS"):
+            self.take()
+            open_tok = self.expect("(", "( after COLUMNS")
+            close = self._matching_paren(self.i - 1)
+            columns = self._select_list(open_tok.pos + 1, self.toks[close].pos)
+            self.i = close + 1
+        if self.peek() is not None:
+            t = self.peek()
+            raise _fail(self.sql, t.pos, f"unexpected {t.text!r}: after the pattern come "
+                        "WHERE <condition> and COLUMNS (<expressions>)")
+        return GraphTable(start, self.end_pos + 1, graph, paths, where, columns)
+
+    def path(self) -> PathPat:
+        mode = None
+        if self.at("ANY", "ALL"):
+            first = self.take().upper
+            self.expect("SHORTEST", f"SHORTEST after {first}")
+            mode = f"{first} SHORTEST"
+        elif self.at("SHORTEST"):
+            self.take()
+            mode = "ANY SHORTEST"
+        elif self.at("WALK", "TRAIL", "ACYCLIC"):
+            mode = self.take().upper
+        p = PathPat(mode, [self.node()])
+        while self.at("-", "<-", "->"):
+            p.elements.append(self.edge())
+            p.elements.append(self.node())
+        if mode and not any(isinstance(e, EdgePat) and e.quantified for e in p.elements):
+            raise _fail(self.sql, self.pos(), f"path mode {mode} needs a variable-length edge "
+                        "such as -[:next]->{1,5}")
+        return p
+
+    def node(self) -> NodePat:
+        start = self.pos()
+        self.expect("(", "a node such as (p:human)")
+        var = None
+        if self.peek() and self.peek().kind == "ident":
+            var = self.ident("a variable")
+        labels = []
+        if self.at(":"):
+            self.take()
+            labels.append(self._label())
+            while self.at("|"):
+                self.take()
+                labels.append(self._label())
+        props = self._props("nodes") if self.at("{") else {}
+        self.expect(")", "')' to close the node")
+        return NodePat(var, labels, props, start)
+
+    def _label(self) -> str:
+        pos = self.pos()
+        label = self.ident("a node label")
+        if label not in NODE_LABELS:
+            raise _fail(self.sql, pos, f"unknown node label {label!r}; labels are "
+                        f"{', '.join(NODE_LABELS)} (match other columns with properties, "
+                        "e.g. (x {actor: 'claude'}))")
+        return label
+
+    def edge(self) -> EdgePat:
+        start = self.pos()
+        first = self.take().text
+        incoming = first == "<-"
+        var, etype, props = None, "next", {}
+        if first == "->":
+            pass
+        elif first == "<-" and not self.at("["):
+            pass
+        else:
+            self.expect("[", "'[' to open the edge")
+            if self.peek() and self.peek().kind == "ident":
+                var = self.ident("an edge variable")
+            if self.at(":"):
+                self.take()
+                pos = self.pos()
+                etype = self.ident("an edge type")
+                if etype not in EDGE_TYPES:
+                    raise _fail(self.sql, pos, f"unknown edge type {etype!r}; types are "
+                                f"{', '.join(EDGE_TYPES)}")
+            props = self._props(EDGE_TYPES[etype].table) if self.at("{") else {}
+            self.expect("]", "']' to close the edge")
+            close = self.take().text if self.peek() else ""
+            if incoming and close != "-":
+                raise _fail(self.sql, self.pos(), "an incoming edge reads <-[...]-")
+            if not incoming and close != "->":
+                raise _fail(self.sql, self.pos(), "an outgoing edge reads -[...]-> "
+                            "(undirected edges are not supported; use neighborhood())")
+        e = EdgePat(var, etype, props, not incoming, start)
+        if self.at("{"):
+            self._quantifier(e)
+        elif self.at("*", "+"):
+            raise _fail(self.sql, self.pos(), "variable-length edges need an upper bound, "
+                        "e.g. {1,5}; unbounded reachability is descendants()/ancestors()")
+        return e
+
+    def _quantifier(self, e: EdgePat) -> None:
+        pos = self.pos()
+        self.take()
+        lo = hi = None
+        if self.peek() and self.peek().kind == "num":
+            lo = int(self.take().text)
+        if self.at(","):
+            self.take()
+            if self.peek() and self.peek().kind == "num":
+                hi = int(self.take().text)
+        else:
+            hi = lo
+        self.expect("}", "'}' to close the quantifier {lo,hi}")
+        if hi is None:
+            raise _fail(self.sql, pos, "variable-length edges need an upper bound, e.g. "
+                        "{1,5}; unbounded reachability is descendants()/ancestors()")
+        lo = 0 if lo is None else lo
+        if lo > hi:
+            raise _fail(self.sql, pos, f"quantifier lower bound {lo} is above upper bound {hi}")
+        e.lo, e.hi = lo, hi
+
+    def _props(self, table: str) -> dict[str, str]:
+        self.take()
+        props: dict[str, str] = {}
+        cols = TABLES[table].schema.names
+        while True:
+            pos = self.pos()
+            key = self.ident("a property name")
+            if key not in cols:
+                raise _fail(self.sql, pos, f"unknown property {key!r} of {table}."
+                            f"{_suggest(key, cols)} Properties: {', '.join(cols)}")
+            self.expect(":", f"':' after {key}")
+            props[key] = self._literal()
+            if self.at(","):
+                self.take()
+                continue
+            self.expect("}", "'}' or ',' in the property map")
+            return props
+
+    def _literal(self) -> str:
+        t = self.take()
+        if t.kind in ("str", "num"):
+            return t.text
+        if t.text == "-" and self.peek() and self.peek().kind == "num":
+            return "-" + self.take().text
+        if t.kind == "ident" and t.upper in ("TRUE", "FALSE", "NULL"):
+            return t.upper
+        raise _fail(self.sql, t.pos, f"expected a literal ('text', number, true, false, null), "
+                    f"got {t.text!r}")
+
+    def _find_top_level(self, word: str) -> int | None:
+        depth = 0
+        for j in range(self.i, len(self.toks)):
+            t = self.toks[j]
+            depth += t.text == "("
+            depth -= t.text == ")"
+            if depth == 0 and t.upper == word:
+                return j
+        return None
+
+    def _matching_paren(self, j: int) -> int:
+        depth = 0
+        for k in range(j, len(self.toks)):
+            depth += self.toks[k].text == "("
+            depth -= self.toks[k].text == ")"
+            if depth == 0:
+                return k
+        raise _fail(self.sql, self.toks[j].pos, "unclosed '('")
+
+    def _sql_expr(self, a: int, b: int, what: str) -> exp.Expression:
+        text = self.sql[a:b]
+        try:
+            tree = sqlglot.parse_one(f"SELECT 1 WHERE {text}", read="duckdb")
+        except ParseError as exc:
+            err = exc.errors[0] if exc.errors else {}
+            raise _fail(self.sql, a, f"bad {what} condition: "
+                        f"{err.get('description', exc)}") from None
+        cond = tree.args["where"].this
+        _shift_meta(cond, a - len("SELECT 1 WHERE "))
+        return cond
+
+    def _select_list(self, a: int, b: int) -> list[exp.Expression]:
+        try:
+            tree = sqlglot.parse_one(f"SELECT {self.sql[a:b]}", read="duckdb")
+        except ParseError as exc:
+            err = exc.errors[0] if exc.errors else {}
+            raise _fail(self.sql, a, f"bad COLUMNS list: {err.get('description', exc)}") from None
+        for e in tree.expressions:
+            _shift_meta(e, a - len("SELECT "))
+        return list(tree.expressions)
+
+
+def _shift_meta(tree: exp.Expression, delta: int) -> None:
+    """Make sqlglot's token offsets in a sub-parse point into the whole statement."""
+    for node in tree.walk():
+        meta = node.meta if hasattr(node, "_meta") and node._meta else None
+        if meta and "start" in meta:
+            meta["abs_start"] = meta["start"] + delta
+
+
+def _suggest(name: str, candidates) -> str:
+    import difflib
+    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def parse_graph_table(sql: str, span: tuple[int, int, int]) -> GraphTable:
+    start, open_paren, close_paren = span
+    return _Parser(sql, open_paren, close_paren).graph_table(start)
+
+
+# ---------------------------------------------------------------- compiling to SQL
+
+@dataclass
+class _Ref:
+    """Where a pattern node's corpus, session and id live in the FROM clause."""
+
+    corpus: str
+    session: str
+    node: str
+
+
+def _lit_filters(alias: str, props: dict[str, str]) -> list[str]:
+    return [f"{alias}.{k} IS NULL" if v == "NULL" else f"{alias}.{k} = {v}"
+            for k, v in props.items()]
+
+
+def _node_filters(alias: str, n: NodePat) -> list[str]:
+    out = []
+    if n.labels:
+        labels = ", ".join(f"'{x}'" for x in n.labels)
+        out.append(f"{alias}.actor_type IN ({labels})" if len(n.labels) > 1
+                   else f"{alias}.actor_type = {labels}")
+    return out + _lit_filters(alias, n.props)
+
+
+def _edge_filters(alias: str, e: EdgePat) -> list[str]:
+    base = EDGE_TYPES[e.etype].where
+    base_sql = sqlglot.parse_one(base, read="duckdb")
+    for col in base_sql.find_all(exp.Column):
+        col.set("table", exp.to_identifier(alias))
+    return [base_sql.sql("duckdb")] + _lit_filters(alias, e.props)
+
+
+class _Compiler:
+    def __init__(self, sql: str, gt: GraphTable, ordinal: int):
+        self.sql, self.gt, self.k = sql, gt, ordinal
+        self.ctes: list[str] = []
+        self.from_sql: list[str] = []  # "nodes AS p", "JOIN edges AS e ON ..."
+        self.where: list[str] = []
+        self.bound: dict[str, _Ref] = {}
+        self.var_kind: dict[str, tuple[str, EdgePat | None]] = {}  # var -> (table|cte, edge)
+        self.default_cols: list[str] = []
+        self.anchor: _Ref | None = None
+        self.n_anon = 0
+        self.node_pats: dict[str | None, list[NodePat]] = {}  # var -> its constraints
+        for path in gt.paths:
+            for el in path.elements[::2]:
+                if el.var:
+                    self.node_pats.setdefault(el.var, []).append(el)
+
+    def _anon(self, prefix: str) -> str:
+        self.n_anon += 1
+        return f"_{prefix}{self.k}_{self.n_anon}"
+
+    def _add(self, table: str, alias: str, on: list[str]) -> None:
+        if not self.from_sql:
+            self.from_sql.append(f"{table} AS {alias}")
+            self.where[:0] = on
+        else:
+            cond = " AND ".join(on) if on else "TRUE"
+            self.from_sql.append(f"JOIN {table} AS {alias} ON {cond}")
+
+    def _link(self, ref: _Ref | None, corpus: str, session: str, node: str) -> list[str]:
+        """Join conditions tying a new table's (corpus, session, node) to a known node."""
+        if ref is not None:
+            return [f"{corpus} = {ref.corpus}", f"{session} = {ref.session}",
+                    f"{node} = {ref.node}"]
+        if self.anchor is not None:
+            return [f"{corpus} = {self.anchor.corpus}", f"{session} = {self.anchor.session}"]
+        return []
+
+    def _declare(self, var: str | None, kind: str, edge: EdgePat | None, pos: int) -> None:
+        if var is None:
+            return
+        if var in self.var_kind:
+            raise _fail(self.sql, pos, f"variable {var!r} is already used; only node variables "
+                        "may repeat (to close a cycle)")
+        self.var_kind[var] = (kind, edge)
+
+    def node(self, n: NodePat, ref_from_edge: _Ref | None) -> _Ref | None:
+        """Bind node ``n``; ``ref_from_edge`` is where the previous edge says it is."""
+        if n.var and n.var in self.bound:
+            if self.var_kind[n.var][0] != "nodes":
+                raise _fail(self.sql, n.pos, f"{n.var!r} names an edge, not a node")
+            ref = self.bound[n.var]
+            if ref_from_edge is not None:
+                self.where += [f"{ref_from_edge.node} = {ref.node}"]
+            if n.labels or n.props:
+                alias = ref.node.split(".")[0]
+                self.where += _node_filters(alias, n)
+            return ref
+        if n.virtual:
+            return ref_from_edge
+        alias = n.var or self._anon("n")
+        self._declare(n.var, "nodes", None, n.pos)
+        on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id",
+                        f"{alias}.node_id")
+        self._add("nodes", alias, on)
+        self.where += _node_filters(alias, n)
+        ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node_id")
+        if n.var:
+            self.bound[n.var] = ref
+            self.default_cols.append(f"{alias}.node_id AS {n.var}")
+        if self.anchor is None:
+            self.anchor = ref
+        return ref
+
+    def edge(self, e: EdgePat, left: _Ref | None, left_node: NodePat, mode: str | None) -> _Ref:
+        """Join edge ``e`` after the node at ``left``; return where its far end is."""
+        et = EDGE_TYPES[e.etype]
+        near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
+        alias = e.var or self._anon("e")
+        if not e.quantified:
+            self._declare(e.var, et.table, e, e.pos)
+            on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}")
+            self._add(et.table, alias, on + _edge_filters(alias, e))
+            if e.var:
+                self.default_cols.append(f"{alias}.{et.id} AS {e.var}")
+            ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
+        else:
+            cte = self._recursive_cte(e, left_node, mode)
+            self._declare(e.var, "cte:" + (mode or "reach"), e, e.pos)
+            on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start")
+            self._add(cte, alias, on)
+            if e.var:
+                self.default_cols.append(f"{alias}.hops AS {e.var}_hops")
+                if mode:
+                    self.default_cols.append(f"{alias}.path AS {e.var}_path")
+            ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node")
+        if self.anchor is None:
+            self.anchor = _Ref(ref.corpus, ref.session, ref.node)
+        return ref
+
+    def _recursive_cte(self, e: EdgePat, left_node: NodePat, mode: str | None) -> str:
+        """A recursive CTE walking ``e`` from every node that can match ``left_node``;
+        return the relation (CTE name or filtered subquery) to join."""
+        et = EDGE_TYPES[e.etype]
+        near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
+        name = f"_walk{self.k}_{len(self.ctes) + 1}" if mode else \
+            f"_reach{self.k}_{len(self.ctes) + 1}"
+        seed_where = [f for n in self.node_pats.get(left_node.var, [left_node])
+                      for f in _node_filters("n", n)]
+        if self.gt.graph:
+            seed_where.append(f"n.corpus = '{self.gt.graph}'")
+        seed_where_sql = f" WHERE {' AND '.join(seed_where)}" if seed_where else ""
+        step_on = " AND ".join(["x.corpus = r.corpus", "x.session_id = r.session_id",
+                                f"x.{near} = r.node"] + _edge_filters("x", e))
+        if mode is None:
+            self.ctes.append(
+                f"{name}(corpus, session_id, start, node, hops) AS ("
+                f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM nodes AS n"
+                f"{seed_where_sql} UNION SELECT r.corpus, r.session_id, r.start, x.{far}, "
+                f"r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
+                f"WHERE r.hops < {e.hi})")
+            return (f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
+                    f"WHERE hops >= {e.lo} GROUP BY corpus, session_id, start, node)")
+        guard = ""
+        if mode in ("ACYCLIC", "ANY SHORTEST", "ALL SHORTEST"):
+            guard = f" AND NOT list_contains(r.path, x.{far})"
+        elif mode == "TRAIL":
+            guard = f" AND NOT list_contains(r.edge_ids, x.{et.id})"
+        self.ctes.append(
+            f"{name}(corpus, session_id, start, node, hops, path, edge_ids) AS ("
+            f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0, [n.node_id], "
+            f"CAST([] AS VARCHAR[]) FROM nodes AS n{seed_where_sql} UNION ALL "
+            f"SELECT r.corpus, r.session_id, r.start, x.{far}, r.hops + 1, "
+            f"list_append(r.path, x.{far}), list_append(r.edge_ids, x.{et.id}) "
+            f"FROM {name} AS r JOIN {et.table} AS x ON {step_on} WHERE r.hops < {e.hi}{guard})")
+        cols = "corpus, session_id, start, node, hops, path, edge_ids"
+        if mode in ("WALK", "TRAIL", "ACYCLIC"):
+            return f"(SELECT {cols} FROM {name} WHERE hops >= {e.lo})"
+        order = "hops" if mode == "ALL SHORTEST" else "hops, array_to_string(path, ',')"
+        rank = "rank()" if mode == "ALL SHORTEST" else "row_number()"
+        return (f"(SELECT {cols} FROM (SELECT {cols}, {rank} OVER (PARTITION BY corpus, "
+                f"session_id, start, node ORDER BY {order}) AS _rank FROM {name} "
+                f"WHERE hops >= {e.lo}) AS _ranked WHERE _rank = 1)")
+
+    def compile(self) -> tuple[exp.Expression, list[str]]:
+        for path in self.gt.paths:
+            els = path.elements
+            ref = self.node(els[0], None)
+            for j in range(1, len(els), 2):
+                far = self.edge(els[j], ref, els[j - 1], path.mode)
+                ref = self.node(els[j + 1], far)
+        if self.gt.graph:
+            self.where.append(f"{self.anchor.corpus} = '{self.gt.graph}'")
+        self._check_refs()
+        cols = ([c.sql("duckdb") for c in self.gt.columns] if self.gt.columns else
+                [f"{self.anchor.corpus} AS corpus", f"{self.anchor.session} AS session_id"]
+                + self.default_cols)
+        where = list(self.where)
+        if self.gt.where is not None:
+            where.append(f"({self.gt.where.sql('duckdb')})")
+        text = f"SELECT {', '.join(cols)} FROM {' '.join(self.from_sql)}"
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        return sqlglot.parse_one(text, read="duckdb"), self.ctes
+
+    def _columns_of(self, var: str) -> list[str]:
+        kind, _edge = self.var_kind[var]
+        if kind.startswith("cte:"):
+            base = ["corpus", "session_id", "start", "node", "hops"]
+            return base if kind == "cte:reach" else base + ["path", "edge_ids"]
+        return list(TABLES[kind].schema.names)
+
+    def _check_refs(self) -> None:
+        exprs = ([self.gt.where] if self.gt.where is not None else []) + (self.gt.columns or [])
+        for tree in exprs:
+            for col in tree.find_all(exp.Column):
+                pos = col.this.meta.get("abs_start", self.gt.start) if col.this.meta else \
+                    self.gt.start
+                var = col.table.lower() if col.table else ""
+                if not var:
+                    raise _fail(self.sql, pos, f"column {col.name!r} needs a pattern variable, "
+                                f"e.g. {next(iter(self.var_kind), 'p')}.{col.name}")
+                if var not in self.var_kind:
+                    raise _fail(self.sql, pos, f"unknown pattern variable {var!r}."
+                                f"{_suggest(var, self.var_kind)} Variables: "
+                                f"{', '.join(self.var_kind) or '(none: name one, e.g. (p))'}")
+                cols = self._columns_of(var)
+                if col.name.lower() not in cols:
+                    raise _fail(self.sql, pos, f"{var!r} has no column {col.name!r}."
+                                f"{_suggest(col.name.lower(), cols)} Columns: {', '.join(cols)}")
+
+
+def compile_patterns(sql: str) -> str:
+    """Rewrite every ``GRAPH_TABLE (...)`` in ``sql`` into plain SQL; other SQL passes as is.
+
+    Raises :class:`PatternError` with the line and column of the problem.
+    """
+    spans = find_graph_tables(sql)
+    if not spans:
+        return sql
+    parsed = [parse_graph_table(sql, span) for span in spans]
+    pieces, last = [], 0
+    for k, gt in enumerate(parsed):
+        pieces += [sql[last:gt.start], f"__graph_table_{k}__"]
+        last = gt.end
+    pieces.append(sql[last:])
+    try:
+        tree = sqlglot.parse_one("".join(pieces), read="duckdb")
+    except ParseError as exc:
+        err = exc.errors[0] if exc.errors else {}
+        raise SqlError(f"SQL syntax error around the pattern: "
+                       f"{err.get('description', exc)}") from None
+    all_ctes: list[str] = []
+    for k, gt in enumerate(parsed):
+        select, ctes = _Compiler(sql, gt, k + 1).compile()
+        all_ctes += ctes
+        for table in list(tree.find_all(exp.Table)):
+            if table.name == f"__graph_table_{k}__":
+                alias = table.alias or f"graph_table_{k + 1}"
+                table.replace(exp.Subquery(this=select, alias=exp.TableAlias(
+                    this=exp.to_identifier(alias))))
+    if all_ctes:
+        cte_tree = sqlglot.parse_one(f"WITH RECURSIVE {', '.join(all_ctes)} SELECT 1",
+                                     read="duckdb")
+        new = cte_tree.args["with_"]
+        existing = tree.args.get("with_")
+        if existing is not None:
+            existing.set("expressions", list(new.expressions) + list(existing.expressions))
+            existing.set("recursive", True)
+        else:
+            tree.set("with_", new)
+    return tree.sql("duckdb")
