@@ -112,8 +112,8 @@ def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None 
             body = _empty_select(spec.schema)
         con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = list(spec.schema.names)
-    for sql in MACROS.values():
-        con.execute(sql)
+    for macro in MACROS.values():
+        con.execute(macro.create_sql())
     for name, (sql, _doc) in DERIVED_VIEWS.items():
         con.execute(f"CREATE VIEW {name} AS {sql}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]

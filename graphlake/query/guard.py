@@ -22,6 +22,7 @@ from sqlglot.errors import OptimizeError, ParseError
 from sqlglot.optimizer.qualify import qualify
 
 from graphlake.errors import SqlError
+from graphlake.query.graph_macros import TABLE_MACROS
 
 #: Functions that read files, the environment or other databases: never on a public path.
 FORBIDDEN_FUNCTIONS = {
@@ -32,8 +33,7 @@ FORBIDDEN_FUNCTIONS = {
     "parquet_file_metadata", "parquet_kv_metadata", "read_xlsx", "query_table", "query",
 }
 #: Table functions that only compute values (no I/O): DuckDB's and graphlake's graph macros.
-SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", "descendants", "ancestors",
-                        "neighborhood", "window_nodes"}
+SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", *TABLE_MACROS}
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?:\. Line: (\d+), Col: (\d+))?")
 
 

@@ -21,10 +21,11 @@ Vocabulary (see ``docs/patterns.md``):
   (request node -> AI output); properties match the edge's own table;
 * ``{lo,hi}`` after an edge makes it variable length. Without a path mode the edge means
   reachability: one row per (start, end) with the fewest hops in range, computed by a
-  deduplicating recursion that never enumerates paths. With a mode before the path
-  (``WALK``, ``TRAIL``, ``ACYCLIC``, ``ANY SHORTEST``, ``ALL SHORTEST``) paths are enumerated,
-  one row per path, with ``<var>.path`` (node ids) and ``<var>.edge_ids``. Every
-  variable-length edge needs an upper bound.
+  deduplicating recursion that never enumerates paths (each step keeps DISTINCT
+  (start, node, hops) rows; see graph_macros for why that equals UNION and runs on Spark).
+  With a mode before the path (``WALK``, ``TRAIL``, ``ACYCLIC``, ``ANY SHORTEST``,
+  ``ALL SHORTEST``) paths are enumerated, one row per path, with ``<var>.path`` (node ids)
+  and ``<var>.edge_ids``. Every variable-length edge needs an upper bound.
 
 Without COLUMNS a pattern returns ``corpus``, ``session_id``, one column per named node (its
 node_id), one per named edge (its id) and ``<var>_hops`` / ``<var>_path`` for named
@@ -603,8 +604,8 @@ class _Compiler:
             self.ctes.append(
                 f"{name}(corpus, session_id, start, node, hops) AS ("
                 f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM nodes AS n"
-                f"{seed_where_sql} UNION SELECT r.corpus, r.session_id, r.start, x.{far}, "
-                f"r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
+                f"{seed_where_sql} UNION ALL SELECT DISTINCT r.corpus, r.session_id, r.start, "
+                f"x.{far}, r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
                 f"WHERE r.hops < {e.hi})")
             return (f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
                     f"WHERE hops >= {e.lo} GROUP BY corpus, session_id, start, node)")
