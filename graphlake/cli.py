@@ -60,6 +60,9 @@ DialectOpt = Annotated[str | None, typer.Option(
     "(spark, postgres, trino, ...).")]
 TranspileOpt = Annotated[bool, typer.Option(
     "--transpile-only", help="Print the transpiled SQL instead of running it.")]
+EngineOpt = Annotated[str, typer.Option(
+    "--engine", help="duckdb (default, in-process) or spark (PySpark over the same lake files; "
+    "needs the spark extra and Java 17; local[2] unless $GRAPHLAKE_SPARK_MASTER).")]
 
 
 def _lake(path: Path | None):
@@ -161,6 +164,7 @@ def sql(
     transpile_only: TranspileOpt = False,
     max_rows: MaxRowsOpt = 100_000,
     timeout: TimeoutOpt = 300.0,
+    engine: EngineOpt = "duckdb",
 ):
     """Run one read-only SQL statement over the lake's views.
 
@@ -170,27 +174,43 @@ def sql(
     parsed by sqlglot first: only reads pass, and unknown tables or columns get a
     "did you mean".
 
+    Graph patterns stand where a table can (see docs/patterns.md):
+
+      graphlake sql "SELECT * FROM GRAPH_TABLE (MATCH (p:human)-[:next]->{1,3}(x:ai))"
+
+    Graph primitives are table functions: descendants, ancestors, neighborhood,
+    window_nodes, step_nodes, cycles; allen() names the interval relation of two occurrences.
+
     Example: graphlake sql "SELECT label, count(*) FROM adoptions GROUP BY 1" --format json
     """
     _run_statement(statement, None, lake, version, fmt, output, dialect, transpile_only,
-                   max_rows, timeout)
+                   max_rows, timeout, engine)
 
 
 def _run_statement(statement: str, params: dict | None, lake, version, fmt, output, dialect,
-                   transpile_only: bool, max_rows: int, timeout: float) -> None:
+                   transpile_only: bool, max_rows: int, timeout: float,
+                   engine: str = "duckdb") -> None:
     """What `sql` and `query run` share: transpile only, or run guarded and print."""
     from graphlake.query import guard, run_sql
 
     try:
         if transpile_only:
             guard.parse(statement)
-            typer.echo(guard.transpile(statement, dialect or "duckdb"))
+            typer.echo(guard.transpile(statement, dialect or "duckdb", params))
             return
         if dialect:
-            raise ValueError("--dialect only applies with --transpile-only; queries run on "
-                             "DuckDB")
-        res = run_sql(statement, _lake(lake), version=version, params=params,
-                      max_rows=max_rows or None, timeout_s=timeout or None)
+            raise ValueError("--dialect only applies with --transpile-only; to run on Spark "
+                             "use --engine spark")
+        if engine == "spark":
+            from graphlake.query.spark import run_sql_spark
+
+            res = run_sql_spark(statement, _lake(lake), version=version, params=params,
+                                max_rows=max_rows or None)
+        elif engine == "duckdb":
+            res = run_sql(statement, _lake(lake), version=version, params=params,
+                          max_rows=max_rows or None, timeout_s=timeout or None)
+        else:
+            raise ValueError(f"unknown --engine {engine!r}; choose duckdb or spark")
     except (GraphlakeError, ValueError) as exc:
         _fail(exc)
     _emit(res.table, fmt, output, res.truncated, max_rows)
@@ -240,6 +260,7 @@ def query_run(
     transpile_only: TranspileOpt = False,
     max_rows: MaxRowsOpt = 100_000,
     timeout: TimeoutOpt = 300.0,
+    engine: EngineOpt = "duckdb",
 ):
     """Run a named query, e.g. `graphlake query run collab_metrics -p corpus=kolab`."""
     from graphlake.query import named
@@ -256,7 +277,43 @@ def query_run(
     except GraphlakeError as exc:
         _fail(exc)
     _run_statement(q.sql, values, lake, version, fmt, output, dialect, transpile_only,
-                   max_rows, timeout)
+                   max_rows, timeout, engine)
+
+
+@query_app.command("lint")
+def query_lint(
+    names: Annotated[list[str] | None, typer.Argument(
+        help="Named queries to check (all when omitted).")] = None,
+    sql_text: Annotated[str | None, typer.Option(
+        "--sql", help="Check this statement instead of named queries.")] = None,
+):
+    """Check that queries are portable to Spark: constructs Spark rejects or reads
+    differently (ASOF joins, WITH ORDINALITY, epoch(), functions Spark lacks) are listed with
+    their reason; ordered list aggregation is listed as rewritten. Exit 1 if any query
+    cannot run on Spark."""
+    from graphlake.query import named
+    from graphlake.query.portable import lint
+
+    try:
+        items = ([("--sql", sql_text)] if sql_text else
+                 [(q.name, q.sql) for q in named.load_all().values()
+                  if not names or q.name in names])
+        if names and not sql_text:
+            for n in names:
+                named.get(n)  # unknown names get a did-you-mean
+    except GraphlakeError as exc:
+        _fail(exc)
+    blocked = 0
+    for name, text in items:
+        findings = lint(text)
+        bad = [f for f in findings if not f.rewritten]
+        blocked += bool(bad)
+        mark = "[red]not portable[/]" if bad else "[green]portable[/]"
+        console.print(f"{name}: {mark}", highlight=False)
+        for f in findings:
+            console.print(f"  {f}", highlight=False)
+    if blocked:
+        raise typer.Exit(1)
 
 
 # -- lake ------------------------------------------------------------------------------------

@@ -108,10 +108,17 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
     return tree
 
 
-def transpile(sql: str, dialect: str) -> str:
-    """The statement rewritten for ``dialect`` (e.g. ``spark``), pretty-printed."""
+def transpile(sql: str, dialect: str, params: dict | None = None) -> str:
+    """The statement rewritten for ``dialect`` (e.g. ``spark``), pretty-printed.
+
+    Patterns are compiled first. For Spark the portable path is used (macros inlined,
+    meaning-changing constructs rewritten or refused, ``params`` bound when given)."""
     from graphlake.query.pattern import compile_patterns
 
+    if dialect == "spark":
+        from graphlake.query.portable import to_spark
+
+        return to_spark(sql, params, pretty=True)
     try:
         out = sqlglot.transpile(compile_patterns(sql), read="duckdb", write=dialect, pretty=True)
     except ParseError as exc:
