@@ -1,6 +1,6 @@
 -- name: has_outcomes
 -- title: Outcome metrics per agent and condition (HAS-Bench 4.3): pass@k, task score, delivery, safety
--- description: One row per (corpus, domain, condition, agent). A run succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n runs, c successes), averaged over scenarios with at least k runs. Task score averages each run's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: runs that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none).
+-- description: One row per (corpus, domain, condition, agent). A run succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n runs, c successes), averaged over scenarios with at least k runs; the ratio is computed as the product over j < k of (n-c-j) / (n-j), which needs no log-gamma and so runs on Spark too. Task score averages each run's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: runs that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none).
 -- param: corpus text = NULL | Only this corpus (all when omitted).
 -- param: k int = 1 | The k of pass@k.
 WITH runs AS (
@@ -35,20 +35,29 @@ per_task AS (
     SELECT corpus, domain, condition, agent, scenario_id, count(*) AS n,
            count(*) FILTER (WHERE success) AS c
     FROM per_run GROUP BY ALL
+),
+ks AS (SELECT unnest(generate_series(0, $k - 1)) AS j),
+per_task_pass AS (
+    -- C(n-c, k) / C(n, k) = prod_{j<k} (n-c-j) / (n-j); every factor is positive when n-c >= k
+    SELECT t.corpus, t.domain, t.condition, t.agent, t.scenario_id, t.n,
+           CASE WHEN t.n < $k THEN NULL
+                WHEN t.n - t.c < $k THEN 1.0
+                ELSE 1.0 - exp(sum(ln((t.n - t.c - ks.j) / (t.n - ks.j)))) END AS pass_at_k
+    FROM per_task t CROSS JOIN ks
+    GROUP BY t.corpus, t.domain, t.condition, t.agent, t.scenario_id, t.n, t.c
+),
+per_group AS (
+    SELECT corpus, domain, condition, agent, avg(score) AS task_score,
+           avg(delivered::INT) AS delivery_rate, avg(safety) AS safety_rate
+    FROM per_run GROUP BY corpus, domain, condition, agent
 )
 SELECT t.corpus, t.domain, t.condition, t.agent,
        count(*) AS n_scenarios, sum(t.n)::BIGINT AS n_runs,
-       avg(CASE WHEN t.n < $k THEN NULL
-                WHEN t.n - t.c < $k THEN 1.0
-                ELSE 1.0 - exp(lgamma(t.n - t.c + 1) - lgamma(t.n - t.c - $k + 1)
-                               - lgamma(t.n + 1) + lgamma(t.n - $k + 1)) END) AS pass_at_k,
-       (SELECT avg(score) FROM per_run r WHERE r.corpus = t.corpus AND r.domain = t.domain
-            AND r.condition = t.condition AND r.agent = t.agent) AS task_score,
-       (SELECT avg(delivered::INT) FROM per_run r WHERE r.corpus = t.corpus
-            AND r.domain = t.domain AND r.condition = t.condition AND r.agent = t.agent)
-           AS delivery_rate,
-       (SELECT avg(safety) FROM per_run r WHERE r.corpus = t.corpus AND r.domain = t.domain
-            AND r.condition = t.condition AND r.agent = t.agent) AS safety_rate
-FROM per_task t
-GROUP BY t.corpus, t.domain, t.condition, t.agent
+       avg(t.pass_at_k) AS pass_at_k,
+       g.task_score, g.delivery_rate, g.safety_rate
+FROM per_task_pass t
+JOIN per_group g ON g.corpus = t.corpus AND g.domain = t.domain
+     AND g.condition = t.condition AND g.agent = t.agent
+GROUP BY t.corpus, t.domain, t.condition, t.agent, g.task_score, g.delivery_rate,
+         g.safety_rate
 ORDER BY t.corpus, t.domain, t.condition, t.agent
