@@ -410,19 +410,22 @@ def export_graph(
 
 @export_app.command("ocel")
 def export_ocel_cmd(
-    output: Annotated[Path, typer.Argument(help="The .jsonocel file to write.")],
+    output: Annotated[Path, typer.Argument(
+        help="The file to write: .jsonocel/.json for JSON, .sqlite/.db for SQLite.")],
     corpus: Annotated[str | None, typer.Option("--corpus", help="Only this corpus.")] = None,
+    fmt: Annotated[str | None, typer.Option(
+        "--format", "-f", help="json or sqlite [default: from the file's suffix].")] = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
 ):
-    """Write the lake as an OCEL 2.0 JSON event log for process mining (pm4py:
-    `pm4py.read_ocel2_json(FILE)`): sessions, participants and nodes as objects; node
-    occurrences and events as events."""
+    """Write the lake as an OCEL 2.0 event log (JSON or SQLite) for process mining (pm4py:
+    `pm4py.read_ocel2_json(FILE)` / `read_ocel2_sqlite(FILE)`): sessions, participants and
+    nodes as objects; node occurrences and events as events."""
     from graphlake.query.ocel import export_ocel
 
     try:
-        counts = export_ocel(_lake(lake), output, corpus=corpus, version=version)
-    except GraphlakeError as exc:
+        counts = export_ocel(_lake(lake), output, corpus=corpus, version=version, fmt=fmt)
+    except (GraphlakeError, ValueError) as exc:
         _fail(exc)
     console.print(f"wrote {counts['events']} events and {counts['objects']} objects to {output}")
 

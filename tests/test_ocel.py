@@ -7,7 +7,7 @@ import pytest
 from graphlake.demo.corpus import write_demo_corpus
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
-from graphlake.query.ocel import export_ocel
+from graphlake.query.ocel import export_ocel, ocel_document
 
 pm4py = pytest.importorskip("pm4py")
 
@@ -29,3 +29,26 @@ def test_demo_corpus_ocel_loads_in_pm4py(tmp_path):
     # every event is related to its session object
     sessions = ocel.relations[ocel.relations["ocel:qualifier"] == "session"]
     assert sessions["ocel:eid"].nunique() == len(ocel.events)
+
+
+def test_demo_corpus_ocel_sqlite_loads_in_pm4py(demo_lake, tmp_path):
+    """The SQLite layout holds the same log as the JSON one, as pm4py reads them."""
+    counts = export_ocel(demo_lake, tmp_path / "demo.sqlite")
+    export_ocel(demo_lake, tmp_path / "demo.jsonocel")
+    from_sqlite = pm4py.read_ocel2_sqlite(str(tmp_path / "demo.sqlite"))
+    from_json = pm4py.read_ocel2_json(str(tmp_path / "demo.jsonocel"))
+    assert len(from_sqlite.events) == len(from_json.events) == counts["events"] > 0
+    # pm4py drops objects that no event refers to (a participant that never acted)
+    doc = ocel_document(demo_lake)
+    written = {o["id"] for o in doc["objects"]}
+    assert len(written) == counts["objects"]
+    referenced = {r["objectId"] for e in doc["events"] for r in e["relationships"]}
+    for log in (from_sqlite, from_json):
+        assert written & referenced <= set(log.objects["ocel:oid"]) <= written
+    assert set(from_sqlite.objects["ocel:oid"]) == set(from_json.objects["ocel:oid"])
+    assert len(from_sqlite.relations) == len(from_json.relations)
+    assert set(from_sqlite.events["ocel:activity"]) == set(from_json.events["ocel:activity"])
+    a = from_sqlite.events.sort_values("ocel:eid")["ocel:timestamp"].reset_index(drop=True)
+    b = from_json.events.sort_values("ocel:eid")["ocel:timestamp"].reset_index(drop=True)
+    assert (a.dt.tz_localize(None) if a.dt.tz else a).equals(
+        b.dt.tz_localize(None) if b.dt.tz else b)

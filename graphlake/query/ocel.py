@@ -1,5 +1,6 @@
-"""Export lake data as OCEL 2.0 JSON (object-centric event log), so process-mining tools such
-as pm4py (``pm4py.read_ocel2_json``) can read graphlake corpora.
+"""Export lake data as OCEL 2.0 (object-centric event log), JSON or SQLite, so process-mining
+tools such as pm4py (``pm4py.read_ocel2_json`` / ``read_ocel2_sqlite``) can read graphlake
+corpora. Both files are written from one in-memory OCEL document (:func:`ocel_document`).
 
 Objects: one ``session`` per session, one ``participant`` per participant and one ``node``
 per workflow node. Events: every node occurrence (type ``human action`` / ``ai action``, with
@@ -14,6 +15,7 @@ offsets, and so every duration, stay exact).
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,8 +29,24 @@ def _iso(t: datetime) -> str:
 
 
 def export_ocel(lake, path: str | Path, *, corpus: str | None = None,
-                version: int | None = None) -> dict:
-    """Write the lake (or one corpus) as an OCEL 2.0 JSON file; return counts written."""
+                version: int | None = None, fmt: str | None = None) -> dict:
+    """Write the lake (or one corpus) as an OCEL 2.0 file; return counts written.
+
+    ``fmt`` is ``json`` or ``sqlite``; by default ``.sqlite``/``.db`` paths get SQLite."""
+    path = Path(path)
+    fmt = fmt or ("sqlite" if path.suffix in (".sqlite", ".sqlite3", ".db") else "json")
+    doc = ocel_document(lake, corpus=corpus, version=version)
+    if fmt == "sqlite":
+        write_sqlite(doc, path)
+    elif fmt == "json":
+        path.write_text(json.dumps(doc))
+    else:
+        raise ValueError(f"unknown OCEL format {fmt!r}; choose json or sqlite")
+    return {"objects": len(doc["objects"]), "events": len(doc["events"])}
+
+
+def ocel_document(lake, *, corpus: str | None = None, version: int | None = None) -> dict:
+    """The lake (or one corpus) as an OCEL 2.0 document (the JSON layout, as Python data)."""
     where = "" if corpus is None else "WHERE corpus = '" + corpus.replace("'", "''") + "'"
 
     def q(sql: str) -> list[dict]:
@@ -107,5 +125,85 @@ def export_ocel(lake, path: str | Path, *, corpus: str | None = None,
         "objects": objects,
         "events": events,
     }
-    Path(path).write_text(json.dumps(doc))
-    return {"objects": len(objects), "events": len(events)}
+    return doc
+
+
+def _sql_name(kind: str, taken: set[str]) -> str:
+    base = re.sub(r"[^A-Za-z0-9]+", "", kind.title()) or "Type"
+    name, i = base, 1
+    while name in taken:
+        i += 1
+        name = f"{base}{i}"
+    taken.add(name)
+    return name
+
+
+def write_sqlite(doc: dict, path: Path) -> None:
+    """Write an OCEL document in the OCEL 2.0 SQLite layout: ``event`` / ``object`` with their
+    types, one ``event_<Type>`` / ``object_<Type>`` table of attributes per type, and the
+    ``event_object`` / ``object_object`` relations with qualifiers."""
+    import sqlite3
+
+    path.unlink(missing_ok=True)
+    con = sqlite3.connect(path)
+    try:
+        con.executescript("""
+            CREATE TABLE event (ocel_id TEXT PRIMARY KEY, ocel_type TEXT);
+            CREATE TABLE object (ocel_id TEXT PRIMARY KEY, ocel_type TEXT);
+            CREATE TABLE event_map_type (ocel_type TEXT PRIMARY KEY, ocel_type_map TEXT);
+            CREATE TABLE object_map_type (ocel_type TEXT PRIMARY KEY, ocel_type_map TEXT);
+            CREATE TABLE event_object (ocel_event_id TEXT, ocel_object_id TEXT,
+                                       ocel_qualifier TEXT,
+                                       PRIMARY KEY (ocel_event_id, ocel_object_id,
+                                                    ocel_qualifier));
+            CREATE TABLE object_object (ocel_source_id TEXT, ocel_target_id TEXT,
+                                        ocel_qualifier TEXT,
+                                        PRIMARY KEY (ocel_source_id, ocel_target_id,
+                                                     ocel_qualifier));
+        """)
+        taken: set[str] = set()
+        for side, types in (("event", doc["eventTypes"]), ("object", doc["objectTypes"])):
+            for t in types:
+                table = f"{side}_{_sql_name(t['name'], taken)}"
+                cols = [a["name"] for a in t["attributes"]]
+                extra = ", ocel_changed_field TEXT" if side == "object" else ""
+                con.execute(f'CREATE TABLE "{table}" (ocel_id TEXT, ocel_time TIMESTAMP{extra}'
+                            + "".join(f', "{c}" TEXT' for c in cols) + ")")
+                con.execute(f"INSERT INTO {side}_map_type VALUES (?, ?)",
+                            (t["name"], table.split("_", 1)[1]))
+                t["_table"], t["_cols"] = table, cols
+        etables = {t["name"]: t for t in doc["eventTypes"]}
+        otables = {t["name"]: t for t in doc["objectTypes"]}
+        con.executemany("INSERT INTO event VALUES (?, ?)",
+                        [(e["id"], e["type"]) for e in doc["events"]])
+        con.executemany("INSERT INTO object VALUES (?, ?)",
+                        [(o["id"], o["type"]) for o in doc["objects"]])
+        for e in doc["events"]:
+            t = etables[e["type"]]
+            values = {a["name"]: a["value"] for a in e["attributes"]}
+            con.execute(f'INSERT INTO "{t["_table"]}" VALUES (?, ?'
+                        + ", ?" * len(t["_cols"]) + ")",
+                        [e["id"], _sqlite_time(e["time"])] + [values.get(c) for c in t["_cols"]])
+        for o in doc["objects"]:
+            t = otables[o["type"]]
+            values = {a["name"]: a["value"] for a in o["attributes"]}
+            con.execute(f'INSERT INTO "{t["_table"]}" VALUES (?, ?, NULL'
+                        + ", ?" * len(t["_cols"]) + ")",
+                        [o["id"], _sqlite_time(_iso(EPOCH))]
+                        + [values.get(c) for c in t["_cols"]])
+        con.executemany("INSERT OR IGNORE INTO event_object VALUES (?, ?, ?)",
+                        [(e["id"], r["objectId"], r["qualifier"]) for e in doc["events"]
+                         for r in e["relationships"]])
+        con.executemany("INSERT OR IGNORE INTO object_object VALUES (?, ?, ?)",
+                        [(o["id"], r["objectId"], r["qualifier"]) for o in doc["objects"]
+                         for r in o["relationships"]])
+        con.commit()
+    finally:
+        con.close()
+    for t in doc["eventTypes"] + doc["objectTypes"]:
+        t.pop("_table", None)
+        t.pop("_cols", None)
+
+
+def _sqlite_time(iso: str) -> str:
+    return iso.replace("T", " ").replace("Z", "")
