@@ -17,10 +17,8 @@ def _q(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def session_graph(lake, corpus: str, session_id: str, *, version: int | None = None):
-    """The session's action-level graph as a ``networkx.MultiDiGraph`` (node and edge
-    attributes from the lake; None values left out, as GraphML has no null)."""
-    nx = attempt_import("networkx", "graph")
+def _session_rows(lake, corpus: str, session_id: str, version: int | None):
+    """(nodes, edges) of one session's action graph as row dicts, edges in edge_id order."""
     where = f"corpus = {_q(corpus)} AND session_id = {_q(session_id)}"
     nodes = run_sql(f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes WHERE {where}",
                     lake, version=version, max_rows=None).table.to_pylist()
@@ -31,12 +29,36 @@ def session_graph(lake, corpus: str, session_id: str, *, version: int | None = N
     edges = run_sql(f"SELECT src, dst, kind, edge_id FROM edges WHERE {where} "
                     "AND level = 'action' ORDER BY edge_id", lake, version=version,
                     max_rows=None).table.to_pylist()
+    return nodes, edges
+
+
+def session_graph(lake, corpus: str, session_id: str, *, version: int | None = None):
+    """The session's action-level graph as a ``networkx.MultiDiGraph`` (node and edge
+    attributes from the lake; None values left out, as GraphML has no null)."""
+    nx = attempt_import("networkx", "graph")
+    nodes, edges = _session_rows(lake, corpus, session_id, version)
     g = nx.MultiDiGraph(corpus=corpus, session_id=session_id)
     for n in nodes:
         g.add_node(n.pop("node_id"), **{k: v for k, v in n.items() if v is not None})
     for e in edges:
         g.add_edge(e["src"], e["dst"], key=e["edge_id"],
                    **({"kind": e["kind"]} if e["kind"] is not None else {}))
+    return g
+
+
+def session_graph_rx(lake, corpus: str, session_id: str, *, version: int | None = None):
+    """The session's action graph as a ``rustworkx.PyDiGraph`` (parallel edges kept): node
+    payloads are the node rows (with node_id), edge payloads (edge_id, kind), and
+    ``graph.attrs`` holds corpus, session_id and ``index`` (node_id -> node index)."""
+    rx = attempt_import("rustworkx", "graph")
+    nodes, edges = _session_rows(lake, corpus, session_id, version)
+    g = rx.PyDiGraph(multigraph=True)
+    ids = [n["node_id"] for n in nodes]
+    index = dict(zip(ids, g.add_nodes_from(nodes), strict=True))
+    g.add_edges_from([(index[e["src"]], index[e["dst"]], {"edge_id": e["edge_id"],
+                                                          "kind": e["kind"]})
+                      for e in edges if e["src"] in index and e["dst"] in index])
+    g.attrs = {"corpus": corpus, "session_id": session_id, "index": index}
     return g
 
 

@@ -1,0 +1,156 @@
+"""The Python API: one object per lake, every answer an Arrow table (pandas or polars on
+request), the same guarded SQL, patterns and primitives as the CLI.
+
+    import graphlake
+    gl = graphlake.connect("~/lake")
+    gl.sql("SELECT label, count(*) AS n FROM adoptions GROUP BY 1", output="pandas")
+    gl.match("(p:human)-[:next]->(a:ai)<-[r:responds {label: 'modify'}]-(h)", graph="kolab")
+    gl.descendants("kolab", "hand-1", "seg1a/n1", max_hops=3)
+    gl.query("collab_metrics", corpus="kolab")
+    gl.rustworkx("kolab", "hand-1")          # per-session algorithms SQL is awkward at
+    gl.betweenness("kolab", "hand-1")        # e.g. which actions broker the workflow
+
+Pass ``engine="spark"`` to run the same statements on PySpark over the same files.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from graphlake.errors import GraphlakeError, attempt_import
+from graphlake.lake import Lake
+
+OUTPUTS = ("arrow", "pandas", "polars")
+
+
+def _convert(table: pa.Table, output: str):
+    if output == "arrow":
+        return table
+    if output == "pandas":
+        return table.to_pandas()
+    if output == "polars":
+        pl = attempt_import("polars", "graph")
+        return pl.from_arrow(table)
+    raise GraphlakeError(f"unknown output {output!r}; choose one of {', '.join(OUTPUTS)}")
+
+
+@dataclass
+class GraphLake:
+    """A lake at one version (latest when None), queried with DuckDB or Spark."""
+
+    lake: Lake
+    version: int | None = None
+    engine: str = "duckdb"
+
+    # ---------------------------------------------------------------- SQL
+    def sql(self, statement: str, params: dict | None = None, *, output: str = "arrow",
+            max_rows: int | None = None):
+        """Run one read-only statement (patterns and primitives allowed)."""
+        if self.engine == "spark":
+            from graphlake.query.spark import run_sql_spark
+
+            res = run_sql_spark(statement, self.lake, version=self.version, params=params,
+                                max_rows=max_rows)
+        elif self.engine == "duckdb":
+            from graphlake.query.engine import run_sql
+
+            res = run_sql(statement, self.lake, version=self.version, params=params,
+                          max_rows=max_rows, timeout_s=None)
+        else:
+            raise GraphlakeError(f"unknown engine {self.engine!r}; choose duckdb or spark")
+        return _convert(res.table, output)
+
+    def query(self, name: str, *, output: str = "arrow", **params):
+        """Run a named query (``graphlake query list``) with its parameters."""
+        from graphlake.query import named
+
+        q = named.get(name)
+        return self.sql(q.sql, q.bind({k: str(v) if v is not None else None
+                                       for k, v in params.items()}), output=output)
+
+    def match(self, pattern: str, *, graph: str | None = None, where: str | None = None,
+              columns: str | None = None, output: str = "arrow"):
+        """Rows matching a graph pattern, e.g. ``"(p:human)-[:next]->{1,3}(x:ai)"``
+        (``graph``: a corpus; ``where``/``columns``: as in GRAPH_TABLE)."""
+        text = f"{graph or ''} MATCH {pattern}"
+        if where:
+            text += f" WHERE {where}"
+        if columns:
+            text += f" COLUMNS ({columns})"
+        return self.sql(f"SELECT * FROM GRAPH_TABLE ({text}) AS g", output=output)
+
+    # ---------------------------------------------------------------- primitives
+    def _macro(self, name: str, args: dict, output: str):
+        names = ", ".join(f"${k}" for k in args)
+        return self.sql(f"SELECT * FROM {name}({names})", args, output=output)
+
+    def descendants(self, corpus: str, session: str, node: str, max_hops: int | None = None,
+                    *, output: str = "arrow"):
+        """Nodes reachable from ``node`` with their fewest hops."""
+        return self._macro("descendants", {"c": corpus, "s": session, "n": node,
+                                           "k": max_hops}, output)
+
+    def ancestors(self, corpus: str, session: str, node: str, max_hops: int | None = None,
+                  *, output: str = "arrow"):
+        """Nodes that reach ``node``, with their fewest hops."""
+        return self._macro("ancestors", {"c": corpus, "s": session, "n": node,
+                                         "k": max_hops}, output)
+
+    def neighborhood(self, corpus: str, session: str, node: str, hops: int = 1,
+                     *, output: str = "arrow"):
+        """The k-hop context around ``node``, edges followed either way."""
+        return self._macro("neighborhood", {"c": corpus, "s": session, "n": node,
+                                            "k": hops}, output)
+
+    def window(self, corpus: str, session: str, t0: float, t1: float, *,
+               output: str = "arrow"):
+        """Node occurrences overlapping the time window [t0, t1] (seconds)."""
+        return self._macro("window_nodes", {"c": corpus, "s": session, "t0": t0, "t1": t1},
+                           output)
+
+    def step(self, corpus: str, session: str, step_id: str, *, output: str = "arrow"):
+        """The subgraph of one step (segment)."""
+        return self._macro("step_nodes", {"c": corpus, "s": session, "st": step_id}, output)
+
+    def cycles(self, corpus: str, session: str, max_len: int = 8, *, output: str = "arrow"):
+        """Simple cycles of at most ``max_len`` nodes (loops are cycles of 1)."""
+        return self._macro("cycles", {"c": corpus, "s": session, "m": max_len}, output)
+
+    def adoption_chains(self, corpus: str | None = None, *, output: str = "arrow"):
+        """Each request followed through its AI outputs and responses, across steps."""
+        return self.sql("SELECT * FROM adoption_chains WHERE corpus = coalesce($c, corpus)",
+                        {"c": corpus}, output=output)
+
+    # ---------------------------------------------------------------- graph libraries
+    def networkx(self, corpus: str, session: str):
+        """The session's action graph as a ``networkx.MultiDiGraph``."""
+        from graphlake.query.export import session_graph
+
+        return session_graph(self.lake, corpus, session, version=self.version)
+
+    def rustworkx(self, corpus: str, session: str):
+        """The session's action graph as a ``rustworkx.PyDiGraph`` (multigraph); node payloads
+        are the node rows, ``graph.attrs["index"]`` maps node_id to node index."""
+        from graphlake.query.export import session_graph_rx
+
+        return session_graph_rx(self.lake, corpus, session, version=self.version)
+
+    def betweenness(self, corpus: str, session: str, *, output: str = "arrow"):
+        """Betweenness centrality of every node of a session (rustworkx): the actions most
+        paths of the workflow run through."""
+        rx = attempt_import("rustworkx", "graph")
+        g = self.rustworkx(corpus, session)
+        scores = rx.digraph_betweenness_centrality(g, normalized=True)
+        table = pa.table({"node_id": [g[i]["node_id"] for i in g.node_indices()],
+                          "betweenness": [float(scores[i]) for i in g.node_indices()]})
+        return _convert(table.sort_by([("betweenness", "descending"), ("node_id",
+                                                                       "ascending")]), output)
+
+
+def connect(path=None, *, version: int | None = None, engine: str = "duckdb") -> GraphLake:
+    """Open the lake at ``path`` ($GRAPHLAKE_LAKE or the user data folder when None)."""
+    from graphlake.config import resolve_lake_dir
+
+    return GraphLake(Lake(resolve_lake_dir(path)), version, engine)
