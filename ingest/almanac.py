@@ -33,9 +33,13 @@ ACTIONS = ("message", "draw", "erase", "undo", "reset")
 CONDITIONS = ("C_visible", "C_not_visible")
 ROLES = ("guide", "follower")
 MM = ("rationale", "team_goal", "partner_intent", "self_reasoning", "alignment")
+#: Traum's (1995) grounding acts, as Almanac 3.3.2 codes actions.
+GROUNDING_ACTS = ("initiate", "continue", "acknowledge", "repair", "request_repair",
+                  "request_acknowledge", "cancel", "other")
 HEADER_KNOWN = frozenset({"type", "session_id", "map_id", "condition", "split", "started_at",
                           "participants"})
-ACTION_KNOWN = frozenset({"type", "t", "actor", "action", "text", "canvas", "mental_model"})
+ACTION_KNOWN = frozenset({"type", "t", "actor", "action", "text", "canvas", "mental_model",
+                          "grounding_act"})
 STEP = "session"
 
 
@@ -157,6 +161,9 @@ class _Session:
         mm = rec.get("mental_model") or {}
         if not isinstance(mm, dict):
             raise _Bad("mental_model must be an object")
+        act = rec.get("grounding_act")
+        if act is not None and act not in GROUNDING_ACTS:
+            raise _Bad(f"grounding_act {act!r} is none of {', '.join(GROUNDING_ACTS)}")
         changes = self.canvas_change(kind, rec)
         eid = f"a{lineno}"
         self.t_last = max(self.t_last, float(t))
@@ -185,6 +192,11 @@ class _Session:
                     "kind": "mental_model", "target_kind": "event", "target_id": eid,
                     "step_id": STEP, "label": comp, "text": str(mm[comp]),
                     "annotator": actor})
+        if act is not None:
+            self.out.row("annotations", {
+                "session_id": self.sid, "annotation_id": f"{eid}/grounding", "kind":
+                "grounding_act", "target_kind": "event", "target_id": eid, "step_id": STEP,
+                "label": act})
         extra = {k: v for k, v in mm.items() if k not in MM}
         if extra:
             self.out.row("annotations", {

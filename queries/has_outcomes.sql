@@ -3,33 +3,8 @@
 -- description: One row per (corpus, domain, condition, agent). A run succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n runs, c successes), averaged over scenarios with at least k runs; the ratio is computed as the product over j < k of (n-c-j) / (n-j), which needs no log-gamma and so runs on Spark too. Task score averages each run's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: runs that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none).
 -- param: corpus text = NULL | Only this corpus (all when omitted).
 -- param: k int = 1 | The k of pass@k.
-WITH runs AS (
-    SELECT s.corpus, s.session_id, s.scenario_id, coalesce(s.domain, '(none)') AS domain,
-           coalesce(s.condition, '(none)') AS condition,
-           coalesce(p.name, '(unknown)') AS agent,
-           json_extract_string(s.attrs, '$.termination_reason') AS termination
-    FROM sessions s
-    LEFT JOIN (SELECT corpus, session_id, string_agg(DISTINCT name, ' + ' ORDER BY name) AS name
-               FROM participants WHERE role = 'agent' GROUP BY corpus, session_id) p
-         ON p.corpus = s.corpus AND p.session_id = s.session_id
-    WHERE s.scenario_id IS NOT NULL AND s.corpus = coalesce($corpus, s.corpus)
-),
-outcome AS (
-    SELECT corpus, session_id,
-           max(value) FILTER (WHERE label IN ('pass', 'reward')) >= 1 AS success,
-           coalesce(avg(value) FILTER (WHERE label LIKE 'reward_breakdown:%'
-                                           OR label LIKE 'dimension:%'),
-                    max(value) FILTER (WHERE label IN ('task_score', 'reward'))) AS score,
-           max(value) FILTER (WHERE label = 'delivered') AS delivered,
-           avg(value) FILTER (WHERE label = 'safety') AS safety
-    FROM annotations WHERE kind = 'outcome'
-    GROUP BY corpus, session_id
-),
-per_run AS (
-    SELECT r.*, coalesce(o.success, false) AS success, o.score, o.safety,
-           coalesce(o.delivered >= 1,
-                    r.termination IN ('user_stop', 'agent_stop', 'delivered')) AS delivered
-    FROM runs r LEFT JOIN outcome o ON o.corpus = r.corpus AND o.session_id = r.session_id
+WITH per_run AS (
+    SELECT * FROM run_outcomes WHERE corpus = coalesce($corpus, corpus)
 ),
 per_task AS (
     SELECT corpus, domain, condition, agent, scenario_id, count(*) AS n,

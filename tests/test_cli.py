@@ -83,9 +83,9 @@ def test_transpile_only_prints_spark_sql(tmp_path):
     out = cli("sql", "SELECT list_value(1, 2) AS l FROM nodes", "--dialect", "spark",
               "--transpile-only", lake=tmp_path / "lake")
     assert "ARRAY(1, 2)" in out.stdout
-    out = cli("query", "run", "collab_metrics", "--dialect", "spark", "--transpile-only",
+    out = cli("query", "run", "kolab_findings", "--dialect", "spark", "--transpile-only",
               lake=tmp_path / "lake")
-    assert "STDDEV_POP" in out.stdout.upper()
+    assert "CORR(RX, RY)" in out.stdout.upper() and "'kolab'" in out.stdout
 
 
 def test_query_list_and_run_collab_metrics(tmp_path, corpus):

@@ -16,14 +16,37 @@ LAYOUT = (ROOT / "docs" / "kolab-layout.md").read_text()
 def test_readme_names_every_named_query_and_view():
     for name in named.load_all():
         assert f"`{name}`" in README, name
-    for table in [*TABLES, "adoptions"]:
+    from graphlake.query.catalog import DERIVED_VIEWS
+    from graphlake.query.graph_macros import MACROS
+
+    for table in [*TABLES, *DERIVED_VIEWS]:
         assert f"`{table}`" in README, table
+    for macro in MACROS:
+        assert f"`{macro}(" in README, macro
+
+
+def test_patterns_doc_names_every_label_edge_type_and_mode():
+    from graphlake.query.pattern import EDGE_TYPES, NODE_LABELS, PATH_MODES
+
+    doc = (ROOT / "docs" / "patterns.md").read_text()
+    for word in [*NODE_LABELS, *EDGE_TYPES]:
+        assert f":{word}" in doc, word
+    for mode in PATH_MODES:
+        assert f"`{mode}`" in doc, mode
+
+
+def test_analyses_doc_covers_every_analysis_query():
+    doc = (ROOT / "docs" / "analyses.md").read_text()
+    for name in ("kolab_findings", "retention_by_domain", "response_timing", "has_rescue",
+                 "almanac_alignment_by_act", "almanac_alignment_progress"):
+        assert f"`{name}`" in doc, name
 
 
 def test_readme_shows_every_cli_command():
     for cmd in ("graphlake ingest", "graphlake sql", "graphlake query list",
                 "graphlake query run", "graphlake lake info", "graphlake schema export",
-                "graphlake demo", "--transpile-only", "--version"):
+                "graphlake demo", "--transpile-only", "--version", "--engine spark",
+                "graphlake query lint", "graphlake export ocel", "GRAPH_TABLE"):
         assert cmd in README, cmd
 
 

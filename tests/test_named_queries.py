@@ -104,3 +104,28 @@ def test_bind_converts_types_and_names_unknown_params(tmp_path):
         q.bind({"nn": "1"})
     with pytest.raises(NamedQueryError, match="expects int"):
         q.bind({"n": "four"})
+
+
+def test_kolab_findings_match_scipy(demo_lake):
+    """The SQL Spearman (Pearson over average ranks) equals scipy's, ties included."""
+    import pyarrow as pa
+
+    from graphlake.demo.analyses import spearman
+
+    metrics = pa.Table.from_pylist(run_named("collab_metrics", demo_lake, corpus="kolab"))
+    got = {r["finding"]: r for r in run_named("kolab_findings", demo_lake)}
+    for finding, x, y in (("burstiness vs solo lead-in", "burstiness", "solo_lead_in"),
+                          ("branching W vs collaboration rating", "topology_w",
+                           "collaboration_rating"),
+                          ("adoption R_A vs collaboration rating", "retention_adopt",
+                           "collaboration_rating")):
+        ref = spearman(metrics, x, y)
+        assert got[finding]["n"] == ref.n
+        assert got[finding]["spearman_rho"] == pytest.approx(ref.rho, abs=1e-6)
+
+
+def test_response_timing_by_hand(hand_lake):
+    rows = {r["label"]: r for r in run_named("response_timing", hand_lake)}
+    assert {k: r["n_responses"] for k, r in rows.items()} == {"adopt": 2, "modify": 1,
+                                                              "reject": 1}
+    assert rows["adopt"]["cross_step_share"] == 0.5  # one of the two adoptions is cross-step

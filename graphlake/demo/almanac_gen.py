@@ -11,6 +11,9 @@ from pathlib import Path
 
 GOALS = ["Executing agreed plan", "Still figuring out task", "Establishing shared reference"]
 INTENTS = ["Waiting for more information", "Following instructions", "Checking position"]
+ACTS = ["initiate", "continue", "acknowledge", "repair", "request_repair", "other"]
+ACT_WEIGHTS = [3, 4, 3, 1, 1, 2]
+ACT_SHIFT = {"acknowledge": 0.2, "repair": -0.25, "request_repair": -0.3}
 SELF = ["Explaining the route", "Drawing as told", "Asking for clarification"]
 LANDMARKS = ["pyramid", "suspension bridge", "old mill", "caravan park", "picket fence"]
 
@@ -44,16 +47,21 @@ def session_lines(sid: str, map_id: str, condition: str, r: random.Random,
                   {"id": follower, "role": "follower", "persona": {"teamq": {
                       "share_information": r.randint(0, 4)}}}]}]
     route, canvas, t = [(0, 0)], [], 0.0
+    acts = random.Random(f"{sid}/grounding")
     visible_bonus = 0.15 if condition == "C_visible" else 0.0
     for k in range(n_actions):
         progress = k / max(1, n_actions - 1)
         t += r.uniform(2, 9)
-        aligned = r.random() < 0.45 + 0.4 * progress + visible_bonus
+        # grounding acts come from their own stream so the rest of the corpus stays as it was;
+        # acknowledgements go with alignment and repairs with misalignment (Almanac Fig. 4)
+        act = acts.choices(ACTS, weights=ACT_WEIGHTS)[0]
+        aligned = r.random() < 0.45 + 0.4 * progress + visible_bonus + ACT_SHIFT.get(act, 0.0)
         mm = {"rationale": "…", "team_goal": r.choice(GOALS), "partner_intent": r.choice(INTENTS),
               "self_reasoning": r.choice(SELF),
               "alignment": "aligned" if aligned else r.choice(["misaligned", "unsure"])}
         if k % 2 == 0:
             lines.append({"type": "action", "t": round(t, 2), "actor": guide, "action": "message",
+                          "grounding_act": act,
                           "text": f"Go {r.choice(['down', 'right'])} past the "
                                   f"{r.choice(LANDMARKS)}.", "mental_model": mm})
             continue
@@ -71,7 +79,8 @@ def session_lines(sid: str, map_id: str, condition: str, r: random.Random,
             canvas = []
             action = "reset"
         lines.append({"type": "action", "t": round(t, 2), "actor": follower, "action": action,
-                      "canvas": [list(c) for c in canvas], "mental_model": mm})
+                      "grounding_act": act, "canvas": [list(c) for c in canvas],
+                      "mental_model": mm})
     return lines
 
 

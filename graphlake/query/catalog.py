@@ -8,7 +8,9 @@ so every query works on a new lake.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+from importlib import resources
 
 import duckdb
 import pyarrow as pa
@@ -23,52 +25,24 @@ _DUCK_TYPES = {
     pa.list_(pa.string()): "VARCHAR[]",
 }
 
-#: Views derived from the canonical tables. Name -> (SQL, one line of documentation).
-DERIVED_VIEWS: dict[str, tuple[str, str]] = {
-    "adoptions": ("""
-SELECT a.corpus, a.session_id, a.annotation_id, a.source_node, a.ai_node, a.response_node,
-       a.label, an.actor AS ai_actor,
-       sn.step_id AS source_step, an.step_id AS ai_step, rn.step_id AS response_step,
-       coalesce(so.t_start, sn.t_start) AS source_t_start,
-       coalesce(so.t_end, sn.t_end) AS source_t_end,
-       coalesce(ao.t_start, an.t_start) AS ai_t_start,
-       coalesce(ao.t_end, an.t_end) AS ai_t_end,
-       coalesce(ro.t_start, rn.t_start) AS response_t_start,
-       coalesce(ro.t_end, rn.t_end) AS response_t_end,
-       an.step_id IS DISTINCT FROM rn.step_id AS cross_step
-FROM annotations a
-LEFT JOIN nodes sn ON sn.corpus = a.corpus AND sn.session_id = a.session_id
-     AND sn.node_id = a.source_node
-LEFT JOIN nodes an ON an.corpus = a.corpus AND an.session_id = a.session_id
-     AND an.node_id = a.ai_node
-LEFT JOIN nodes rn ON rn.corpus = a.corpus AND rn.session_id = a.session_id
-     AND rn.node_id = a.response_node
-LEFT JOIN node_occurrences so ON so.corpus = a.corpus AND so.session_id = a.session_id
-     AND so.node_id = a.source_node AND so.seq = a.source_seq
-LEFT JOIN node_occurrences ao ON ao.corpus = a.corpus AND ao.session_id = a.session_id
-     AND ao.node_id = a.ai_node AND ao.seq = a.ai_seq
-LEFT JOIN node_occurrences ro ON ro.corpus = a.corpus AND ro.session_id = a.session_id
-     AND ro.node_id = a.response_node AND ro.seq = a.response_seq
-WHERE a.kind = 'adoption'
-""", "one adopt/modify/reject triple with the three nodes' steps and resolved occurrence times"),
-    "adoption_chains": ("""
-SELECT corpus, session_id,
-       coalesce(source_node, ai_node) AS chain_root,
-       source_node IS NULL AS rooted_at_ai,
-       count(*)::INTEGER AS chain_length,
-       list(label ORDER BY response_t_start, annotation_id) AS labels,
-       arg_max(label, response_t_start) AS final_label,
-       list(DISTINCT response_step ORDER BY response_step) AS response_steps,
-       list(ai_node ORDER BY response_t_start, annotation_id) AS ai_nodes,
-       count(DISTINCT ai_node)::INTEGER AS n_ai_outputs,
-       min(coalesce(source_t_start, ai_t_start)) AS t_start,
-       max(response_t_end) AS t_end,
-       max(response_t_end) - min(coalesce(source_t_start, ai_t_start)) AS span_s,
-       bool_or(cross_step) AS crosses_steps
-FROM adoptions
-GROUP BY corpus, session_id, coalesce(source_node, ai_node), source_node IS NULL
-""", "one request followed through every AI output and response it led to, across steps"),
-}
+#: Views derived from the canonical tables, in dependency order: each is one SQL file in
+#: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
+VIEW_ORDER = ("adoptions", "adoption_chains", "session_metrics", "session_process",
+              "run_outcomes")
+
+
+def _load_views() -> dict[str, tuple[str, str]]:
+    folder = resources.files("graphlake.queries") / "views"
+    views = {}
+    for name in VIEW_ORDER:
+        text = (folder / f"{name}.sql").read_text()
+        doc = re.search(r"^-- description:\s*(.*)$", text, re.M)
+        views[name] = (text, doc.group(1).strip() if doc else "")
+    return views
+
+
+#: Name -> (SQL, one line of documentation).
+DERIVED_VIEWS: dict[str, tuple[str, str]] = _load_views()
 
 
 def _empty_select(schema: pa.Schema) -> str:

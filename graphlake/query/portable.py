@@ -10,6 +10,8 @@ handing the tree to sqlglot's Spark generator:
 
 * GRAPH_TABLE patterns are compiled and graph macros inlined (Spark has no macros);
 * ``$name`` parameters become literals;
+* ``percentile_cont`` (which sqlglot turns into ``percentile_approx``) becomes Spark's exact
+  ``percentile``, and decimal literals become DOUBLE, as DuckDB computes with them;
 * ordered list aggregation becomes ``transform(array_sort(collect_list(struct(key, value))),
   e -> e.value)``, and ``list(DISTINCT x ORDER BY x)`` becomes ``array_sort(collect_set(x))``.
 
@@ -99,6 +101,10 @@ def lint(sql: str) -> list[Finding]:
         elif isinstance(node, exp.Unnest) and node.args.get("offset"):
             out.append(Finding("WITH ORDINALITY", _line(node, text),
                                "Spark numbers exploded rows with posexplode, 0-based", False))
+        elif isinstance(node, exp.PercentileCont):
+            out.append(Finding("percentile_cont()", _line(node, text),
+                               "sqlglot renders it as percentile_approx, an approximation",
+                               True))
         elif _ordered_agg(node):
             out.append(Finding("ordered list aggregation", _line(node, text),
                                "sqlglot renders it as collect_list, which drops the ORDER BY",
@@ -122,7 +128,24 @@ def _literal(value) -> exp.Expression:
     return exp.Literal.string(str(value))
 
 
+def _percentile(value: exp.Expression, q: exp.Expression, desc: bool) -> exp.Expression:
+    if desc:
+        q = exp.Sub(this=exp.Literal.number(1), expression=q.copy())
+    return exp.Anonymous(this="percentile", expressions=[value.copy(), q.copy()])
+
+
 def _rewrite(node: exp.Expression) -> exp.Expression:
+    # exact percentiles: Spark's percentile() interpolates like percentile_cont
+    if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.PercentileCont):
+        (key,) = node.expression.expressions
+        return _percentile(key.this, node.this.this, bool(key.args.get("desc")))
+    if isinstance(node, exp.PercentileCont) and node.expression is not None:
+        return _percentile(node.this, node.expression, False)
+    # DuckDB computes with DOUBLE where Spark keeps DECIMAL literals exact and then rounds
+    # or truncates differently (avg(1.0) gives 5 decimals): make such literals DOUBLE
+    if isinstance(node, exp.Literal) and not node.is_string and any(
+            c in node.this for c in ".eE"):
+        return exp.Cast(this=node.copy(), to=exp.DataType.build("DOUBLE"))
     agg = _ordered_agg(node)
     if agg:
         value, keys, distinct = agg
@@ -163,7 +186,7 @@ def to_spark(sql: str, params: dict | None = None, *, pretty: bool = False) -> s
             return _literal(params[node.name])
         return node
 
-    tree = tree.transform(bind).transform(_rewrite)
+    tree = tree.transform(bind).transform(_rewrite, copy=False)
     return tree.sql("spark", pretty=pretty)
 
 
@@ -171,10 +194,12 @@ def comparable_rows(table) -> list[tuple]:
     """Rows of an Arrow table in a form two engines can be compared on: sorted, floats to
     9 significant digits, lists as tuples, times as UTC ISO text."""
     import datetime as dt
+    import decimal
     import math
 
     def norm(v):
-        if isinstance(v, float):
+        if isinstance(v, float | decimal.Decimal):
+            v = float(v)
             return None if math.isnan(v) else float(f"{v:.9g}")
         if isinstance(v, list):
             return tuple(norm(x) for x in v)
