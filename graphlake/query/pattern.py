@@ -573,7 +573,7 @@ class _Compiler:
                 self.default_cols.append(f"{alias}.{et.id} AS {e.var}")
             ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
         else:
-            cte = self._recursive_cte(e, left_node, mode)
+            cte = self._recursive_cte(e, left, left_node, mode)
             self._declare(e.var, "cte:" + (mode or "reach"), e, e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start")
             self._add(cte, alias, on)
@@ -586,25 +586,43 @@ class _Compiler:
             self.anchor = _Ref(ref.corpus, ref.session, ref.node)
         return ref
 
-    def _recursive_cte(self, e: EdgePat, left_node: NodePat, mode: str | None) -> str:
-        """A recursive CTE walking ``e`` from every node that can match ``left_node``;
+    def _seeds(self, left: _Ref | None, left_node: NodePat) -> str:
+        """Where a variable-length edge starts, as ``<relation> AS n`` with corpus,
+        session_id, node_id (and its filter).
+
+        When the pattern before the edge is already bound, the walk starts only from the
+        nodes that part of the pattern matched (``SELECT DISTINCT`` of it): a sideways pass
+        that keeps ``(p)-[:prompts]->()`` followed by ``-[:next]->{1,3}`` from walking out
+        of every node of the lake. Otherwise it starts from every node that can match
+        ``left_node``."""
+        graph = [f"n.corpus = '{self.gt.graph}'"] if self.gt.graph else []
+        if left is not None and self.from_sql:
+            where = list(self.where)
+            if self.gt.graph and self.anchor is not None:
+                where.append(f"{self.anchor.corpus} = '{self.gt.graph}'")
+            cond = f" WHERE {' AND '.join(where)}" if where else ""
+            return (f"(SELECT DISTINCT {left.corpus} AS corpus, {left.session} AS session_id, "
+                    f"{left.node} AS node_id FROM {' '.join(self.from_sql)}{cond}) AS n")
+        filters = [f for n in self.node_pats.get(left_node.var, [left_node])
+                   for f in _node_filters("n", n)] + graph
+        return "nodes AS n" + (f" WHERE {' AND '.join(filters)}" if filters else "")
+
+    def _recursive_cte(self, e: EdgePat, left: _Ref | None, left_node: NodePat,
+                       mode: str | None) -> str:
+        """A recursive CTE walking ``e`` from the nodes that can match ``left_node``;
         return the relation (CTE name or filtered subquery) to join."""
         et = EDGE_TYPES[e.etype]
         near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
         name = f"_walk{self.k}_{len(self.ctes) + 1}" if mode else \
             f"_reach{self.k}_{len(self.ctes) + 1}"
-        seed_where = [f for n in self.node_pats.get(left_node.var, [left_node])
-                      for f in _node_filters("n", n)]
-        if self.gt.graph:
-            seed_where.append(f"n.corpus = '{self.gt.graph}'")
-        seed_where_sql = f" WHERE {' AND '.join(seed_where)}" if seed_where else ""
+        seeds = self._seeds(left, left_node)
         step_on = " AND ".join(["x.corpus = r.corpus", "x.session_id = r.session_id",
                                 f"x.{near} = r.node"] + _edge_filters("x", e))
         if mode is None:
             self.ctes.append(
                 f"{name}(corpus, session_id, start, node, hops) AS ("
-                f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM nodes AS n"
-                f"{seed_where_sql} UNION ALL SELECT DISTINCT r.corpus, r.session_id, r.start, "
+                f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM {seeds}"
+                f" UNION ALL SELECT DISTINCT r.corpus, r.session_id, r.start, "
                 f"x.{far}, r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
                 f"WHERE r.hops < {e.hi})")
             return (f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
@@ -617,7 +635,7 @@ class _Compiler:
         self.ctes.append(
             f"{name}(corpus, session_id, start, node, hops, path, edge_ids) AS ("
             f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0, [n.node_id], "
-            f"CAST([] AS VARCHAR[]) FROM nodes AS n{seed_where_sql} UNION ALL "
+            f"CAST([] AS VARCHAR[]) FROM {seeds} UNION ALL "
             f"SELECT r.corpus, r.session_id, r.start, x.{far}, r.hops + 1, "
             f"list_append(r.path, x.{far}), list_append(r.edge_ids, x.{et.id}) "
             f"FROM {name} AS r JOIN {et.table} AS x ON {step_on} WHERE r.hops < {e.hi}{guard})")
