@@ -70,10 +70,15 @@ def _plant_errors(i: int, graph: dict) -> None:
 BENCH_SHAPE = {"steps": (2, 5), "interactions": (1, 3)}
 
 
-def write_graph_corpus(out: Path, sessions: int, seed: int = 11, per_dir: int = 1000) -> Path:
+#: The graph benchmark's sessions: about 106 nodes each, so 100k sessions make 10M+ nodes.
+GRAPH_BENCH_SHAPE = {"steps": (4, 8), "interactions": (3, 5)}
+
+
+def write_graph_corpus(out: Path, sessions: int, seed: int = 11, per_dir: int = 1000,
+                       shape: dict | None = None) -> Path:
     """Write ``sessions`` bare graph JSON files (no side files), ``per_dir`` per folder."""
     out = Path(out)
-    gen = KolabGenerator(seed, **BENCH_SHAPE)
+    gen = KolabGenerator(seed, **(shape or BENCH_SHAPE))
     for i in range(sessions):
         folder = out / f"part-{i // per_dir:04d}"
         if i % per_dir == 0:

@@ -72,6 +72,9 @@ EDGE_TYPES: dict[str, EdgeType] = {
                         "the request that led to an AI output"),
 }
 NODE_LABELS = ("human", "ai", "system")
+_ID_COLUMNS = ("corpus", "session_id", "node_id")
+#: Reachability bounds up to this many hops compile to one join per hop (no recursion).
+UNROLL_MAX_HOPS = 8
 PATH_MODES = ("WALK", "TRAIL", "ACYCLIC", "ANY SHORTEST", "ALL SHORTEST")
 _KEYWORDS = {"MATCH", "WHERE", "COLUMNS", "WALK", "TRAIL", "ACYCLIC", "ANY", "ALL", "SHORTEST"}
 
@@ -502,6 +505,16 @@ class _Compiler:
             for el in path.elements[::2]:
                 if el.var:
                     self.node_pats.setdefault(el.var, []).append(el)
+        used: dict[str, set[str]] = {}
+        for tree in ([gt.where] if gt.where is not None else []) + (gt.columns or []):
+            for col in tree.find_all(exp.Column):
+                if col.table:
+                    used.setdefault(col.table.lower(), set()).add(col.name.lower())
+        #: Node variables matched only by id: read from the adjacent edge, no join on nodes.
+        self.id_only = {v for v, pats in self.node_pats.items()
+                        if not any(p.labels or p.props for p in pats)
+                        and used.get(v, set()) <= set(_ID_COLUMNS)}
+        self.pending: str | None = None  # an id-only variable waiting for its first edge
 
     def _anon(self, prefix: str) -> str:
         self.n_anon += 1
@@ -532,7 +545,16 @@ class _Compiler:
                         "may repeat (to close a cycle)")
         self.var_kind[var] = (kind, edge)
 
-    def node(self, n: NodePat, ref_from_edge: _Ref | None) -> _Ref | None:
+    def _bind_id_only(self, var: str, pos: int, ref: _Ref) -> None:
+        if var not in self.var_kind:
+            self._declare(var, "nodes", None, pos)
+        self.bound[var] = ref
+        self.default_cols.append(f"{ref.node} AS {var}")
+        if self.anchor is None:
+            self.anchor = ref
+
+    def node(self, n: NodePat, ref_from_edge: _Ref | None,
+             first_of_path: bool = False) -> _Ref | None:
         """Bind node ``n``; ``ref_from_edge`` is where the previous edge says it is."""
         if n.var and n.var in self.bound:
             if self.var_kind[n.var][0] != "nodes":
@@ -546,6 +568,14 @@ class _Compiler:
             return ref
         if n.virtual:
             return ref_from_edge
+        if n.var in self.id_only and n.var not in self.var_kind:
+            if ref_from_edge is not None:
+                self._bind_id_only(n.var, n.pos, ref_from_edge)
+                return ref_from_edge
+            if first_of_path:
+                self._declare(n.var, "nodes", None, n.pos)
+                self.pending = n.var
+                return None
         alias = n.var or self._anon("n")
         self._declare(n.var, "nodes", None, n.pos)
         on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id",
@@ -569,6 +599,8 @@ class _Compiler:
             self._declare(e.var, et.table, e, e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}")
             self._add(et.table, alias, on + _edge_filters(alias, e))
+            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id",
+                                    f"{alias}.{near}"))
             if e.var:
                 self.default_cols.append(f"{alias}.{et.id} AS {e.var}")
             ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
@@ -577,6 +609,7 @@ class _Compiler:
             self._declare(e.var, "cte:" + (mode or "reach"), e, e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start")
             self._add(cte, alias, on)
+            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start"))
             if e.var:
                 self.default_cols.append(f"{alias}.hops AS {e.var}_hops")
                 if mode:
@@ -585,6 +618,37 @@ class _Compiler:
         if self.anchor is None:
             self.anchor = _Ref(ref.corpus, ref.session, ref.node)
         return ref
+
+    def _bind_pending(self, ref: _Ref) -> None:
+        if self.pending is not None:
+            var, self.pending = self.pending, None
+            self.bound[var] = ref
+            self.default_cols.append(f"{ref.node} AS {var}")
+            if self.anchor is None:
+                self.anchor = ref
+
+    def _unrolled(self, name: str, e: EdgePat, et: EdgeType, near: str, far: str,
+                  seeds: str) -> str:
+        """Reachability within a small hop bound as one plain CTE per hop: the frontier at
+        hop i is the DISTINCT (start, node) pairs one arc beyond hop i - 1. The same set the
+        recursion computes, but ordinary joins that DuckDB pipelines and runs in parallel."""
+        arcs = f"{name}_arcs"
+        self.ctes.append(f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
+                         f"x.{far} AS b FROM {et.table} AS x WHERE "
+                         f"{' AND '.join(_edge_filters('x', e))})")
+        self.ctes.append(f"{name}_0 AS (SELECT DISTINCT n.corpus, n.session_id, "
+                         f"n.node_id AS start, n.node_id AS node FROM {seeds})")
+        for i in range(1, e.hi + 1):
+            self.ctes.append(
+                f"{name}_{i} AS (SELECT DISTINCT r.corpus, r.session_id, r.start, "
+                f"x.b AS node FROM {name}_{i - 1} AS r JOIN {arcs} AS x ON "
+                f"x.corpus = r.corpus AND x.session_id = r.session_id AND x.a = r.node)")
+        levels = " UNION ALL ".join(f"SELECT corpus, session_id, start, node, {i} AS hops "
+                                    f"FROM {name}_{i}" for i in range(e.lo, e.hi + 1))
+        self.ctes.append(f"{name}(corpus, session_id, start, node, hops) AS ("
+                         f"SELECT corpus, session_id, start, node, min(hops) FROM ({levels}) "
+                         f"AS _levels GROUP BY corpus, session_id, start, node)")
+        return name
 
     def _seeds(self, left: _Ref | None, left_node: NodePat) -> str:
         """Where a variable-length edge starts, as ``<relation> AS n`` with corpus,
@@ -618,6 +682,8 @@ class _Compiler:
         seeds = self._seeds(left, left_node)
         step_on = " AND ".join(["x.corpus = r.corpus", "x.session_id = r.session_id",
                                 f"x.{near} = r.node"] + _edge_filters("x", e))
+        if mode is None and e.hi <= UNROLL_MAX_HOPS:
+            return self._unrolled(name, e, et, near, far, seeds)
         if mode is None:
             self.ctes.append(
                 f"{name}(corpus, session_id, start, node, hops) AS ("
@@ -651,13 +717,14 @@ class _Compiler:
     def compile(self) -> tuple[exp.Expression, list[str]]:
         for path in self.gt.paths:
             els = path.elements
-            ref = self.node(els[0], None)
+            ref = self.node(els[0], None, first_of_path=len(els) > 1)
             for j in range(1, len(els), 2):
                 far = self.edge(els[j], ref, els[j - 1], path.mode)
                 ref = self.node(els[j + 1], far)
         if self.gt.graph:
             self.where.append(f"{self.anchor.corpus} = '{self.gt.graph}'")
         self._check_refs()
+        self._inline_id_only()
         cols = ([c.sql("duckdb") for c in self.gt.columns] if self.gt.columns else
                 [f"{self.anchor.corpus} AS corpus", f"{self.anchor.session} AS session_id"]
                 + self.default_cols)
@@ -668,6 +735,22 @@ class _Compiler:
         if where:
             text += " WHERE " + " AND ".join(where)
         return sqlglot.parse_one(text, read="duckdb"), self.ctes
+
+    def _inline_id_only(self) -> None:
+        """``p.node_id`` of an id-only variable becomes the edge column that holds it."""
+        def swap(node):
+            if isinstance(node, exp.Column) and node.table and \
+                    node.table.lower() in self.id_only:
+                ref = self.bound[node.table.lower()]
+                where = {"corpus": ref.corpus, "session_id": ref.session,
+                         "node_id": ref.node}[node.name.lower()]
+                return sqlglot.parse_one(where, read="duckdb")
+            return node
+
+        if self.gt.where is not None:
+            self.gt.where = self.gt.where.transform(swap)
+        if self.gt.columns:
+            self.gt.columns = [c.transform(swap) for c in self.gt.columns]
 
     def _columns_of(self, var: str) -> list[str]:
         kind, _edge = self.var_kind[var]
