@@ -633,16 +633,23 @@ class _Compiler:
         hop i is the DISTINCT (start, node) pairs one arc beyond hop i - 1. The same set the
         recursion computes, but ordinary joins that DuckDB pipelines and runs in parallel."""
         arcs = f"{name}_arcs"
+        arc_filters = _edge_filters("x", e)
+        keys = "x.corpus = r.corpus AND x.session_id = r.session_id"
+        if self.gt.graph:  # one corpus: filter the arcs once, join on session and node only
+            arc_filters.append(f"x.corpus = '{self.gt.graph}'")
+            keys = "x.session_id = r.session_id"
         self.ctes.append(f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
-                         f"x.{far} AS b FROM {et.table} AS x WHERE "
-                         f"{' AND '.join(_edge_filters('x', e))})")
-        self.ctes.append(f"{name}_0 AS (SELECT DISTINCT n.corpus, n.session_id, "
-                         f"n.node_id AS start, n.node_id AS node FROM {seeds})")
+                         f"x.{far} AS b FROM {et.table} AS x WHERE {' AND '.join(arc_filters)})")
+        # the seeds are distinct nodes, so hop 0 is distinct, and so is hop 1 (distinct arcs
+        # out of one node each); from hop 2 on, two paths can reach the same node
+        self.ctes.append(f"{name}_0 AS (SELECT n.corpus, n.session_id, n.node_id AS start, "
+                         f"n.node_id AS node FROM {seeds})")
         for i in range(1, e.hi + 1):
+            distinct = "DISTINCT " if i > 1 else ""
             self.ctes.append(
-                f"{name}_{i} AS (SELECT DISTINCT r.corpus, r.session_id, r.start, "
+                f"{name}_{i} AS (SELECT {distinct}r.corpus, r.session_id, r.start, "
                 f"x.b AS node FROM {name}_{i - 1} AS r JOIN {arcs} AS x ON "
-                f"x.corpus = r.corpus AND x.session_id = r.session_id AND x.a = r.node)")
+                f"{keys} AND x.a = r.node)")
         levels = " UNION ALL ".join(f"SELECT corpus, session_id, start, node, {i} AS hops "
                                     f"FROM {name}_{i}" for i in range(e.lo, e.hi + 1))
         self.ctes.append(f"{name}(corpus, session_id, start, node, hops) AS ("
