@@ -103,3 +103,19 @@ def test_linter_names_what_spark_would_reject_or_misread(sql, construct):
     assert [f.construct for f in findings if not f.rewritten] == [construct]
     with pytest.raises(SqlError, match=construct.replace("(", r"\(").replace(")", r"\)")):
         to_spark(sql)
+
+
+def test_cli_engine_spark_and_lint(demo_lake):
+    import json
+
+    from conftest import cli
+
+    sql = ("SELECT session_id, count(*) AS n FROM GRAPH_TABLE (kolab MATCH (a:ai)-[:next]->"
+           "(b:human)) g GROUP BY 1 ORDER BY 1")
+    duck = json.loads(cli("sql", sql, "-f", "json", lake=demo_lake).stdout)
+    spark = json.loads(cli("sql", sql, "-f", "json", "--engine", "spark", lake=demo_lake).stdout)
+    assert duck and spark == duck
+    ok = cli("query", "lint")
+    assert "not portable" not in ok.stdout and "kolab_findings: portable" in ok.stdout
+    bad = cli("query", "lint", "--sql", "SELECT epoch(timestamp) FROM events", check=False)
+    assert bad.returncode == 1 and "epoch(): Spark's unix_timestamp" in bad.stdout
