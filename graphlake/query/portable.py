@@ -82,7 +82,6 @@ _MISREAD: dict[type, tuple[str, str]] = {
 #: Functions Spark does not have at all.
 _MISSING_IN_SPARK = {
     "lgamma": "Spark has no log-gamma function",
-    "list_reduce": "Spark's aggregate() takes a different argument order",
 }
 
 
