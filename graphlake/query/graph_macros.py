@@ -125,7 +125,6 @@ def _substitute(tree: exp.Expression, params: tuple[str, ...], args: list[exp.Ex
 def expand_macros(tree: exp.Expression) -> exp.Expression:
     """Inline every graph macro call in ``tree`` (a DuckDB-dialect AST), for engines
     without macros. Table macros become subqueries, ``allen`` a CASE expression."""
-    counter = [0]
 
     def inline(node):
         if isinstance(node, exp.Table) and isinstance(node.this, exp.Anonymous):
@@ -135,7 +134,6 @@ def expand_macros(tree: exp.Expression) -> exp.Expression:
                 args = list(node.this.expressions)
                 if len(args) != len(m.params):
                     return node
-                counter[0] += 1
                 body = _substitute(sqlglot.parse_one(m.body, read="duckdb"), m.params, args)
                 body = expand_macros(body)
                 alias = node.alias or name
