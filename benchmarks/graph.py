@@ -12,7 +12,8 @@ Queries (each engine computes the same answer; the run checks they agree before 
   ``adoption_chains`` view; hand SQL computes every column too, reading steps and times from
   occurrences only (it may: the ingestors always record occurrence numbers), while the view
   also falls back to ``nodes`` for references without one; networkx and Kuzu compute only the
-  length and the labels in order;
+  length and the labels in order, resolving each response's time from its occurrence as the
+  lake does (Kuzu: an Adoption node with SOURCE and RESPONSE relationships);
 * 3-hop descendants of every prompt (a node that led to an AI output), fewest hops -
   graphlake: a compiled ``GRAPH_TABLE`` pattern with ``-[:next]->{1,3}``;
 * branch and merge nodes (more than one distinct successor / predecessor) - graphlake:
@@ -173,9 +174,12 @@ def export_tables(lake: Lake, out: Path) -> None:
             "edges": "SELECT DISTINCT session_id, session_id || '|' || src AS src, "
                      "session_id || '|' || dst AS dst FROM edges "
                      "WHERE corpus = 'kolab' AND level = 'action'",
+            # the canonical rows, not the view: baselines resolve response times themselves
             "adoptions": "SELECT annotation_id AS id, session_id, session_id || '|' || "
-                         "source_node AS source, label, response_t_start AS t FROM adoptions "
-                         "WHERE corpus = 'kolab' AND source_node IS NOT NULL",
+                         "source_node AS source, label, session_id || '|' || response_node "
+                         "|| '#' || response_seq AS response_occ FROM annotations "
+                         "WHERE corpus = 'kolab' AND kind = 'adoption' "
+                         "AND source_node IS NOT NULL",
             "occ": "SELECT session_id || '|' || node_id || '#' || seq AS id, session_id, "
                    "session_id || '|' || node_id AS node, actor_type, t_start, t_end "
                    "FROM node_occurrences WHERE corpus = 'kolab'",
@@ -205,7 +209,9 @@ def _session_graphs(t: dict):
 
 
 def nx_chains(t: dict) -> tuple:
-    ad = t["adoptions"].sort_values(["session_id", "source", "t", "id"])
+    times = t["occ"][["id", "t_start"]].rename(columns={"id": "response_occ", "t_start": "t"})
+    ad = t["adoptions"].merge(times, on="response_occ", how="left")
+    ad = ad.sort_values(["session_id", "source", "t", "id"])
     n = s = 0
     for _key, grp in ad.groupby(["session_id", "source"], sort=False):
         labels = list(grp["label"])  # the labels in time order
@@ -272,13 +278,13 @@ def load_kuzu(src: Path, db_dir: Path):
     for ddl in (
         "CREATE NODE TABLE Node(id STRING PRIMARY KEY, session_id STRING, node_id STRING, "
         "actor_type STRING)",
-        "CREATE NODE TABLE Adoption(id STRING PRIMARY KEY, session_id STRING, label STRING, "
-        "t DOUBLE)",
+        "CREATE NODE TABLE Adoption(id STRING PRIMARY KEY, session_id STRING, label STRING)",
         "CREATE NODE TABLE Occ(id STRING PRIMARY KEY, session_id STRING, actor_type STRING, "
         "t_start DOUBLE, t_end DOUBLE)",
         "CREATE NODE TABLE Session(id STRING PRIMARY KEY)",
         "CREATE REL TABLE NEXT(FROM Node TO Node)",
         "CREATE REL TABLE SOURCE(FROM Adoption TO Node)",
+        "CREATE REL TABLE RESPONSE(FROM Adoption TO Occ)",
         "CREATE REL TABLE IN_SESSION(FROM Occ TO Session)",
     ):
         con.execute(ddl)
@@ -292,14 +298,16 @@ def load_kuzu(src: Path, db_dir: Path):
     put(pd.read_parquet(src / "edges.parquet")[["src", "dst"]], "next")
     ad = pd.read_parquet(src / "adoptions.parquet")
     ad["id"] = ad["session_id"] + "|" + ad["id"]
-    put(ad[["id", "session_id", "label", "t"]], "adoption")
+    put(ad[["id", "session_id", "label"]], "adoption")
     put(ad[["id", "source"]], "source")
+    put(ad[["id", "response_occ"]], "response")
     occ = pd.read_parquet(src / "occ.parquet")
     put(occ[["id", "session_id", "actor_type", "t_start", "t_end"]], "occ")
     put(occ[["session_id"]].drop_duplicates().rename(columns={"session_id": "id"}), "session")
     put(occ[["id", "session_id"]], "in_session")
     for table, file in (("Node", "node"), ("Adoption", "adoption"), ("Occ", "occ"),
                         ("Session", "session"), ("NEXT", "next"), ("SOURCE", "source"),
+                        ("RESPONSE", "response"),
                         ("IN_SESSION", "in_session")):
         con.execute(f"COPY {table} FROM '{tmp / (file + '.parquet')}'")
     shutil.rmtree(tmp)
@@ -309,8 +317,8 @@ def load_kuzu(src: Path, db_dir: Path):
 
 KUZU = {
     "adoption chains": """
-        MATCH (a:Adoption)-[:SOURCE]->(p:Node)
-        WITH p, a ORDER BY a.t, a.id SKIP 0
+        MATCH (a:Adoption)-[:SOURCE]->(p:Node), (a)-[:RESPONSE]->(o:Occ)
+        WITH p, a, o ORDER BY o.t_start, a.id SKIP 0
         WITH p, count(*) AS len, collect(a.label) AS labels
         RETURN count(*), sum(len)""",
     "3-hop descendants of prompts": """
@@ -372,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--work", type=Path, default=Path(os.environ.get(
         "GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")), help="scratch folder")
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
+    ap.add_argument("--only", help="run only the queries whose name contains this text")
     args = ap.parse_args(argv)
     sessions = args.sessions or (3_000 if args.quick else 100_000)
     args.work.mkdir(parents=True, exist_ok=True)
@@ -385,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"loads: pandas {pandas_secs:.1f} s, kuzu {kuzu_secs:.1f} s", flush=True)
 
     rows = []
-    for name in GRAPHLAKE:
+    for name in [q for q in GRAPHLAKE if not args.only or args.only in q]:
         g_secs, g_ans = run_duckdb(lake, GRAPHLAKE[name], name)
         h_secs, h_ans = run_duckdb(lake, HAND[name], name)
         assert g_ans == h_ans, (name, g_ans, h_ans)
@@ -404,7 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                      "networkx": n_secs, "kuzu": k_secs})
 
     text = report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_secs,
-                  args.quick)
+                  args.quick, args.only)
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as f:
@@ -413,8 +422,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_secs,
-           quick) -> str:
+           quick, only=None) -> str:
     gib = 1 << 30
+    command = "python -m benchmarks.graph" + (" --quick" if quick else "") + (
+        f' --only "{only}"' if only else "")
 
     def secs(v):
         return f"> {KUZU_TIMEOUT_S} s (stopped)" if v is None else f"{v:.2f} s"
@@ -423,11 +434,12 @@ def report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_se
         return f"> {KUZU_TIMEOUT_S / ours:.0f}x" if base is None else f"{base / ours:.1f}x"
 
     lines = [
-        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, graph queries{' (quick)' if quick else ''}",
+        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, graph queries{' (quick)' if quick else ''}"
+        + (f" (only: {only})" if only else ""),
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"{psutil.virtual_memory().total / gib:.0f} GiB, Python {platform.python_version()}. "
-        f"Command: `python -m benchmarks.graph{' --quick' if quick else ''}`. Corpus: "
+        f"Command: `{command}`. Corpus: "
         f"{sessions:,} generated Kolab sessions, {n_nodes:,} nodes.",
         "",
         f"Loads: graphlake ingest of the JSON corpus {lake_secs:.1f} s; export of the lake's "
