@@ -3,6 +3,7 @@ graphs (hypothesis), golden compiled SQL, and errors that point at the problem."
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -220,9 +221,14 @@ def _golden_cases():
 
 @pytest.mark.parametrize("path", _golden_cases(), ids=lambda p: p.stem)
 def test_golden_compiled_sql(path: Path):
+    """Regenerate with ``GRAPHLAKE_REGEN_GOLDEN=1 pytest tests/test_patterns.py`` and review
+    the diff, as for the corpus goldens."""
     source, expected = path.read_text().split(SPLIT)
     compiled = sqlglot.transpile(compile_patterns(source), read="duckdb", write="duckdb",
                                  pretty=True)[0]
+    if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
+        path.write_text(source + SPLIT + compiled + "\n")
+        return
     assert compiled.strip() == expected.strip()
 
 

@@ -37,7 +37,9 @@ SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", *TABLE_MACROS}
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?:\. Line: (\d+), Col: (\d+))?")
 
 
-def _suggest(name: str, candidates) -> str:
+def suggest(name: str, candidates) -> str:
+    """' Did you mean ...?' for the closest candidate, or '' (shared with the pattern
+    compiler)."""
     close = difflib.get_close_matches(name.lower(), sorted(set(candidates)), n=1, cutoff=0.6)
     return f" Did you mean {close[0]!r}?" if close else ""
 
@@ -88,7 +90,7 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
             continue
         if table.db or name not in known:
             full = ".".join(p for p in (table.db, table.name) if p)
-            raise SqlError(f"unknown table {full!r}.{_suggest(name, known)} Tables: "
+            raise SqlError(f"unknown table {full!r}.{suggest(name, known)} Tables: "
                            f"{', '.join(sorted(known))}")
     schema = {t: {c: "VARCHAR" for c in cols} for t, cols in columns.items()}
     try:
@@ -101,7 +103,7 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
             pool = [c for t in (used or known) for c in columns[t]]
             line, pos = (int(m.group(2)), int(m.group(3))) if m.group(2) else (None, None)
             where = f" (line {line}, column {pos})" if line else ""
-            raise SqlError(f"unknown column {col!r}{where}.{_suggest(col, pool)} Columns of "
+            raise SqlError(f"unknown column {col!r}{where}.{suggest(col, pool)} Columns of "
                            f"{', '.join(sorted(used)) or 'the lake'}: "
                            f"{', '.join(sorted(set(pool)))}", line=line, col=pos) from None
         # anything else sqlglot cannot reason about is left for DuckDB to judge

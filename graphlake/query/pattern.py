@@ -42,6 +42,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 
 from graphlake.errors import SqlError
+from graphlake.query.guard import suggest as _suggest
 from graphlake.schema import TABLES
 
 
@@ -445,11 +446,6 @@ def _shift_meta(tree: exp.Expression, delta: int) -> None:
             meta["abs_start"] = meta["start"] + delta
 
 
-def _suggest(name: str, candidates) -> str:
-    import difflib
-    close = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f" Did you mean {close[0]!r}?" if close else ""
-
 
 def parse_graph_table(sql: str, span: tuple[int, int, int]) -> GraphTable:
     start, open_paren, close_paren = span
@@ -496,7 +492,7 @@ class _Compiler:
         self.from_sql: list[str] = []  # "nodes AS p", "JOIN edges AS e ON ..."
         self.where: list[str] = []
         self.bound: dict[str, _Ref] = {}
-        self.var_kind: dict[str, tuple[str, EdgePat | None]] = {}  # var -> (table|cte, edge)
+        self.var_kind: dict[str, str] = {}  # var -> "nodes", its edge table, or "cte:<mode>"
         self.default_cols: list[str] = []
         self.anchor: _Ref | None = None
         self.n_anon = 0
@@ -537,17 +533,16 @@ class _Compiler:
             return [f"{corpus} = {self.anchor.corpus}", f"{session} = {self.anchor.session}"]
         return []
 
-    def _declare(self, var: str | None, kind: str, edge: EdgePat | None, pos: int) -> None:
+    def _declare(self, var: str | None, kind: str, pos: int) -> None:
         if var is None:
             return
         if var in self.var_kind:
             raise _fail(self.sql, pos, f"variable {var!r} is already used; only node variables "
                         "may repeat (to close a cycle)")
-        self.var_kind[var] = (kind, edge)
+        self.var_kind[var] = kind
 
-    def _bind_id_only(self, var: str, pos: int, ref: _Ref) -> None:
-        if var not in self.var_kind:
-            self._declare(var, "nodes", None, pos)
+    def _bind_id_only(self, var: str, ref: _Ref) -> None:
+        """An id-only node variable lives in an edge's column: no join on nodes."""
         self.bound[var] = ref
         self.default_cols.append(f"{ref.node} AS {var}")
         if self.anchor is None:
@@ -557,7 +552,7 @@ class _Compiler:
              first_of_path: bool = False) -> _Ref | None:
         """Bind node ``n``; ``ref_from_edge`` is where the previous edge says it is."""
         if n.var and n.var in self.bound:
-            if self.var_kind[n.var][0] != "nodes":
+            if self.var_kind[n.var] != "nodes":
                 raise _fail(self.sql, n.pos, f"{n.var!r} names an edge, not a node")
             ref = self.bound[n.var]
             if ref_from_edge is not None:
@@ -568,16 +563,16 @@ class _Compiler:
             return ref
         if n.virtual:
             return ref_from_edge
-        if n.var in self.id_only and n.var not in self.var_kind:
-            if ref_from_edge is not None:
-                self._bind_id_only(n.var, n.pos, ref_from_edge)
-                return ref_from_edge
-            if first_of_path:
-                self._declare(n.var, "nodes", None, n.pos)
-                self.pending = n.var
+        if n.var in self.id_only and n.var not in self.var_kind and (
+                ref_from_edge is not None or first_of_path):
+            self._declare(n.var, "nodes", n.pos)
+            if ref_from_edge is None:
+                self.pending = n.var  # bound by the edge that follows
                 return None
+            self._bind_id_only(n.var, ref_from_edge)
+            return ref_from_edge
         alias = n.var or self._anon("n")
-        self._declare(n.var, "nodes", None, n.pos)
+        self._declare(n.var, "nodes", n.pos)
         on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id",
                         f"{alias}.node_id")
         self._add("nodes", alias, on)
@@ -596,7 +591,7 @@ class _Compiler:
         near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
         alias = e.var or self._anon("e")
         if not e.quantified:
-            self._declare(e.var, et.table, e, e.pos)
+            self._declare(e.var, et.table, e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}")
             self._add(et.table, alias, on + _edge_filters(alias, e))
             self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id",
@@ -606,7 +601,7 @@ class _Compiler:
             ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
         else:
             cte = self._recursive_cte(e, left, left_node, mode)
-            self._declare(e.var, "cte:" + (mode or "reach"), e, e.pos)
+            self._declare(e.var, "cte:" + (mode or "reach"), e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start")
             self._add(cte, alias, on)
             self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start"))
@@ -622,10 +617,7 @@ class _Compiler:
     def _bind_pending(self, ref: _Ref) -> None:
         if self.pending is not None:
             var, self.pending = self.pending, None
-            self.bound[var] = ref
-            self.default_cols.append(f"{ref.node} AS {var}")
-            if self.anchor is None:
-                self.anchor = ref
+            self._bind_id_only(var, ref)
 
     def _unrolled(self, name: str, e: EdgePat, et: EdgeType, near: str, far: str,
                   seeds: str) -> str:
@@ -760,7 +752,7 @@ class _Compiler:
             self.gt.columns = [c.transform(swap) for c in self.gt.columns]
 
     def _columns_of(self, var: str) -> list[str]:
-        kind, _edge = self.var_kind[var]
+        kind = self.var_kind[var]
         if kind.startswith("cte:"):
             base = ["corpus", "session_id", "start", "node", "hops"]
             return base if kind == "cte:reach" else base + ["path", "edge_ids"]

@@ -91,8 +91,16 @@ def _name(node: exp.Expression) -> str:
 
 def lint(sql: str) -> list[Finding]:
     """Every construct in ``sql`` (DuckDB dialect) that Spark would reject or misread."""
+    return _lint(*_compiled(sql))
+
+
+def _compiled(sql: str) -> tuple[exp.Expression, str]:
+    """The statement with its patterns compiled, parsed once, and the compiled text."""
     text = compile_patterns(sql)
-    tree = sqlglot.parse_one(text, read="duckdb")
+    return sqlglot.parse_one(text, read="duckdb"), text
+
+
+def _lint(tree: exp.Expression, text: str) -> list[Finding]:
     out: list[Finding] = []
     for node in tree.walk():
         if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "ASOF":
@@ -174,10 +182,11 @@ def to_spark(sql: str, params: dict | None = None, *, pretty: bool = False) -> s
     ``params`` are bound as literals; when None, placeholders stay as Spark's ``:name``.
     Raises :class:`SqlError` naming every construct that is not portable.
     """
-    blocking = [f for f in lint(sql) if not f.rewritten]
+    tree, text = _compiled(sql)
+    blocking = [f for f in _lint(tree, text) if not f.rewritten]
     if blocking:
         raise SqlError("not portable to Spark: " + "; ".join(map(str, blocking)))
-    tree = expand_macros(sqlglot.parse_one(compile_patterns(sql), read="duckdb"))
+    tree = expand_macros(tree)
     def bind(node):
         if params is not None and isinstance(node, exp.Placeholder) and node.name:
             if node.name not in params:

@@ -88,8 +88,9 @@ def run_sql_spark(sql: str, lake, *, version: int | None = None, params: dict | 
     lake = lake if isinstance(lake, Lake) else Lake(os.fspath(lake))
     spark = spark_session(master)
     columns = register_lake(spark, lake, version)
-    check(compile_patterns(sql), columns)
-    statement = to_spark(sql, params)
+    compiled = compile_patterns(sql)
+    check(compiled, columns)
+    statement = to_spark(compiled, params)  # already compiled: to_spark finds no pattern
     try:
         df = spark.sql(statement)
         if max_rows is not None:
