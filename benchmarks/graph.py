@@ -7,13 +7,15 @@ database, queried with Cypher), all in the same run over the same rows.
 
 Queries (each engine computes the same answer; the run checks they agree before timing counts):
 
-* adoption chains: every request followed through its responses in time order (length,
-  labels in order, final label, steps, outputs, time spanned) - graphlake: the
-  ``adoption_chains`` view; hand SQL computes every column too, reading steps and times from
-  occurrences only (it may: the ingestors always record occurrence numbers), while the view
-  also falls back to ``nodes`` for references without one; networkx and Kuzu compute only the
-  length and the labels in order, resolving each response's time from its occurrence as the
-  lake does (Kuzu: an Adoption node with SOURCE and RESPONSE relationships);
+* adoption chains: every request followed through its responses in time order (length, labels in
+  order, final label, steps, outputs, time spanned) - graphlake: the ``adoption_chains`` table,
+  which ingest keeps (a materialized view, refreshed per session by each commit; its refresh
+  time is part of the load and reported on its own), and, as a second row, the view's SQL
+  computed at query time from the canonical tables; hand SQL computes every column too, reading
+  steps and times from occurrences only (it may: the ingestors always record occurrence
+  numbers), while the view also falls back to ``nodes`` for references without one; networkx and
+  Kuzu compute only the length and the labels in order, resolving each response's time from its
+  occurrence as the lake does (Kuzu: an Adoption node with SOURCE and RESPONSE relationships);
 * 3-hop descendants of every prompt (a node that led to an AI output), fewest hops -
   graphlake: a compiled ``GRAPH_TABLE`` pattern with ``-[:next]->{1,3}``;
 * branch and merge nodes (more than one distinct successor / predecessor) - graphlake:
@@ -48,6 +50,7 @@ from graphlake.lake import Lake
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.query.catalog import open_catalog
+from graphlake.schema.views import standalone_sql
 
 KUZU_TIMEOUT_S = 600
 
@@ -139,6 +142,11 @@ HAND = {
          AND h.t_start < a.t_end AND a.t_start < h.t_end
         WHERE a.actor_type = 'ai' AND h.actor_type = 'human'""",
 }
+
+#: graphlake's second form of a question: computed at query time from the canonical tables
+#: rather than read from what ingest materialized (compared with the same baselines).
+LIVE = {"adoption chains": f"""
+        SELECT * FROM ({standalone_sql("adoption_chains")}) WHERE NOT rooted_at_ai"""}
 
 #: The numeric column each answer's rows are summed over, to compare with the baselines.
 SUM_COLUMN = {"adoption chains": "chain_length", "3-hop descendants of prompts": "hops",
@@ -357,7 +365,7 @@ def run_kuzu(con, cypher: str) -> tuple[float | None, tuple | None]:
 
 # ------------------------------------------------------------------------------ the run
 
-def build_lake(work: Path, sessions: int) -> tuple[Lake, float, int]:
+def build_lake(work: Path, sessions: int) -> tuple[Lake, float, float, int]:
     src = work / f"graph-{sessions}"
     if not (src / ".complete").exists():
         shutil.rmtree(src, ignore_errors=True)
@@ -367,10 +375,10 @@ def build_lake(work: Path, sessions: int) -> tuple[Lake, float, int]:
     lake_dir = work / f"lake-graph-{sessions}"
     shutil.rmtree(lake_dir, ignore_errors=True)
     print("ingesting (graphlake's load) ...", flush=True)
-    _out, secs, _peak = timed(ingest_path, "kolab", src, lake_dir)
+    (stats, _snap), secs, _peak = timed(ingest_path, "kolab", src, lake_dir)
     lake = Lake(lake_dir)
     nodes = run_sql("SELECT count(*) AS n FROM nodes", lake).table["n"][0].as_py()
-    return lake, secs, nodes
+    return lake, secs, stats.derived_s, nodes
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -385,8 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     sessions = args.sessions or (3_000 if args.quick else 100_000)
     args.work.mkdir(parents=True, exist_ok=True)
 
-    lake, lake_secs, n_nodes = build_lake(args.work, sessions)
-    print(f"lake: {n_nodes:,} nodes in {lake_secs:.1f} s", flush=True)
+    lake, lake_secs, derived_secs, n_nodes = build_lake(args.work, sessions)
+    print(f"lake: {n_nodes:,} nodes in {lake_secs:.1f} s (materialized views "
+          f"{derived_secs:.1f} s)", flush=True)
     export_dir = args.work / f"export-graph-{sessions}"
     _o, export_secs, _p = timed(export_tables, lake, export_dir)
     tables, pandas_secs, _p = timed(load_pandas, export_dir)
@@ -411,9 +420,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  kuzu {'timeout' if k_secs is None else f'{k_secs:.1f} s'}", flush=True)
         rows.append({"name": name, "rows": g_ans[0], "graphlake": g_secs, "hand": h_secs,
                      "networkx": n_secs, "kuzu": k_secs})
+        if name in LIVE:
+            l_secs, l_ans = run_duckdb(lake, LIVE[name], name)
+            assert l_ans == g_ans, (name, "computed at query time", l_ans, g_ans)
+            print(f"  graphlake, computed at query time {l_secs:.2f} s", flush=True)
+            rows.append({**rows[-1], "name": f"{name}, computed at query time",
+                         "graphlake": l_secs})
 
-    text = report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_secs,
-                  args.quick, args.only)
+    text = report(rows, sessions, n_nodes, lake_secs, derived_secs, export_secs, pandas_secs,
+                  kuzu_secs, args.quick, args.only)
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as f:
@@ -421,8 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_secs,
-           quick, only=None) -> str:
+def report(rows, sessions, n_nodes, lake_secs, derived_secs, export_secs, pandas_secs,
+           kuzu_secs, quick, only=None) -> str:
     gib = 1 << 30
     command = "python -m benchmarks.graph" + (" --quick" if quick else "") + (
         f' --only "{only}"' if only else "")
@@ -442,7 +457,9 @@ def report(rows, sessions, n_nodes, lake_secs, export_secs, pandas_secs, kuzu_se
         f"Command: `{command}`. Corpus: "
         f"{sessions:,} generated Kolab sessions, {n_nodes:,} nodes.",
         "",
-        f"Loads: graphlake ingest of the JSON corpus {lake_secs:.1f} s; export of the lake's "
+        f"Loads: graphlake ingest of the JSON corpus {lake_secs:.1f} s (of which "
+        f"{derived_secs:.1f} s refreshing the materialized views `adoptions` and "
+        f"`adoption_chains`); export of the lake's "
         f"rows to Parquet for the baselines {export_secs:.1f} s; pandas read {pandas_secs:.1f} s;"
         f" Kuzu 0.11.3 load (COPY) {kuzu_secs:.1f} s.",
         "",

@@ -141,6 +141,9 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
         if a or r:
             t.add_row(name, str(a), str(n), str(r) if r else "")
     console.print(t)
+    if stats.derived:
+        made = ", ".join(f"{name} {rows:,} rows" for name, rows in stats.derived.items())
+        console.print(f"materialized views refreshed in {stats.derived_s:.1f} s: {made}")
     total_rej = sum(stats.rejected.values())
     if snap is None:
         console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")

@@ -9,11 +9,13 @@ import pyarrow.compute as pc
 
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
+from graphlake.schema.views import MATERIALIZED
 
 
 @dataclass
 class TableInfo:
     table: str
+    kind: str  # canonical, or materialized (a derived view kept as a table)
     delta_version: int | None
     rows: int
     files: int
@@ -23,15 +25,16 @@ class TableInfo:
 def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
     """Rows, files and bytes of every table in ``snap`` (from Delta file statistics)."""
     out = []
-    for name in TABLES:
+    for name in (*TABLES, *MATERIALIZED):
+        kind = "materialized" if name in MATERIALIZED else "canonical"
         dt = lake.delta(name, snap)
         if dt is None:
-            out.append(TableInfo(name, None, 0, 0, 0))
+            out.append(TableInfo(name, kind, None, 0, 0, 0))
             continue
         adds = pa.table(dt.get_add_actions(flatten=True))
         rows = pc.sum(adds["num_records"]).as_py() or 0 if adds.num_rows else 0
         size = pc.sum(adds["size_bytes"]).as_py() or 0 if adds.num_rows else 0
-        out.append(TableInfo(name, snap.table_versions[name], rows, adds.num_rows, size))
+        out.append(TableInfo(name, kind, snap.table_versions[name], rows, adds.num_rows, size))
     return out
 
 

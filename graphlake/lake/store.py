@@ -8,7 +8,8 @@ the snapshot commit is invisible; the next writer rolls the orphaned commits bac
 
 Layout::
 
-    <lake>/tables/<table>/            Delta table (Parquet files + _delta_log)
+    <lake>/tables/<table>/            Delta table (Parquet files + _delta_log), one per
+                                      canonical table and per materialized view
     <lake>/_graphlake/snapshots/      Delta table: one row per lake version
     <lake>/_graphlake/lake.json       schema version the lake was created with
     <lake>/_graphlake/staging/<run>/  spill area of a run in progress (removed after it)
@@ -32,6 +33,7 @@ from deltalake import DeltaTable, write_deltalake
 import graphlake
 from graphlake.errors import LakeError, LakeVersionError
 from graphlake.schema import SCHEMA_VERSION, TABLES
+from graphlake.schema.views import MATERIALIZED
 
 SNAPSHOT_SCHEMA = pa.schema([
     pa.field("lake_version", pa.int64(), nullable=False),
@@ -162,7 +164,7 @@ class Lake:
     def roll_back_orphans(self, snap: Snapshot) -> list[str]:
         """Undo table commits that no snapshot pins (a crashed run); return the tables fixed."""
         fixed = []
-        for name in TABLES:
+        for name in (*TABLES, *MATERIALIZED):
             path = self.table_path(name)
             if not DeltaTable.is_deltatable(str(path)):
                 continue

@@ -8,9 +8,8 @@ so every query works on a new lake.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
-from importlib import resources
+from functools import cache
 
 import duckdb
 import pyarrow as pa
@@ -18,31 +17,13 @@ import pyarrow as pa
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.graph_macros import MACROS
 from graphlake.schema import TABLES
+from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED
 
 _DUCK_TYPES = {
     pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int32(): "INTEGER",
     pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
     pa.list_(pa.string()): "VARCHAR[]",
 }
-
-#: Views derived from the canonical tables, in dependency order: each is one SQL file in
-#: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
-VIEW_ORDER = ("adoptions", "adoption_chains", "session_metrics", "session_process",
-              "run_outcomes")
-
-
-def _load_views() -> dict[str, tuple[str, str]]:
-    folder = resources.files("graphlake.queries") / "views"
-    views = {}
-    for name in VIEW_ORDER:
-        text = (folder / f"{name}.sql").read_text()
-        doc = re.search(r"^-- description:\s*(.*)$", text, re.M)
-        views[name] = (text, doc.group(1).strip() if doc else "")
-    return views
-
-
-#: Name -> (SQL, one line of documentation).
-DERIVED_VIEWS: dict[str, tuple[str, str]] = _load_views()
 
 
 def _empty_select(schema: pa.Schema) -> str:
@@ -77,18 +58,59 @@ def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None 
         config["memory_limit"] = memory_limit
     con = duckdb.connect(config=config)
     cat = Catalog(con, snap)
-    for name, spec in TABLES.items():
-        files = lake.files(name, snap)
-        if files:
-            cols = ", ".join(spec.schema.names)
-            body = f"SELECT {cols} FROM read_parquet({_quote_list(files)}, union_by_name=true)"
-        else:
-            body = _empty_select(spec.schema)
-        con.execute(f"CREATE VIEW {name} AS {body}")
-        cat.columns[name] = list(spec.schema.names)
+    files = {name: lake.files(name, snap) for name in TABLES}
+    cat.columns.update(create_table_views(con, files))
     for macro in MACROS.values():
         con.execute(macro.create_sql())
     for name, (sql, _doc) in DERIVED_VIEWS.items():
-        con.execute(f"CREATE VIEW {name} AS {sql}")
+        if name in MATERIALIZED and name in snap.table_versions:
+            # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
+            body = _files_select(lake.files(name, snap), derived_schema(name))
+        else:  # computed from the canonical tables (and lake versions older than the table)
+            body = sql
+        con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]
     return cat
+
+
+def _files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
+    if not files:
+        return _empty_select(schema)
+    cols = ", ".join(schema.names)
+    return (f"SELECT {cols} FROM read_parquet({_quote_list(files)}, union_by_name=true)"
+            + (f" WHERE {where}" if where else ""))
+
+
+def create_table_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], *,
+                       where: str = "") -> dict[str, list[str]]:
+    """One view per canonical table over ``files[table]`` (rows matching ``where``, when
+    given); a table without files is an empty view with the right columns."""
+    columns = {}
+    for name, spec in TABLES.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS "
+                    f"{_files_select(files.get(name, []), spec.schema, where)}")
+        columns[name] = list(spec.schema.names)
+    return columns
+
+
+def derived_schema(name: str) -> pa.Schema:
+    """The Arrow schema of a derived view, as DuckDB types it over empty tables."""
+    return _derived_schemas()[name]
+
+
+@cache
+def _derived_schemas() -> dict[str, pa.Schema]:
+    con = duckdb.connect()
+    try:
+        create_table_views(con, {})
+        out = {}
+        for name, (sql, _doc) in DERIVED_VIEWS.items():
+            con.execute(f"CREATE VIEW {name} AS {sql}")
+            schema = con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
+            # plain list<item> types, as the canonical tables use
+            out[name] = pa.schema([
+                f.with_type(pa.list_(f.type.value_type)) if pa.types.is_list(f.type) else f
+                for f in schema])
+        return out
+    finally:
+        con.close()

@@ -1,0 +1,77 @@
+"""Derived views: SQL over the canonical tables, one file each in ``queries/views/``.
+
+The SQL is the single definition of each view. DuckDB and Spark both run it; the views that
+depend only on one session's rows are also kept as lake tables (``MATERIALIZED``), refreshed
+by every ingest commit with this same SQL (see :mod:`graphlake.lake.derived`).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from importlib import resources
+
+#: Views derived from the canonical tables, in dependency order: each is one SQL file in
+#: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
+VIEW_ORDER = ("adoptions", "adoption_chains", "session_metrics", "session_process",
+              "run_outcomes")
+
+#: Views kept as lake tables, in dependency order. Each must be computable one session at a
+#: time (grouped and joined by corpus and session), so that a commit can refresh it for the
+#: sessions a run touched. Their row order is not part of their meaning.
+MATERIALIZED = ("adoptions", "adoption_chains")
+
+#: The key of each materialized table (what one row stands for).
+MATERIALIZED_KEYS = {
+    "adoptions": ("corpus", "session_id", "annotation_id"),
+    "adoption_chains": ("corpus", "session_id", "chain_root", "rooted_at_ai"),
+}
+
+
+def _load_views() -> dict[str, tuple[str, str]]:
+    folder = resources.files("graphlake.queries") / "views"
+    views = {}
+    for name in VIEW_ORDER:
+        text = (folder / f"{name}.sql").read_text()
+        doc = re.search(r"^-- description:\s*(.*)$", text, re.M)
+        views[name] = (text, doc.group(1).strip() if doc else "")
+    return views
+
+
+#: Name -> (SQL, one line of documentation).
+DERIVED_VIEWS: dict[str, tuple[str, str]] = _load_views()
+
+
+@cache
+def depends_on(name: str) -> frozenset[str]:
+    """The canonical tables a derived view reads, directly or through other derived views."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(DERIVED_VIEWS[name][0], read="duckdb")
+    ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
+    out: set[str] = set()
+    for table in tree.find_all(exp.Table):
+        if table.name in ctes:
+            continue
+        out |= depends_on(table.name) if table.name in DERIVED_VIEWS else {table.name}
+    return frozenset(out)
+
+
+@cache
+def _reads(name: str) -> frozenset[str]:
+    """Derived views that ``name`` reads, directly or through each other."""
+    import sqlglot
+    from sqlglot import exp
+
+    direct = {t.name for t in sqlglot.parse_one(DERIVED_VIEWS[name][0], read="duckdb")
+              .find_all(exp.Table) if t.name in DERIVED_VIEWS and t.name != name}
+    return frozenset(direct.union(*(_reads(d) for d in direct)))
+
+
+def standalone_sql(name: str) -> str:
+    """The view's SQL with every derived view it reads inlined as a CTE, so it reads only the
+    canonical tables: the view computed from scratch, whatever the lake has materialized."""
+    ctes = [f"{dep} AS ({DERIVED_VIEWS[dep][0]}\n)" for dep in VIEW_ORDER if dep in _reads(name)]
+    with_ = f"WITH {', '.join(ctes)}\n" if ctes else ""
+    return f"{with_}SELECT * FROM ({DERIVED_VIEWS[name][0]}\n)"
