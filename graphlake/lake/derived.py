@@ -1,12 +1,14 @@
 """Materialized views: derived views kept as lake tables, refreshed by each ingest commit.
 
-``adoptions`` resolves every adoption triple's three ends to steps and times, and
-``adoption_chains`` follows each request through its responses in time order. Computed at query
-time they join and sort millions of rows on every call (about 10 s at 100k sessions), yet each
-depends only on the rows of one session, and a session's rows change only when an ingest run
-adds to them. So a run's commit recomputes them for the sessions it touched, with the view's own
-SQL (``queries/views/``, still the single definition), and appends the result to a Delta table
-pinned by the same lake snapshot. Queries then read the table.
+``adoptions`` resolves every adoption triple's three ends to steps and times,
+``adoption_chains`` follows each request through its responses in time order, and
+``co_occurrences`` pairs the occurrences of a session that overlap in time (a join index for
+"what happened while the agent worked"). Computed at query time they join and sort millions of
+rows on every call (2 to 10 s each at 100k sessions), yet each depends only on the rows of one
+session, and a session's rows change only when an ingest run adds to them. So a run's commit
+recomputes them for the sessions it touched, with the view's own SQL (``queries/views/``, still
+the single definition), and appends the result to a Delta table pinned by the same lake
+snapshot. Queries then read the table.
 
 * Sessions a run added rows to are recomputed; if the table already holds rows for one of
   them (a run that added to an existing session), those rows are deleted first.
@@ -48,7 +50,7 @@ def refresh(lake: Lake, base: Snapshot, versions: dict[str, int], corpus: str,
     canonical table to the session ids the run added rows to. Returns ``{table: (rows
     written, new Delta version)}`` for the tables that changed.
     """
-    from graphlake.query.catalog import create_table_views, derived_schema
+    from graphlake.query.catalog import create_macros, create_table_views, derived_schema
 
     full = any(name not in base.table_versions for name in MATERIALIZED)
     sessions = set().union(*(touched.get(t, set()) for name in MATERIALIZED
@@ -67,6 +69,7 @@ def refresh(lake: Lake, base: Snapshot, versions: dict[str, int], corpus: str,
             where = (f"corpus = {_quote(corpus)} AND session_id IN "
                      "(SELECT session_id FROM _touched)")
         create_table_views(con, files, where=where)
+        create_macros(con)
         out = {}
         for name in MATERIALIZED:
             # a table, so the views after it read these rows rather than recomputing them

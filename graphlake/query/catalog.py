@@ -60,8 +60,7 @@ def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None 
     cat = Catalog(con, snap)
     files = {name: lake.files(name, snap) for name in TABLES}
     cat.columns.update(create_table_views(con, files))
-    for macro in MACROS.values():
-        con.execute(macro.create_sql())
+    create_macros(con)
     for name, (sql, _doc) in DERIVED_VIEWS.items():
         if name in MATERIALIZED and name in snap.table_versions:
             # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
@@ -93,6 +92,12 @@ def create_table_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str
     return columns
 
 
+def create_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """The graph primitives (``descendants``, ``allen``, ...) as DuckDB macros."""
+    for macro in MACROS.values():
+        con.execute(macro.create_sql())
+
+
 def derived_schema(name: str) -> pa.Schema:
     """The Arrow schema of a derived view, as DuckDB types it over empty tables."""
     return _derived_schemas()[name]
@@ -103,6 +108,7 @@ def _derived_schemas() -> dict[str, pa.Schema]:
     con = duckdb.connect()
     try:
         create_table_views(con, {})
+        create_macros(con)
         out = {}
         for name, (sql, _doc) in DERIVED_VIEWS.items():
             con.execute(f"CREATE VIEW {name} AS {sql}")

@@ -13,18 +13,19 @@ from importlib import resources
 
 #: Views derived from the canonical tables, in dependency order: each is one SQL file in
 #: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
-VIEW_ORDER = ("adoptions", "adoption_chains", "session_metrics", "session_process",
-              "run_outcomes")
+VIEW_ORDER = ("adoptions", "adoption_chains", "co_occurrences", "session_metrics",
+              "session_process", "run_outcomes")
 
 #: Views kept as lake tables, in dependency order. Each must be computable one session at a
 #: time (grouped and joined by corpus and session), so that a commit can refresh it for the
 #: sessions a run touched. Their row order is not part of their meaning.
-MATERIALIZED = ("adoptions", "adoption_chains")
+MATERIALIZED = ("adoptions", "adoption_chains", "co_occurrences")
 
 #: The key of each materialized table (what one row stands for).
 MATERIALIZED_KEYS = {
     "adoptions": ("corpus", "session_id", "annotation_id"),
     "adoption_chains": ("corpus", "session_id", "chain_root", "rooted_at_ai"),
+    "co_occurrences": ("corpus", "session_id", "node_id", "seq", "other_node_id", "other_seq"),
 }
 
 
