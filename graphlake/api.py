@@ -123,6 +123,19 @@ class GraphLake:
         return self.sql("SELECT * FROM adoption_chains WHERE corpus = coalesce($c, corpus)",
                         {"c": corpus}, output=output)
 
+    def co_occurrences(self, corpus: str | None = None, session: str | None = None, *,
+                       actor_type: str | None = None, other_actor_type: str | None = None,
+                       output: str = "arrow"):
+        """Pairs of occurrences of a session that overlap in time, with Allen's relation of the
+        other to the first; ``actor_type="ai", other_actor_type="human"`` is what the human
+        did while the agent worked."""
+        return self.sql(
+            "SELECT * FROM co_occurrences WHERE corpus = coalesce($c, corpus) "
+            "AND session_id = coalesce($s, session_id) "
+            "AND actor_type IS NOT DISTINCT FROM coalesce($a, actor_type) "
+            "AND other_actor_type IS NOT DISTINCT FROM coalesce($o, other_actor_type)",
+            {"c": corpus, "s": session, "a": actor_type, "o": other_actor_type}, output=output)
+
     # ---------------------------------------------------------------- graph libraries
     def networkx(self, corpus: str, session: str):
         """The session's action graph as a ``networkx.MultiDiGraph``."""

@@ -97,20 +97,33 @@ def ingest(
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    no_refresh: Annotated[bool, typer.Option(
+        "--no-refresh", help="Leave the materialized views (adoptions, adoption_chains, "
+        "co_occurrences) for a later `graphlake lake refresh`, e.g. between the runs of a bulk "
+        "load. Queries stay correct meanwhile: they compute those views from their SQL.")]
+    = False,
 ):
-    """Ingest PATH with the CORPUS ingestor as one new lake version.
+    """Ingest PATH with the CORPUS ingestor as one new lake version, then refresh the
+    materialized views for the sessions it added to (a second version).
 
     Prints, per table, how many records were accepted, how many of those were new to the lake
     (re-ingesting the same files adds nothing), and how many were rejected. Rejected records
     are kept with their raw payload and a reason: `graphlake sql "SELECT * FROM rejects"`.
     """
+    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh)
 
-    lk = _lake(lake)
+
+def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
+                      refresh: bool = True):
+    """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
     try:
         stats, snap = _run_ingest(corpus, path, lk, quiet)
+        print_ingest_report(corpus, stats, snap, lk)
+        if refresh and snap is not None:
+            print_refresh_report(_refresh(lk))
     except (GraphlakeError, FileNotFoundError) as exc:
         _fail(exc)
-    print_ingest_report(corpus, stats, snap, lk)
+    return stats, snap
 
 
 def _run_ingest(corpus: str, path: Path, lk, quiet: bool):
@@ -128,6 +141,23 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool):
         return ingest_path(corpus, path, lk, on_unit=tick)
 
 
+def _refresh(lk, full: bool = False):
+    from graphlake.lake.derived import refresh
+
+    return refresh(lk, full=full)
+
+
+def print_refresh_report(rep) -> None:
+    if rep.snapshot is None:
+        console.print("materialized views: already up to date")
+        return
+    made = ", ".join(f"{name} {n:,} rows" for name, n in rep.rows.items())
+    n = rep.sessions
+    which = "every session" if n is None else f"{n:,} session{'' if n == 1 else 's'}"
+    console.print(f"materialized views refreshed for {which} in {rep.seconds:.1f} s ({made}); "
+                  f"committed lake version {rep.snapshot.lake_version}")
+
+
 def print_ingest_report(corpus, stats, snap, lk) -> None:
     from graphlake.schema import TABLES
 
@@ -141,9 +171,6 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
         if a or r:
             t.add_row(name, str(a), str(n), str(r) if r else "")
     console.print(t)
-    if stats.derived:
-        made = ", ".join(f"{name} {rows:,} rows" for name, rows in stats.derived.items())
-        console.print(f"materialized views refreshed in {stats.derived_s:.1f} s: {made}")
     total_rej = sum(stats.rejected.values())
     if snap is None:
         console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")
@@ -375,6 +402,25 @@ def lake_compact(
     console.print(f"committed lake version {snap.lake_version}" if snap else "already compact")
 
 
+@lake_app.command("refresh")
+def lake_refresh(
+    lake: LakeOpt = None,
+    full: Annotated[bool, typer.Option(
+        "--full", help="Recompute every session, not only those with new rows.")] = False,
+):
+    """Bring the materialized views (adoptions, adoption_chains, co_occurrences) up to date,
+    as a new lake version.
+
+    `graphlake ingest` does this after each run unless told `--no-refresh`. Until it happens,
+    or after upgrading to a graphlake whose view SQL differs, queries compute those views from
+    their SQL (correct, slower) and `graphlake lake info` marks the tables stale.
+    """
+    try:
+        print_refresh_report(_refresh(_lake(lake), full))
+    except GraphlakeError as exc:
+        _fail(exc)
+
+
 # -- export ------------------------------------------------------------------------------------
 @export_app.command("graph")
 def export_graph(
@@ -466,7 +512,7 @@ def demo(
     corpus_dir = out or lk.root.parent / "demo-corpus"
     try:
         run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
-                 ingest=lambda c, p: _run_ingest(c, p, lk, False))
+                 ingest=lambda c, p: ingest_and_report(c, p, lk))
     except GraphlakeError as exc:
         _fail(exc)
 

@@ -67,7 +67,9 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
 
     ``workers`` processes parse units in parallel (default: one per core for large inputs).
     ``on_unit(done, total, path)`` reports progress. Returns the counts and the new snapshot
-    (None when nothing was new).
+    (None when nothing was new). The materialized views are not refreshed here (a run stays
+    one version): call :func:`graphlake.lake.derived.refresh` after, as ``graphlake ingest``
+    does; until then queries compute those views from their SQL.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     units = ingest.get(corpus).units(Path(path))

@@ -208,7 +208,3 @@ class IngestStats:
     rejected: Counter = field(default_factory=Counter)
     added: Counter = field(default_factory=Counter)
     units: int = 0
-    #: rows each materialized view got for the sessions the run touched, and the seconds
-    #: that refresh took (graphlake.lake.derived)
-    derived: Counter = field(default_factory=Counter)
-    derived_s: float = 0.0

@@ -95,6 +95,7 @@ def demo_lake(tmp_path_factory) -> Path:
     from graphlake.demo.almanac_gen import write_almanac_corpus
     from graphlake.demo.corpus import write_demo_corpus
     from graphlake.demo.hasbench_gen import write_hasbench_corpus
+    from graphlake.lake.derived import refresh
     from graphlake.pipeline import ingest_path
 
     root = tmp_path_factory.mktemp("demo")
@@ -102,4 +103,5 @@ def demo_lake(tmp_path_factory) -> Path:
     ingest_path("kolab", write_demo_corpus(root / "corpus", sessions=12, seed=7), lake)
     ingest_path("hasbench", write_hasbench_corpus(root / "corpus", seed=7), lake)
     ingest_path("almanac", write_almanac_corpus(root / "corpus", seed=7), lake)
+    refresh(Lake(lake))  # as `graphlake ingest` does: the materialized views are current
     return lake

@@ -68,6 +68,12 @@ def test_primitives_agree_with_networkx(gl):
     win = gl.window("kolab", SESSION, 30.0, 90.0).to_pylist()
     assert win and all(r["t_start"] <= 90.0 and r["t_end"] >= 30.0 for r in win)
     assert gl.adoption_chains("kolab").num_rows > 0
+    while_ai = gl.co_occurrences("kolab", SESSION, actor_type="ai",
+                                 other_actor_type="human").to_pylist()
+    assert while_ai and all(r["actor_type"] == "ai" and r["other_actor_type"] == "human"
+                            and r["other_t_start"] < r["t_end"]
+                            and r["t_start"] < r["other_t_end"] for r in while_ai)
+    assert gl.co_occurrences("kolab", SESSION).num_rows > len(while_ai)
 
 
 def test_rustworkx_graph_and_betweenness(gl):

@@ -32,8 +32,12 @@ def test_ingest_prints_counts_and_reingest_adds_nothing(tmp_path, corpus):
     assert lines["annotations"] == ["23", "23", "1"]  # 20 hand + 3 of 4 bare
     assert lines["sessions"] == ["2", "2", "1"]
     assert "committed lake version 1" in first.stdout
+    # then the materialized views, as a version of their own
+    assert "materialized views refreshed for every session" in first.stdout
+    assert "committed lake version 2" in first.stdout
     again = cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
-    assert "nothing new" in again.stdout and "stays at version 1" in again.stdout
+    assert "nothing new" in again.stdout and "stays at version 2" in again.stdout
+    assert "refreshed" not in again.stdout
 
 
 def test_bad_reference_reject_names_the_id_and_the_rest_lands(tmp_path, corpus):
@@ -112,7 +116,8 @@ def test_lake_info_history_compact(tmp_path, corpus):
     assert info["nodes"]["rows"] == 14 and info["nodes"]["files"] == 1
     assert info["media"]["delta_version"] is None
     hist = json.loads(cli("lake", "history", "--format", "json", lake=lake).stdout)
-    assert [h["operation"] for h in hist] == ["ingest"]
+    assert [h["operation"] for h in hist] == ["ingest", "refresh"]
+    assert info["adoptions"]["kind"] == "materialized" and info["adoptions"]["rows"] > 0
     assert "already compact" in cli("lake", "compact", lake=lake).stdout
 
 
@@ -125,7 +130,7 @@ def test_unknown_corpus_and_missing_path(tmp_path):
 
 COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "run"],
             ["query", "show"], ["lake"], ["lake", "info"], ["lake", "history"],
-            ["lake", "compact"], ["schema"], ["schema", "export"], ["demo"], ["export"],
+            ["lake", "compact"], ["lake", "refresh"], ["schema"], ["schema", "export"], ["demo"], ["export"],
             ["export", "graph"], ["export", "ocel"]]
 
 

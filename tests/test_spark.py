@@ -72,7 +72,9 @@ def test_macros_and_path_modes_same_on_spark(demo_lake):
         "AND b.node_id = 'seg1a/n2'",
         "SELECT * FROM GRAPH_TABLE (kolab MATCH WALK (a:ai)-[w:next]->{1,3}(b:human)) g",
         "SELECT * FROM GRAPH_TABLE (kolab MATCH ALL SHORTEST (a:human)-[w:next]->{1,4}(b:ai)) g",
+        "SELECT * FROM adoptions",
         "SELECT * FROM adoption_chains",
+        "SELECT * FROM co_occurrences",
     ):
         duck, spark = both(sql, demo_lake)
         assert duck, sql

@@ -17,14 +17,12 @@ from graphlake.query.output import rich_table
 
 def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console: Console,
              ingest) -> dict:
-    """Generate, ingest (with ``ingest(corpus, path)``), and print; return the analyses."""
-    from graphlake.cli import print_ingest_report
-
+    """Generate, ingest (with ``ingest(corpus, path)``, which also reports), and print;
+    return the analyses."""
     console.rule("[bold]graphlake demo")
     kolab_dir = write_demo_corpus(corpus_dir, sessions=sessions, seed=seed)
     console.print(f"generated {sessions} Kolab sessions (seed {seed}) in {kolab_dir}")
-    stats, snap = ingest("kolab", kolab_dir)
-    print_ingest_report("kolab", stats, snap, lake)
+    ingest("kolab", kolab_dir)
     res = headline(lake)
     console.rule("[bold]AI retention by sector (Kolab Figure 3c)")
     ret = res["retention"].select(["domain", "n_responses", "retention_adopt",
@@ -44,8 +42,7 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     console.rule("[bold]Generated HAS-Bench and Almanac corpora")
     for corpus, folder in (("hasbench", write_hasbench_corpus(corpus_dir, seed=seed)),
                            ("almanac", write_almanac_corpus(corpus_dir, seed=seed))):
-        stats, snap = ingest(corpus, folder)
-        print_ingest_report(corpus, stats, snap, lake)
+        ingest(corpus, folder)
     rescue = run_named("has_rescue", lake, from_condition="A1", to_condition="A3")
     console.print(rich_table(rescue.select(["domain", "failed_before", "rescued", "broken",
                                             "rescue_rate"]),
@@ -56,8 +53,7 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     if samples:
         console.rule("[bold]Real public samples")
         for corpus, path in samples:
-            stats, snap = ingest(corpus, path)
-            print_ingest_report(corpus, stats, snap, lake)
+            ingest(corpus, path)
     console.rule("[bold]Every corpus in one lake")
     overview = run_named("corpus_overview", lake).select(
         ["corpus", "sessions", "scenarios", "events", "human_share", "adoption_rate",

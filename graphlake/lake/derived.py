@@ -1,27 +1,39 @@
-"""Materialized views: derived views kept as lake tables, refreshed by each ingest commit.
+"""Materialized views: derived views kept as lake tables, brought up to date by ``refresh``.
 
 ``adoptions`` resolves every adoption triple's three ends to steps and times,
 ``adoption_chains`` follows each request through its responses in time order, and
 ``co_occurrences`` pairs the occurrences of a session that overlap in time (a join index for
 "what happened while the agent worked"). Computed at query time they join and sort millions of
 rows on every call (2 to 10 s each at 100k sessions), yet each depends only on the rows of one
-session, and a session's rows change only when an ingest run adds to them. So a run's commit
-recomputes them for the sessions it touched, with the view's own SQL (``queries/views/``, still
-the single definition), and appends the result to a Delta table pinned by the same lake
-snapshot. Queries then read the table.
+session, and a session's rows change only when an ingest run adds to them. So :func:`refresh`
+computes them with the view's own SQL (``queries/views/``, still the single definition) for
+the sessions whose rows changed, and commits the result as Delta tables in a lake version of
+its own. Queries then read the tables.
 
-* Sessions a run added rows to are recomputed; if the table already holds rows for one of
-  them (a run that added to an existing session), those rows are deleted first.
-* The first commit that finds a table missing computes it for every session, so a lake
-  written before the table existed catches up on its next ingest; snapshots older than the
-  table fall back to computing the view (the catalog does this).
+* ``graphlake ingest`` refreshes right after its run's commit (``--no-refresh`` to skip, e.g.
+  between the runs of a bulk load; ``graphlake lake refresh`` later). ``ingest_path`` itself
+  only ingests, so that a run stays one version.
+* A table records what it was computed from, in its Delta configuration: the definition (a
+  hash of the view's SQL, the views it reads and the graph macros) and the versions of the
+  canonical tables it read. The catalog reads it only when both match the snapshot being
+  queried; otherwise it computes the view from its SQL. A stale table is never read.
+* A refresh recomputes the sessions that appear in the input files added since the recorded
+  versions, replacing their rows; a missing table, or one of another definition, is recomputed
+  for every session. ``lake compact`` rewrites files without changing rows, so it moves the
+  recorded versions along with it.
+* Sessions are computed in groups of about ``CHUNK_ROWS`` input rows: memory stays bounded.
 * Spark keeps computing the views from the SQL, so the conformance tests compare the
   materialized rows with an independent evaluation of the definition.
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
+import time
+from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 import duckdb
@@ -29,104 +41,271 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from graphlake.lake.store import Lake, Snapshot
-from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED, depends_on
+from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED, depends_on, standalone_sql
+
+#: Delta table configuration keys: the definition a table was computed with, and the versions
+#: of the canonical tables it was computed from (JSON).
+DEFINITION_KEY = "graphlake.definition"
+INPUTS_KEY = "graphlake.inputs"
+
+#: Sessions are recomputed in groups of about this many input rows (bounded memory).
+CHUNK_ROWS = 1_000_000
 
 
-def inputs() -> frozenset[str]:
-    """The canonical tables whose new rows make a materialized view stale."""
-    return frozenset().union(*map(depends_on, MATERIALIZED))
+@cache
+def definition(name: str) -> str:
+    """A hash of everything a materialized view's rows depend on besides the data."""
+    from graphlake.query.graph_macros import MACROS
 
+    text = standalone_sql(name) + "".join(m.create_sql() for m in MACROS.values())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@cache
+def inputs() -> tuple[str, ...]:
+    """The canonical tables the materialized views read."""
+    return tuple(sorted(frozenset().union(*map(depends_on, MATERIALIZED))))
+
+
+def input_versions(snap: Snapshot) -> str:
+    """The versions of the input tables in ``snap``, as recorded in a table's configuration."""
+    return json.dumps({t: snap.table_versions.get(t) for t in inputs()}, sort_keys=True)
+
+
+def current_files(lake: Lake, name: str, snap: Snapshot) -> list[str] | None:
+    """The files of materialized view ``name`` in ``snap``, or None when ``snap`` has no such
+    table or it is stale: computed with another definition or from other input versions (then
+    compute the view instead)."""
+    dt = lake.delta(name, snap)
+    if dt is None:
+        return None
+    conf = dt.metadata().configuration
+    if conf.get(DEFINITION_KEY) != definition(name) or \
+            conf.get(INPUTS_KEY) != input_versions(snap):
+        return None
+    return dt.file_uris()
+
+
+@dataclass
+class RefreshReport:
+    """What a refresh did: rows written per view, sessions recomputed, seconds taken."""
+
+    snapshot: Snapshot | None = None
+    rows: dict[str, int] = field(default_factory=dict)
+    sessions: int | None = None  # None: every session (a full recomputation)
+    seconds: float = 0.0
+
+
+def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> RefreshReport:
+    """Bring every materialized view up to date with the lake's latest version, committing the
+    result as a new lake version (none when they already are). ``full`` recomputes every
+    session even when an incremental refresh would do."""
+    t0 = time.perf_counter()
+    report = RefreshReport()
+    with lake.write_lock():
+        base = lake.snapshot()
+        if not base.table_versions:
+            return report
+        lake.roll_back_orphans(base)
+        target = input_versions(base)
+        changed: set[tuple[str, str]] | None = set()  # None: all sessions
+        stale = False
+        for name in MATERIALIZED:
+            dt = lake.delta(name, base)
+            conf = dt.metadata().configuration if dt is not None else {}
+            if full or dt is None or conf.get(DEFINITION_KEY) != definition(name):
+                changed, stale = None, True
+                break
+            if conf.get(INPUTS_KEY) != target:
+                stale = True
+                since = _changed_sessions(lake, base, json.loads(conf.get(INPUTS_KEY) or "{}"))
+                changed = None if since is None else changed | since
+        if not stale:
+            return report
+        staging = lake.meta_dir / "staging" / f"refresh-{time.time_ns()}"
+        staging.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory":
+                                     str(staging), "preserve_insertion_order": False})
+        try:
+            versions = dict(base.table_versions)
+            made = _recompute(con, lake, base, changed, target)
+            versions.update({name: v for name, (_n, v) in made.items()})
+        finally:
+            con.close()
+            _rmtree(staging)
+        report.snapshot = lake.commit_snapshot(operation="refresh", corpus=None, source=None,
+                                               table_versions=versions, rows_added={})
+    report.rows = {name: n for name, (n, _v) in made.items()}
+    report.sessions = None if changed is None else len(changed)
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def carry_over(lake: Lake, base: Snapshot, versions: dict[str, int]) -> None:
+    """After a rewrite that changed no rows (compaction), let the tables that were current at
+    ``base`` say they are current at ``versions`` too (updates ``versions`` in place)."""
+    after = input_versions(Snapshot(0, None, "", None, None, versions, {}))
+    if after == input_versions(base):
+        return
+    for name in MATERIALIZED:
+        if current_files(lake, name, base) is None or name not in versions:
+            continue
+        dt = DeltaTable(str(lake.table_path(name)))
+        dt.alter.set_table_properties({INPUTS_KEY: after}, raise_if_not_exists=False)
+        versions[name] = DeltaTable(str(lake.table_path(name))).version()
+
+
+# ------------------------------------------------------------------------------ internals
 
 def _quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def refresh(lake: Lake, base: Snapshot, versions: dict[str, int], corpus: str,
-            touched: dict[str, set[str]], *, memory_limit: str = "1GB",
-            temp_directory: Path | None = None) -> dict[str, tuple[int, int]]:
-    """Recompute the materialized views for the sessions of ``corpus`` this run touched.
+def _files(lake: Lake, table: str, version: int | None) -> list[str]:
+    if version is None:
+        return []
+    return DeltaTable(str(lake.table_path(table)), version=version).file_uris()
 
-    ``versions`` are the table versions the run is about to pin; ``touched`` maps each
-    canonical table to the session ids the run added rows to. Returns ``{table: (rows
-    written, new Delta version)}`` for the tables that changed.
-    """
-    from graphlake.query.catalog import create_macros, create_table_views, derived_schema
 
-    full = any(name not in base.table_versions for name in MATERIALIZED)
-    sessions = set().union(*(touched.get(t, set()) for name in MATERIALIZED
-                             for t in depends_on(name)))
-    if not full and not sessions:
-        return {}
-    config = {"memory_limit": memory_limit}
-    if temp_directory:
-        config["temp_directory"] = str(temp_directory)
-    con = duckdb.connect(config=config)
+def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None]
+                      ) -> set[tuple[str, str]] | None:
+    """(corpus, session) of every row in input files added since ``recorded``; None when that
+    cannot be told (an old version's log is gone), which means: recompute everything."""
+    new_files: list[str] = []
     try:
-        files = {t: _files(lake, t, versions) for t in inputs()}
-        where = ""
-        if not full:
-            con.register("_touched", pa.table({"session_id": sorted(sessions)}))
-            where = (f"corpus = {_quote(corpus)} AND session_id IN "
-                     "(SELECT session_id FROM _touched)")
-        create_table_views(con, files, where=where)
-        create_macros(con)
-        out = {}
-        for name in MATERIALIZED:
-            # a table, so the views after it read these rows rather than recomputing them
-            con.execute(f"CREATE OR REPLACE TABLE {name} AS {DERIVED_VIEWS[name][0]}")
-            if not full:
-                _delete_sessions(lake, name, base, corpus, sessions)
-            reader = con.table(name).to_arrow_reader(100_000)
-            try:
-                out[name] = _append(lake, name, reader, derived_schema(name))
-            finally:
-                reader.close()
-        return out
+        for t in inputs():
+            old = set(_files(lake, t, recorded.get(t)))
+            new_files += [f for f in _files(lake, t, base.table_versions.get(t)) if f not in old]
+    except Exception:  # deltalake raises plain exceptions for versions it cannot load
+        return None
+    if not new_files:
+        return set()
+    con = duckdb.connect()
+    try:
+        return set(con.execute("SELECT DISTINCT corpus, session_id FROM read_parquet(?, "
+                               "union_by_name=true)", [new_files]).fetchall())
     finally:
         con.close()
 
 
-def _files(lake: Lake, table: str, versions: dict[str, int]) -> list[str]:
-    v = versions.get(table)
-    return [] if v is None else DeltaTable(str(lake.table_path(table)), version=v).file_uris()
+def _recompute(con: duckdb.DuckDBPyConnection, lake: Lake, base: Snapshot,
+               changed: set[tuple[str, str]] | None, target: str) -> dict[str, tuple[int, int]]:
+    """Write each view's rows for ``changed`` sessions (None: all); {view: (rows, version)}."""
+    from graphlake.query.catalog import create_macros, create_table_views, derived_schema
+
+    files = {t: _files(lake, t, base.table_versions.get(t)) for t in inputs()}
+    create_table_views(con, files)
+    create_macros(con)
+    if changed is not None:
+        con.register("_changed", pa.table({"corpus": [c for c, _s in sorted(changed)],
+                                           "session_id": [s for _c, s in sorted(changed)]}))
+    chunks = _chunks(con, changed is not None)
+    out: dict[str, tuple[int, int]] = {}
+    for name in MATERIALIZED:
+        schema = derived_schema(name)
+        if changed is None:  # a new, empty table (replacing any rows of another definition)
+            _create(lake, name, schema)
+        else:
+            _delete_sessions(lake, name, base, changed)
+        # the views before this one read the rows just written, not a recomputation
+        done = {dep: _files(lake, dep, v) for dep, (_n, v) in out.items()}
+        n, _v = _append(lake, name, _compute(con, name, files, done, chunks), schema)
+        dt = DeltaTable(str(lake.table_path(name)))
+        dt.alter.set_table_properties({INPUTS_KEY: target}, raise_if_not_exists=False)
+        out[name] = (n, DeltaTable(str(lake.table_path(name))).version())
+    return out
 
 
-def _delete_sessions(lake: Lake, name: str, base: Snapshot, corpus: str,
-                     sessions: set[str]) -> None:
+def _chunks(con: duckdb.DuckDBPyConnection, narrow: bool) -> list[str]:
+    """The sessions to compute, as SQL conditions each selecting about CHUNK_ROWS input rows:
+    a range of session ids of one corpus (which Parquet statistics prune), narrowed to the
+    ``_changed`` sessions when ``narrow``."""
+    counts = " UNION ALL ".join(
+        f"SELECT corpus, session_id, count(*) AS n FROM {t} GROUP BY ALL" for t in inputs())
+    only = " SEMI JOIN _changed USING (corpus, session_id)" if narrow else ""
+    rows = con.execute(f"SELECT corpus, session_id, sum(n) FROM ({counts}){only} "
+                       "GROUP BY ALL ORDER BY ALL").fetchall()
+    groups: list[list] = []  # [corpus, first session, last session, rows]
+    for c, sid, n in rows:
+        if not groups or groups[-1][0] != c or groups[-1][3] >= CHUNK_ROWS:
+            groups.append([c, sid, sid, 0])
+        groups[-1][2] = sid
+        groups[-1][3] += n
+    tail = (" AND session_id IN (SELECT session_id FROM _changed WHERE corpus = {c})"
+            if narrow else "")
+    return [f"corpus = {_quote(c)} AND session_id BETWEEN {_quote(lo)} AND {_quote(hi)}"
+            + tail.format(c=_quote(c)) for c, lo, hi, _n in groups]
+
+
+def _compute(con: duckdb.DuckDBPyConnection, name: str, files: dict[str, list[str]],
+             done: dict[str, list[str]], chunks: list[str]):
+    """Batches of view ``name``, one group of sessions at a time."""
+    from graphlake.query.catalog import create_table_views, derived_schema, files_select
+
+    for where in chunks:
+        create_table_views(con, files, where=where)
+        for dep, dep_files in done.items():
+            con.execute(f"CREATE OR REPLACE VIEW {dep} AS "
+                        f"{files_select(dep_files, derived_schema(dep), where)}")
+        reader = con.sql(DERIVED_VIEWS[name][0]).to_arrow_reader(100_000)
+        try:
+            yield from reader
+        finally:
+            reader.close()
+
+
+def _delete_sessions(lake: Lake, name: str, base: Snapshot,
+                     changed: set[tuple[str, str]]) -> None:
     """Drop the rows a refresh replaces (only sessions the table already has rows for)."""
     files = lake.files(name, base)
-    if not files:
+    if not files or not changed:
         return
     con = duckdb.connect()
     try:
-        con.register("_touched", pa.table({"session_id": sorted(sessions)}))
-        present = [r[0] for r in con.execute(
-            "SELECT DISTINCT session_id FROM read_parquet(?) WHERE corpus = ? "
-            "AND session_id IN (SELECT session_id FROM _touched)", [files, corpus]).fetchall()]
+        con.register("_changed", pa.table({"corpus": [c for c, _s in changed],
+                                           "session_id": [s for _c, s in changed]}))
+        present = con.execute(
+            "SELECT DISTINCT corpus, session_id FROM read_parquet(?) "
+            "SEMI JOIN _changed USING (corpus, session_id)", [files]).fetchall()
     finally:
         con.close()
-    if present:
-        DeltaTable(str(lake.table_path(name))).delete(
-            f"corpus = {_quote(corpus)} AND session_id IN ({', '.join(map(_quote, present))})")
+    by_corpus: dict[str, list[str]] = {}
+    for c, s in present:
+        by_corpus.setdefault(c, []).append(s)
+    if by_corpus:
+        DeltaTable(str(lake.table_path(name))).delete(" OR ".join(
+            f"(corpus = {_quote(c)} AND session_id IN ({', '.join(map(_quote, ids))}))"
+            for c, ids in sorted(by_corpus.items())))
 
 
-def _append(lake: Lake, name: str, reader: pa.RecordBatchReader,
-            schema: pa.Schema) -> tuple[int, int]:
-    """Stream the rows into the table (created empty when new); return (rows, version)."""
+def _create(lake: Lake, name: str, schema: pa.Schema) -> None:
     path = lake.table_path(name)
-    if not DeltaTable.is_deltatable(str(path)):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        DeltaTable.create(str(path), schema=schema)
-    nonempty = (b.cast(schema) for b in reader if b.num_rows)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    exists = DeltaTable.is_deltatable(str(path))
+    DeltaTable.create(str(path), schema=schema, mode="overwrite" if exists else "error",
+                      configuration={DEFINITION_KEY: definition(name)},
+                      raise_if_key_not_exists=False)
+
+
+def _append(lake: Lake, name: str, batches, schema: pa.Schema) -> tuple[int, int]:
+    """Stream the batches into the table; return (rows, version)."""
+    path = lake.table_path(name)
+    nonempty = (b.cast(schema) for b in batches if b.num_rows)
     first = next(nonempty, None)
     counted = 0
     if first is not None:
-        def batches():
+        def counting():
             nonlocal counted
             for b in itertools.chain([first], nonempty):
                 counted += b.num_rows
                 yield b
 
-        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches()),
+        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, counting()),
                         mode="append")
     return counted, DeltaTable(str(path)).version()
+
+
+def _rmtree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphlake.lake import derived
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 from graphlake.schema.views import MATERIALIZED
@@ -15,7 +16,7 @@ from graphlake.schema.views import MATERIALIZED
 @dataclass
 class TableInfo:
     table: str
-    kind: str  # canonical, or materialized (a derived view kept as a table)
+    kind: str  # canonical, materialized (a derived view kept as a table) or materialized (stale)
     delta_version: int | None
     rows: int
     files: int
@@ -26,7 +27,10 @@ def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
     """Rows, files and bytes of every table in ``snap`` (from Delta file statistics)."""
     out = []
     for name in (*TABLES, *MATERIALIZED):
-        kind = "materialized" if name in MATERIALIZED else "canonical"
+        kind = "canonical"
+        if name in MATERIALIZED:  # stale: another definition; read as the view until refreshed
+            kind = "materialized" if derived.current_files(lake, name, snap) is not None or \
+                name not in snap.table_versions else "materialized (stale)"
         dt = lake.delta(name, snap)
         if dt is None:
             out.append(TableInfo(name, kind, None, 0, 0, 0))
@@ -63,6 +67,7 @@ def compact(lake: Lake, *, vacuum: bool = False) -> tuple[Snapshot | None, dict[
                     retention_hours=0, dry_run=False, enforce_retention_duration=False))
             report[name] = {"files_removed": removed, "files_added":
                             metrics.get("numFilesAdded", 0), "vacuumed": metrics.get("vacuumed")}
+        derived.carry_over(lake, base, versions)  # same rows: views stay current
         snap = None
         if versions != base.table_versions:
             snap = lake.commit_snapshot(operation="compact", corpus=None, source=None,

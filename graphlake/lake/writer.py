@@ -12,9 +12,7 @@ At commit the run
    others become rejects carrying their whole file, and their rows are dropped;
 2. streams each table's staged files through DuckDB, dropping rows whose primary key is
    already in the lake (deterministic ids make re-ingest a no-op) or repeats within the run;
-3. appends the survivors to the Delta tables;
-4. refreshes the materialized views for the sessions that got new rows
-   (:mod:`graphlake.lake.derived`) and pins every new version in one snapshot row.
+3. appends the survivors to the Delta tables and pins the new versions in one snapshot row.
 """
 
 from __future__ import annotations
@@ -23,7 +21,6 @@ import itertools
 import json
 import os
 import shutil
-import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,13 +28,11 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
 from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats
-from graphlake.lake import derived
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 
@@ -162,27 +157,15 @@ class LakeRun:
                         con.register("_losers", pa.table(
                             {"session_id": [s for s, _ in losers],
                              UNIT: pa.array([u for _, u in losers], pa.int32())}))
-                    touched: dict[str, set[str]] = {}
                     for table in TABLES:
                         if not (self.staging / table).is_dir():
                             continue
-                        added, version, sessions = self._append(con, table, base,
-                                                                bool(losers), stats)
+                        added, version = self._append(con, table, base, bool(losers), stats)
                         if added:
                             stats.added[table] = added
                             versions[table] = version
-                            touched[table] = sessions
                 finally:
                     con.close()
-                if stats.added:
-                    t0 = time.perf_counter()
-                    for name, (rows, version) in derived.refresh(
-                            self.lake, base, versions, self.corpus, touched,
-                            memory_limit=self.memory_limit,
-                            temp_directory=self.staging / "_tmp").items():
-                        stats.derived[name] = rows
-                        versions[name] = version
-                    stats.derived_s = time.perf_counter() - t0
                 snap = None
                 if stats.added:
                     snap = self.lake.commit_snapshot(
@@ -213,8 +196,7 @@ class LakeRun:
         return losers
 
     def _append(self, con, table: str, base: Snapshot, has_losers: bool, stats: IngestStats):
-        """Add one table's staged rows to the lake; return (rows added, new Delta version,
-        the session ids the added rows belong to).
+        """Add one table's staged rows to the lake; return (rows added, new Delta version).
 
         The common case (no duplicate sessions, no repeated keys, nothing already in the
         lake) adopts the staged files as Delta data files: a metadata-only commit. Otherwise
@@ -247,9 +229,7 @@ class LakeRun:
         collides = in_lake and con.sql(f"SELECT 1 FROM {source} SEMI JOIN {in_lake} "
                                        f"USING ({keys}) LIMIT 1").fetchall()
         if not (has_losers or repeats or collides):
-            sessions = ({r[0] for r in con.sql(f"SELECT DISTINCT session_id FROM {source}")
-                         .fetchall()} if table in derived.inputs() else set())
-            return *self._adopt(table, files), sessions
+            return self._adopt(table, files)
         distinct = f"DISTINCT ON ({keys}) " if repeats else ""
         query = f"SELECT {distinct}* FROM {source}"
         if in_lake:
@@ -284,25 +264,22 @@ class LakeRun:
         dt.create_write_transaction(actions, mode="append", schema=schema)
         return rows, DeltaTable(str(path)).version()
 
-    def _write_stream(self, table: str, reader: pa.RecordBatchReader
-                      ) -> tuple[int, int | None, set[str]]:
+    def _write_stream(self, table: str, reader: pa.RecordBatchReader) -> tuple[int, int | None]:
         nonempty = (b for b in reader if b.num_rows)
         first = next(nonempty, None)
         if first is None:
-            return 0, None, set()
+            return 0, None
         schema = TABLES[table].schema
         counted = 0
-        sessions: set[str] = set()
 
         def batches():
             nonlocal counted
             for b in itertools.chain([first], nonempty):
                 counted += b.num_rows
-                sessions.update(pc.unique(b.column("session_id")).to_pylist())
                 yield b.cast(schema)
 
         path = self.lake.table_path(table)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches()),
                         mode="append")
-        return counted, DeltaTable(str(path)).version(), sessions
+        return counted, DeltaTable(str(path)).version()

@@ -15,6 +15,7 @@ import duckdb
 import pyarrow as pa
 
 from graphlake.lake import Lake, Snapshot
+from graphlake.lake.derived import current_files
 from graphlake.query.graph_macros import MACROS
 from graphlake.schema import TABLES
 from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED
@@ -62,17 +63,18 @@ def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None 
     cat.columns.update(create_table_views(con, files))
     create_macros(con)
     for name, (sql, _doc) in DERIVED_VIEWS.items():
-        if name in MATERIALIZED and name in snap.table_versions:
+        kept = current_files(lake, name, snap) if name in MATERIALIZED else None
+        if kept is not None:
             # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
-            body = _files_select(lake.files(name, snap), derived_schema(name))
-        else:  # computed from the canonical tables (and lake versions older than the table)
+            body = files_select(kept, derived_schema(name))
+        else:  # computed from the canonical tables (older lake versions, other definitions)
             body = sql
         con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]
     return cat
 
 
-def _files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
+def files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
     if not files:
         return _empty_select(schema)
     cols = ", ".join(schema.names)
@@ -87,7 +89,7 @@ def create_table_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str
     columns = {}
     for name, spec in TABLES.items():
         con.execute(f"CREATE OR REPLACE VIEW {name} AS "
-                    f"{_files_select(files.get(name, []), spec.schema, where)}")
+                    f"{files_select(files.get(name, []), spec.schema, where)}")
         columns[name] = list(spec.schema.names)
     return columns
 
