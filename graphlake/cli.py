@@ -199,10 +199,10 @@ def sql(
     """Run one read-only SQL statement over the lake's views.
 
     Views: sessions, participants, steps, nodes, node_occurrences, edges, events, annotations,
-    adoptions, media, documents, scenarios, landmarks, canvas_cells, rejects (see schemas/ for
-    their columns). Statements are
-    parsed by sqlglot first: only reads pass, and unknown tables or columns get a
-    "did you mean".
+    media, documents, scenarios, landmarks, canvas_cells, rejects (see schemas/ for their
+    columns), and the derived adoptions, adoption_chains, co_occurrences, session_metrics,
+    session_process, run_outcomes. Statements are parsed by sqlglot first: only reads pass,
+    and unknown tables or columns get a "did you mean".
 
     Graph patterns stand where a table can (see docs/patterns.md):
 
