@@ -130,8 +130,8 @@ def test_unknown_corpus_and_missing_path(tmp_path):
 
 COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "run"],
             ["query", "show"], ["lake"], ["lake", "info"], ["lake", "history"],
-            ["lake", "compact"], ["lake", "refresh"], ["schema"], ["schema", "export"], ["demo"], ["export"],
-            ["export", "graph"], ["export", "ocel"]]
+            ["lake", "compact"], ["lake", "refresh"], ["schema"], ["schema", "export"],
+            ["demo"], ["export"], ["export", "graph"], ["export", "ocel"]]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "graphlake")

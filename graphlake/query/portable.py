@@ -12,8 +12,10 @@ handing the tree to sqlglot's Spark generator:
 * ``$name`` parameters become literals;
 * ``percentile_cont`` (which sqlglot turns into ``percentile_approx``) becomes Spark's exact
   ``percentile``, and decimal literals become DOUBLE, as DuckDB computes with them;
-* ordered list aggregation becomes ``transform(array_sort(collect_list(struct(key, value))),
-  e -> e.value)``, and ``list(DISTINCT x ORDER BY x)`` becomes ``array_sort(collect_set(x))``.
+* ordered list aggregation becomes ``transform(array_sort(collect_list(struct(key IS NULL,
+  key, value))), e -> e.value)``, and ``list(DISTINCT x ORDER BY x)`` becomes
+  ``array_sort(collect_set(x))`` with one NULL appended when the group had one (NULLs sort
+  last and survive DISTINCT in DuckDB).
 
 (Write list lengths as ``array_length(x)``: DuckDB's ``len`` parses like ``length``, which
 Spark reserves for text and refuses on arrays: loudly, so the conformance test would say.)
@@ -160,12 +162,23 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
             if len(keys) != 1 or keys[0].this != value or keys[0].args.get("desc"):
                 raise SqlError("list(DISTINCT x ORDER BY y) with y other than x has no exact "
                                "Spark form; order by the value itself or drop DISTINCT")
-            return exp.Anonymous(this="array_sort", expressions=[
-                exp.Anonymous(this="collect_set", expressions=[value])])
+            # collect_set drops NULL, which DuckDB keeps (once, last): put it back
+            null_once = sqlglot.parse_one(
+                "transform(slice(filter(collect_list(struct(x AS v)), e -> e.v IS NULL), 1, 1),"
+                " e -> e.v)", read="spark").transform(
+                    lambda n: value.copy() if isinstance(n, exp.Column) and n.name == "x"
+                    else n)
+            return exp.Anonymous(this="concat", expressions=[
+                exp.Anonymous(this="array_sort", expressions=[
+                    exp.Anonymous(this="collect_set", expressions=[value])]), null_once])
         if any(k.args.get("desc") for k in keys):
             raise SqlError("list(... ORDER BY ... DESC) has no exact Spark form yet; order "
                            "ascending and reverse() the list")
-        fields = [exp.alias_(k.this.copy(), f"k{i}") for i, k in enumerate(keys)]
+        # DuckDB sorts NULL keys last; Spark orders a struct's NULL fields first
+        fields = []
+        for i, k in enumerate(keys):
+            fields.append(exp.alias_(exp.Is(this=k.this.copy(), expression=exp.Null()), f"n{i}"))
+            fields.append(exp.alias_(k.this.copy(), f"k{i}"))
         fields.append(exp.alias_(value.copy(), "v"))
         sorted_list = exp.Anonymous(this="array_sort", expressions=[
             exp.Anonymous(this="collect_list", expressions=[

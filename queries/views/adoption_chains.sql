@@ -1,7 +1,43 @@
 -- view: adoption_chains
--- description: one request followed through every AI output and response it led to, across steps
-SELECT corpus, session_id,
-       coalesce(source_node, ai_node) AS chain_root,
+-- description: one request followed through every AI output and response it led to, across steps, and on through responses that became the next request
+-- A chain starts at a request (source node) and takes in every adopt / modify / reject triple
+-- of that request, and of every later request made from a response in the chain (a person
+-- who modifies an AI output and prompts again from there refines the same chain). Triples
+-- without a request form chains rooted at their AI node. When a response-turned-request
+-- descends from several starts, it joins the chain of the least start node id.
+WITH RECURSIVE links AS (
+    -- the request `node` was a response in a triple whose request is `parent`
+    SELECT DISTINCT c.corpus, c.session_id, c.source_node AS node, p.source_node AS parent
+    FROM adoptions c
+    JOIN adoptions p ON p.corpus = c.corpus AND p.session_id = c.session_id
+         AND p.response_node = c.source_node
+    WHERE p.source_node IS NOT NULL AND p.source_node <> c.source_node
+),
+up (corpus, session_id, node, ancestor, hops) AS (
+    SELECT DISTINCT corpus, session_id, node, node, 0 FROM links
+    UNION ALL
+    SELECT DISTINCT u.corpus, u.session_id, u.node, l.parent, u.hops + 1
+    FROM up u
+    JOIN links l ON l.corpus = u.corpus AND l.session_id = u.session_id AND l.node = u.ancestor
+    WHERE u.hops < 64
+),
+roots AS (
+    -- a start is an ancestor that was no one's response; a loop of refinements with no start
+    -- falls back to its least node id
+    SELECT u.corpus, u.session_id, u.node,
+           coalesce(min(u.ancestor) FILTER (WHERE s.node IS NULL), min(u.ancestor)) AS root
+    FROM (SELECT DISTINCT corpus, session_id, node, ancestor FROM up) u
+    LEFT JOIN (SELECT DISTINCT corpus, session_id, node FROM links) s
+         ON s.corpus = u.corpus AND s.session_id = u.session_id AND s.node = u.ancestor
+    GROUP BY u.corpus, u.session_id, u.node
+),
+rooted AS (
+    SELECT a.*, coalesce(r.root, a.source_node, a.ai_node) AS chain_root
+    FROM adoptions a
+    LEFT JOIN roots r ON r.corpus = a.corpus AND r.session_id = a.session_id
+         AND r.node = a.source_node
+)
+SELECT corpus, session_id, chain_root,
        source_node IS NULL AS rooted_at_ai,
        count(*)::INTEGER AS chain_length,
        list(label ORDER BY response_t_start, annotation_id) AS labels,
@@ -9,9 +45,10 @@ SELECT corpus, session_id,
        list(DISTINCT response_step ORDER BY response_step) AS response_steps,
        list(ai_node ORDER BY response_t_start, annotation_id) AS ai_nodes,
        count(DISTINCT ai_node)::INTEGER AS n_ai_outputs,
+       count(DISTINCT source_node)::INTEGER AS n_requests,
        min(coalesce(source_t_start, ai_t_start)) AS t_start,
        max(response_t_end) AS t_end,
        max(response_t_end) - min(coalesce(source_t_start, ai_t_start)) AS span_s,
        bool_or(cross_step) AS crosses_steps
-FROM adoptions
-GROUP BY corpus, session_id, coalesce(source_node, ai_node), source_node IS NULL
+FROM rooted
+GROUP BY corpus, session_id, chain_root, source_node IS NULL
