@@ -7,16 +7,19 @@ database, queried with Cypher), all in the same run over the same rows.
 
 Queries (each engine computes the same answer; the run checks they agree before timing counts):
 
-* adoption chains: every request followed through its responses in time order (length, labels in
-  order, final label, steps, outputs, time spanned) - graphlake: the ``adoption_chains`` table,
-  a materialized view (refreshed after ingest, which `graphlake ingest` does by default; the
-  refresh is timed as part of the load and reported on its own), and, as a second row, the
-  view's SQL computed at query time from the canonical tables; hand SQL computes every column
-  too, reading steps and times from occurrences only (it may: the ingestors always record
-  occurrence numbers), while the view also falls back to ``nodes`` for references without one;
-  networkx and Kuzu compute only the length and the labels in order, resolving each response's
-  time from its occurrence as the lake does (Kuzu: an Adoption node with SOURCE and RESPONSE
-  relationships);
+* adoption chains: every request followed through its responses in time order, and on through
+  responses the person prompted again from (length, labels in order, final label, requests,
+  steps, outputs, time spanned) - graphlake: the ``adoption_chains`` table, a materialized view
+  (refreshed after ingest, which `graphlake ingest` does by default; the refresh is timed as
+  part of the load and reported on its own), and, as a second row, the view's SQL computed at
+  query time from the canonical tables; hand SQL computes every column too, following responses
+  that became requests with the same recursion, and reading steps and times from occurrences
+  only (it may: the ingestors always record occurrence numbers), while the view also falls back
+  to ``nodes`` for references without one; networkx and Kuzu compute only the length and the
+  labels in order, resolving each response's time from its occurrence as the lake does (Kuzu: an
+  Adoption node with SOURCE and RESPONSE relationships), and group by request without following
+  responses that became requests (the generated corpus has none; the run checks that every
+  answer agrees);
 * 3-hop descendants of every prompt (a node that led to an AI output), fewest hops -
   graphlake: a compiled ``GRAPH_TABLE`` pattern with ``-[:next]->{1,3}``;
 * branch and merge nodes (more than one distinct successor / predecessor) - graphlake:
@@ -82,17 +85,38 @@ GRAPHLAKE = {
 
 HAND = {
     "adoption chains": """
-        SELECT a.corpus, a.session_id, a.source_node AS chain_root, false AS rooted_at_ai,
+        WITH RECURSIVE ad AS (
+            SELECT * FROM annotations WHERE kind = 'adoption' AND source_node IS NOT NULL),
+        links AS (SELECT DISTINCT c.session_id, c.source_node AS node, p.source_node AS parent
+                  FROM ad c JOIN ad p ON p.session_id = c.session_id
+                   AND p.response_node = c.source_node AND p.source_node <> c.source_node),
+        up (session_id, node, ancestor, hops) AS (
+            SELECT DISTINCT session_id, node, node, 0 FROM links
+            UNION ALL
+            SELECT DISTINCT u.session_id, u.node, l.parent, u.hops + 1 FROM up u
+            JOIN links l ON l.session_id = u.session_id AND l.node = u.ancestor
+            WHERE u.hops < 64),
+        roots AS (
+            SELECT u.session_id, u.node, coalesce(min(u.ancestor) FILTER (WHERE s.node IS NULL),
+                                                  min(u.ancestor)) AS root
+            FROM (SELECT DISTINCT session_id, node, ancestor FROM up) u
+            LEFT JOIN (SELECT DISTINCT session_id, node FROM links) s
+              ON s.session_id = u.session_id AND s.node = u.ancestor
+            GROUP BY ALL)
+        SELECT a.corpus, a.session_id, coalesce(r.root, a.source_node) AS chain_root,
+               false AS rooted_at_ai,
                count(*)::INTEGER AS chain_length,
                list(a.label ORDER BY ro.t_start, a.annotation_id) AS labels,
                arg_max(a.label, ro.t_start) AS final_label,
                list(DISTINCT ro.step_id ORDER BY ro.step_id) AS response_steps,
                list(a.ai_node ORDER BY ro.t_start, a.annotation_id) AS ai_nodes,
                count(DISTINCT a.ai_node)::INTEGER AS n_ai_outputs,
+               count(DISTINCT a.source_node)::INTEGER AS n_requests,
                min(so.t_start) AS t_start, max(ro.t_end) AS t_end,
                max(ro.t_end) - min(so.t_start) AS span_s,
                bool_or(ao.step_id IS DISTINCT FROM ro.step_id) AS crosses_steps
-        FROM annotations a
+        FROM ad a
+        LEFT JOIN roots r ON r.session_id = a.session_id AND r.node = a.source_node
         JOIN node_occurrences so ON so.corpus = a.corpus AND so.session_id = a.session_id
              AND so.node_id = a.source_node AND so.seq = a.source_seq
         JOIN node_occurrences ao ON ao.corpus = a.corpus AND ao.session_id = a.session_id
@@ -100,8 +124,7 @@ HAND = {
         LEFT JOIN node_occurrences ro ON ro.corpus = a.corpus
              AND ro.session_id = a.session_id AND ro.node_id = a.response_node
              AND ro.seq = a.response_seq
-        WHERE a.kind = 'adoption' AND a.source_node IS NOT NULL
-        GROUP BY a.corpus, a.session_id, a.source_node""",
+        GROUP BY a.corpus, a.session_id, coalesce(r.root, a.source_node)""",
     "3-hop descendants of prompts": """
         WITH p AS (SELECT DISTINCT session_id, source_node AS p FROM annotations
                    WHERE corpus = 'kolab' AND kind = 'adoption' AND source_node IS NOT NULL),
