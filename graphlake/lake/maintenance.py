@@ -28,9 +28,11 @@ def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
     out = []
     for name in (*TABLES, *MATERIALIZED):
         kind = "canonical"
-        if name in MATERIALIZED:  # stale: another definition; read as the view until refreshed
-            kind = "materialized" if derived.current_files(lake, name, snap) is not None or \
-                name not in snap.table_versions else "materialized (stale)"
+        if name in MATERIALIZED:  # stale: behind its inputs or of another definition, so
+            # queries compute the view instead until `lake refresh`
+            stale = name in snap.table_versions and \
+                derived.current_files(lake, name, snap) is None
+            kind = "materialized (stale)" if stale else "materialized"
         dt = lake.delta(name, snap)
         if dt is None:
             out.append(TableInfo(name, kind, None, 0, 0, 0))

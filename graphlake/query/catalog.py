@@ -3,7 +3,8 @@
 Each canonical table becomes a view over exactly the Parquet files its pinned Delta version
 lists (``read_parquet([...])``), so DuckDB scans the lake in place: no copy, projection and
 filter pushdown, all cores. A table with no files yet is an empty view with the right columns,
-so every query works on a new lake.
+so every query works on a new lake. Derived views run their SQL from ``queries/views/``, except
+that a materialized view current for the snapshot reads its table (``graphlake.lake.derived``).
 """
 
 from __future__ import annotations
