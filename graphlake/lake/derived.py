@@ -109,19 +109,24 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
         lake.roll_back_orphans(base)
         target = input_versions(base)
         changed: set[tuple[str, str]] | None = set()  # None: all sessions
-        stale = False
+        behind: set[str] = set()  # the input versions the stale tables were computed from
         for name in MATERIALIZED:
             dt = lake.delta(name, base)
             conf = dt.metadata().configuration if dt is not None else {}
             if full or dt is None or conf.get(DEFINITION_KEY) != definition(name):
-                changed, stale = None, True
+                changed = None
                 break
             if conf.get(INPUTS_KEY) != target:
-                stale = True
-                since = _changed_sessions(lake, base, json.loads(conf.get(INPUTS_KEY) or "{}"))
-                changed = None if since is None else changed | since
-        if not stale:
-            return report
+                behind.add(conf.get(INPUTS_KEY) or "{}")
+        else:
+            if not behind:
+                return report
+            for recorded in behind:  # the tables are refreshed together: usually one
+                since = _changed_sessions(lake, base, json.loads(recorded))
+                if since is None:
+                    changed = None
+                    break
+                changed |= since
         staging = lake.meta_dir / "staging" / f"refresh-{time.time_ns()}"
         staging.mkdir(parents=True, exist_ok=True)
         con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory":

@@ -44,30 +44,28 @@ DERIVED_VIEWS: dict[str, tuple[str, str]] = _load_views()
 
 
 @cache
-def depends_on(name: str) -> frozenset[str]:
-    """The canonical tables a derived view reads, directly or through other derived views."""
+def _direct(name: str) -> frozenset[str]:
+    """Tables and views that the SQL of view ``name`` names (its own CTEs aside)."""
     import sqlglot
     from sqlglot import exp
 
     tree = sqlglot.parse_one(DERIVED_VIEWS[name][0], read="duckdb")
     ctes = {c.alias_or_name for c in tree.find_all(exp.CTE)}
-    out: set[str] = set()
-    for table in tree.find_all(exp.Table):
-        if table.name in ctes:
-            continue
-        out |= depends_on(table.name) if table.name in DERIVED_VIEWS else {table.name}
-    return frozenset(out)
+    return frozenset(t.name for t in tree.find_all(exp.Table) if t.name not in ctes)
+
+
+@cache
+def depends_on(name: str) -> frozenset[str]:
+    """The canonical tables a derived view reads, directly or through other derived views."""
+    return frozenset().union(*(depends_on(t) if t in DERIVED_VIEWS else {t}
+                               for t in _direct(name)))
 
 
 @cache
 def _reads(name: str) -> frozenset[str]:
     """Derived views that ``name`` reads, directly or through each other."""
-    import sqlglot
-    from sqlglot import exp
-
-    direct = {t.name for t in sqlglot.parse_one(DERIVED_VIEWS[name][0], read="duckdb")
-              .find_all(exp.Table) if t.name in DERIVED_VIEWS and t.name != name}
-    return frozenset(direct.union(*(_reads(d) for d in direct)))
+    direct = {t for t in _direct(name) if t in DERIVED_VIEWS}
+    return frozenset(direct.union(*map(_reads, direct)))
 
 
 def standalone_sql(name: str) -> str:
