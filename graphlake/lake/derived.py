@@ -31,10 +31,10 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import shutil
 import time
 from dataclasses import dataclass, field
 from functools import cache
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
@@ -137,7 +137,7 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
             versions.update({name: v for name, (_n, v) in made.items()})
         finally:
             con.close()
-            _rmtree(staging)
+            shutil.rmtree(staging, ignore_errors=True)
         report.snapshot = lake.commit_snapshot(operation="refresh", corpus=None, source=None,
                                                table_versions=versions, rows_added={})
     report.rows = {name: n for name, (n, _v) in made.items()}
@@ -309,8 +309,3 @@ def _append(lake: Lake, name: str, batches, schema: pa.Schema) -> tuple[int, int
                         mode="append")
     return counted, DeltaTable(str(path)).version()
 
-
-def _rmtree(path: Path) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)

@@ -17,16 +17,9 @@ VIEW_ORDER = ("adoptions", "adoption_chains", "co_occurrences", "session_metrics
               "session_process", "run_outcomes")
 
 #: Views kept as lake tables, in dependency order. Each must be computable one session at a
-#: time (grouped and joined by corpus and session), so that a commit can refresh it for the
-#: sessions a run touched. Their row order is not part of their meaning.
+#: time (grouped and joined by corpus and session), so that a refresh can recompute just the
+#: sessions whose rows changed. Their row order is not part of their meaning.
 MATERIALIZED = ("adoptions", "adoption_chains", "co_occurrences")
-
-#: The key of each materialized table (what one row stands for).
-MATERIALIZED_KEYS = {
-    "adoptions": ("corpus", "session_id", "annotation_id"),
-    "adoption_chains": ("corpus", "session_id", "chain_root", "rooted_at_ai"),
-    "co_occurrences": ("corpus", "session_id", "node_id", "seq", "other_node_id", "other_seq"),
-}
 
 
 def _load_views() -> dict[str, tuple[str, str]]:
