@@ -15,8 +15,6 @@ Pass ``engine="spark"`` to run the same statements on PySpark over the same file
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pyarrow as pa
 
 from graphlake.errors import GraphlakeError, attempt_import
@@ -36,30 +34,71 @@ def _convert(table: pa.Table, output: str):
     raise GraphlakeError(f"unknown output {output!r}; choose one of {', '.join(OUTPUTS)}")
 
 
-@dataclass
 class GraphLake:
-    """A lake at one version (latest when None), queried with DuckDB or Spark."""
+    """A lake pinned to one snapshot (the newest when ``version`` is None), queried with
+    DuckDB or Spark.
 
-    lake: Lake
-    version: int | None = None
-    engine: str = "duckdb"
+    The DuckDB catalog is opened once and kept (sandboxed: it reads nothing outside the lake);
+    ``refresh()`` moves to the newest snapshot, ``close()`` (or a ``with`` block) releases it.
+    """
+
+    def __init__(self, lake: Lake, version: int | None = None, engine: str = "duckdb", *,
+                 max_rows: int | None = None, timeout_s: float | None = None):
+        if engine not in ("duckdb", "spark"):
+            raise GraphlakeError(f"unknown engine {engine!r}; choose duckdb or spark")
+        self.lake = lake
+        self.engine = engine
+        self.max_rows = max_rows
+        self.timeout_s = timeout_s
+        self._version = version
+        self._con = None
+        if engine == "duckdb":
+            from graphlake.query.connection import Connection
+
+            self._con = Connection(lake, version)
+
+    @property
+    def version(self) -> int | None:
+        """The lake version this object reads (pinned when it was opened)."""
+        return self._con.version if self._con is not None else self._version
+
+    @property
+    def connection(self):
+        """The pinned :class:`~graphlake.query.connection.Connection` (DuckDB engine)."""
+        return self._con
+
+    def refresh(self) -> bool:
+        """Move to the newest lake snapshot; True when the version changed."""
+        if self._con is not None:
+            return self._con.refresh()
+        newest = self.lake.snapshot(None).lake_version
+        changed, self._version = newest != self._version, newest
+        return changed
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.close()
+
+    def __enter__(self) -> GraphLake:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # ---------------------------------------------------------------- SQL
     def sql(self, statement: str, params: dict | None = None, *, output: str = "arrow",
-            max_rows: int | None = None):
-        """Run one read-only statement (patterns and primitives allowed)."""
+            max_rows: int | None = None, timeout_s: float | None = None):
+        """Run one read-only statement (patterns and primitives allowed). ``max_rows`` and
+        ``timeout_s`` default to the limits given to :func:`connect` (none unless set)."""
+        max_rows = self.max_rows if max_rows is None else max_rows
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
         if self.engine == "spark":
             from graphlake.query.spark import run_sql_spark
 
-            res = run_sql_spark(statement, self.lake, version=self.version, params=params,
+            res = run_sql_spark(statement, self.lake, version=self._version, params=params,
                                 max_rows=max_rows)
-        elif self.engine == "duckdb":
-            from graphlake.query.engine import run_sql
-
-            res = run_sql(statement, self.lake, version=self.version, params=params,
-                          max_rows=max_rows, timeout_s=None)
         else:
-            raise GraphlakeError(f"unknown engine {self.engine!r}; choose duckdb or spark")
+            res = self._con.sql(statement, params, max_rows=max_rows, timeout_s=timeout_s)
         return _convert(res.table, output)
 
     def query(self, name: str, *, output: str = "arrow", **params):
@@ -162,8 +201,11 @@ class GraphLake:
                                                                        "ascending")]), output)
 
 
-def connect(path=None, *, version: int | None = None, engine: str = "duckdb") -> GraphLake:
-    """Open the lake at ``path`` ($GRAPHLAKE_LAKE or the user data folder when None)."""
+def connect(path=None, *, version: int | None = None, engine: str = "duckdb",
+            max_rows: int | None = None, timeout_s: float | None = None) -> GraphLake:
+    """Open the lake at ``path`` ($GRAPHLAKE_LAKE or the user data folder when None), pinned
+    to ``version`` (the newest when None); ``max_rows`` / ``timeout_s`` limit every query."""
     from graphlake.config import resolve_lake_dir
 
-    return GraphLake(Lake(resolve_lake_dir(path)), version, engine)
+    return GraphLake(Lake(resolve_lake_dir(path)), version, engine, max_rows=max_rows,
+                     timeout_s=timeout_s)

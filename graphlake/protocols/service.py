@@ -1,0 +1,210 @@
+"""Instances of every protocol over one pinned lake connection: listed in id order with
+cursors, fetched one by one, exported, and scored.
+
+A protocol's instance index (id, session, target, gold) is one SQL query over the lake,
+computed on first use and kept for the connection's snapshot as an Arrow table sorted by id:
+pagination is a binary search on the id column, so pages never skip or repeat an instance.
+An instance's context is cut from its session's rows (``SessionCache``), on demand.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from graphlake.protocols import scoring
+from graphlake.protocols.session import SessionCache
+from graphlake.protocols.spec import ProtocolError, ProtocolSpec
+from graphlake.query.connection import Connection
+
+MAX_PAGE = 1000
+
+
+@dataclass
+class Page:
+    items: list[dict]
+    next_cursor: str | None
+
+
+def encode_cursor(last_id: str) -> str:
+    return base64.urlsafe_b64encode(last_id.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> str | None:
+    if not cursor:
+        return None
+    try:
+        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+    except (ValueError, UnicodeDecodeError):
+        raise ProtocolError("cursor is not one this service issued; pass the next_cursor "
+                            "of the previous page, or none for the first page") from None
+
+
+@dataclass
+class _Index:
+    table: pa.Table      # one row per instance, sorted by id
+    ids: np.ndarray      # the id column as a NumPy array, for binary search
+
+    def find(self, iid: str) -> int | None:
+        i = int(np.searchsorted(self.ids, iid))
+        return i if i < len(self.ids) and self.ids[i] == iid else None
+
+    def after(self, last: str | None) -> int:
+        return 0 if last is None else int(np.searchsorted(self.ids, last, side="right"))
+
+    def row(self, i: int) -> dict:
+        return self.table.slice(i, 1).to_pylist()[0]
+
+
+class Benchmarks:
+    """Every protocol over ``con`` (its pinned snapshot)."""
+
+    def __init__(self, con: Connection, *, session_cache: int = 1024):
+        from graphlake.protocols import REGISTRY
+
+        self.con = con
+        self.registry = REGISTRY
+        self.sessions = SessionCache(con, session_cache)
+        self._indexes: dict = {}
+        self._lock = threading.Lock()
+
+    # ------------------------------------------------------------------ specs
+    def spec(self, pid: str) -> tuple[ProtocolSpec, object]:
+        try:
+            return self.registry[pid]
+        except KeyError:
+            raise ProtocolError(f"unknown benchmark {pid!r}; the benchmarks are "
+                                f"{', '.join(self.registry)} (GET /benchmarks)") from None
+
+    def list(self) -> list[dict]:
+        return [spec.summary() for spec, _m in self.registry.values()]
+
+    # ------------------------------------------------------------------ index
+    def index(self, pid: str, params: dict) -> _Index:
+        spec, module = self.spec(pid)
+        key = (self.con.version, pid, tuple(sorted(params.items())))
+        with self._lock:
+            found = self._indexes.get(key)
+        if found is not None:
+            return found
+        inner, bind = module.targets_sql(spec, params)
+        sql = (f"SELECT left(sha256(concat_ws(chr(31), $__pid, t.corpus, t.session_id, "
+               f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id")
+        table = self.con.execute(sql, {**bind, "__pid": pid}, max_rows=None,
+                                 timeout_s=None).table
+        idx = _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str))
+        with self._lock:
+            self._indexes = {k: v for k, v in self._indexes.items()
+                             if k[0] == self.con.version}
+            self._indexes[key] = idx
+        return idx
+
+    # ------------------------------------------------------------------ instances
+    def instances(self, pid: str, *, condition: str | None = None, params: dict | None = None,
+                  limit: int = 100, cursor: str | None = None) -> Page:
+        spec, _m = self.spec(pid)
+        bound = spec.bind(params)
+        condition = spec.check_condition(condition)
+        idx = self.index(pid, bound)
+        start = idx.after(decode_cursor(cursor))
+        limit = max(1, min(limit, MAX_PAGE))
+        stop = min(start + limit, len(idx.ids))
+        items = [self._build(spec, idx.row(i), condition, bound) for i in range(start, stop)]
+        nxt = encode_cursor(str(idx.ids[stop - 1])) if stop < len(idx.ids) else None
+        return Page(items, nxt)
+
+    def instance(self, pid: str, iid: str, *, condition: str | None = None,
+                 params: dict | None = None) -> dict:
+        spec, _m = self.spec(pid)
+        bound = spec.bind(params)
+        condition = spec.check_condition(condition)
+        idx = self.index(pid, bound)
+        i = idx.find(iid)
+        if i is None:
+            raise LookupError(f"{pid} has no instance {iid!r} at lake version "
+                              f"{self.con.version}; list them with GET /benchmarks/{pid}/"
+                              "instances")
+        return self._build(spec, idx.row(i), condition, bound)
+
+    def count(self, pid: str, params: dict | None = None) -> int:
+        spec, _m = self.spec(pid)
+        return len(self.index(pid, spec.bind(params)).ids)
+
+    def _build(self, spec: ProtocolSpec, ref: dict, condition: str, params: dict) -> dict:
+        _spec, module = self.spec(spec.id)
+        data = self.sessions.get(ref["corpus"], ref["session_id"])
+        prompt, inputs = module.build(spec, data, ref, condition, params)
+        return {"id": ref["id"], "protocol": spec.id, "condition": condition,
+                "spec_hash": spec.hash, "corpus": ref["corpus"],
+                "session_id": ref["session_id"], "lake_version": self.con.version,
+                "params": params, "prompt": prompt, "inputs": inputs}
+
+    # ------------------------------------------------------------------ scoring
+    def gold(self, pid: str, params: dict | None = None) -> dict[str, dict]:
+        """id -> the instance's index row (gold label included): for scoring only."""
+        spec, _m = self.spec(pid)
+        return {r["id"]: r for r in self.index(pid, spec.bind(params)).table.to_pylist()}
+
+    def baseline(self, pid: str, name: str, params: dict | None = None) -> list[dict]:
+        """Predictions of a built-in baseline for every instance: ``majority`` (the most
+        frequent gold class, Kolab's "Adopt") or ``mode`` (the most frequent rating)."""
+        if name not in ("majority", "mode"):
+            raise ProtocolError(f"unknown baseline {name!r}; choose majority or mode")
+        rows = self.gold(pid, params)
+        if not rows:
+            return []
+        label = scoring.majority([r["gold"] for r in rows.values()])
+        return [{"id": iid, "label": label} for iid in rows]
+
+    def score(self, pid: str, predictions: list[dict], params: dict | None = None) -> dict:
+        spec, _m = self.spec(pid)
+        rows = self.gold(pid, params)
+        unknown, invalid, duplicate, seen = [], [], [], {}
+        for p in predictions:
+            iid = str(p.get("id"))
+            if iid not in rows:
+                unknown.append(iid)
+            elif iid in seen:
+                duplicate.append(iid)
+            else:
+                seen[iid] = p
+        missing = sorted(set(rows) - set(seen))
+        out: dict = {"protocol": pid, "spec_hash": spec.hash, "lake_version": self.con.version,
+                     "n_instances": len(rows)}
+        if spec.task == "rating":
+            gold, pred = [], []
+            for iid, p in seen.items():
+                v = scoring.normalise_rating(p.get("label"))
+                if v is None:
+                    invalid.append(iid)
+                    continue
+                gold.append(int(rows[iid]["gold"]))
+                pred.append(v)
+            out.update(scoring.ratings(gold, pred))
+        else:
+            classes = spec.labels
+            if not classes:  # open label set (Almanac mental-model categories)
+                classes = tuple(sorted({str(r["gold"]) for r in rows.values()}))
+            gold, pred, draw = [], [], [0.0, 0]
+            for iid, p in seen.items():
+                label = scoring.normalise_label(p.get("label"), classes)
+                if label is None or label not in classes:
+                    invalid.append(iid)
+                    continue
+                gold.append(str(rows[iid]["gold"]))
+                pred.append(label)
+                if spec.task == "next_action" and label == "draw" and p.get("cells"):
+                    s, n = scoring.chebyshev_score(p["cells"], rows[iid].get("gold_cells"))
+                    draw[0] += s
+                    draw[1] += n
+            out.update(scoring.classification(gold, pred, classes))
+            if spec.task == "next_action":
+                out["drawing_score"] = draw[0] / draw[1] if draw[1] else None
+                out["drawing_cells"] = draw[1]
+        out.update({"unknown": unknown, "missing": missing, "invalid": invalid,
+                    "duplicate": duplicate})
+        return out
