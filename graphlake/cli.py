@@ -517,6 +517,177 @@ def demo(
         _fail(exc)
 
 
+# -- serve and bench --------------------------------------------------------------------------
+@app.command()
+def serve(
+    lake: LakeOpt = None,
+    host: Annotated[str, typer.Option("--host", help="Address to bind. Anything but loopback "
+                                      "needs --token.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
+    token: Annotated[str | None, typer.Option(
+        "--token", envvar="GRAPHLAKE_TOKEN", help="Require 'Authorization: Bearer TOKEN' on "
+        "every request (needed to bind a non-loopback address).")] = None,
+    version: VersionOpt = None,
+    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows one /sql or /queries "
+                                          "answer may hold.")] = 10_000,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a statement may run "
+                                           "before it is stopped (HTTP 408).")] = 30.0,
+    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body, in "
+                                          "bytes (HTTP 413 beyond).")] = 1_000_000,
+    workers: Annotated[int, typer.Option("--workers", help="uvicorn worker processes (each "
+                                         "opens the lake once).")] = 1,
+):
+    """Serve the lake over HTTP for model evaluators (FastAPI, run by uvicorn).
+
+    Benchmark protocols with leakage-safe instances and scoring (/benchmarks), sessions with
+    their graph, events, chat and recordings (/sessions, /media), read-only SQL (/sql) and
+    named queries (/queries). API docs at /docs, the OpenAPI spec at /openapi.json.
+
+    Binds to 127.0.0.1 by default; a non-loopback --host is refused without --token.
+
+    Example: graphlake serve --port 8000, then
+    curl localhost:8000/benchmarks/kolab-1b/instances?condition=graph-chat
+    """
+    import os
+
+    from graphlake.server.settings import is_loopback
+
+    if not is_loopback(host) and not token:
+        _fail(ValueError(f"refusing to serve on {host}, which is not a loopback address, "
+                         "without a token: pass --token T (clients then send "
+                         "'Authorization: Bearer T'), or bind 127.0.0.1"))
+    lk = _lake(lake)
+    if not lk.exists():
+        _fail(ValueError(f"no lake at {lk.root}; build one with `graphlake demo` or "
+                         "`graphlake ingest`, or pass --lake DIR"))
+    import uvicorn
+
+    os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
+                       "GRAPHLAKE_SERVE_CONFIG": __import__("json").dumps({
+                           "version": version, "token": token, "max_rows": max_rows,
+                           "query_timeout_s": timeout, "max_body_bytes": max_body})})
+    err_console.print(f"graphlake: serving {lk.root} on http://{host}:{port} "
+                      f"(docs at /docs{', token required' if token else ''})")
+    uvicorn.run("graphlake.server.main:app", host=host, port=port, workers=workers,
+                log_level="warning", access_log=False)
+
+
+bench_app = typer.Typer(help="Benchmark protocols offline: list, export instances, score "
+                        "predictions.", no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+ParamOpt = Annotated[list[str] | None, typer.Option(
+    "--param", "-p", help="Protocol parameter as name=value (e.g. k=2), repeatable.")]
+
+
+def _bench(lake, version):
+    from graphlake.protocols import Benchmarks
+    from graphlake.query.connection import Connection
+
+    return Benchmarks(Connection(_lake(lake), version))
+
+
+def _params(items: list[str] | None) -> dict:
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            _fail(ValueError(f"--param {item!r} must be name=value"))
+        k, v = item.split("=", 1)
+        out[k] = v
+    return out
+
+
+@bench_app.command("list")
+def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table"):
+    """Every protocol with its instance count, labels and conditions."""
+    import pyarrow as pa
+
+    try:
+        b = _bench(lake, version)
+        rows = [{"id": s["id"], "instances": b.count(s["id"]), "task": s["task"],
+                 "labels": ", ".join(s["labels"]) or "(categories)",
+                 "conditions": ", ".join(s["conditions"]), "description": s["description"]}
+                for s in b.list()]
+    except GraphlakeError as exc:
+        _fail(exc)
+    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+
+
+@bench_app.command("export")
+def bench_export(
+    protocol: Annotated[str, typer.Argument(help="Protocol id (graphlake bench list).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="JSON Lines file to write.")],
+    condition: Annotated[str | None, typer.Option("--condition", "-c", help="Input condition "
+                                                  "(e.g. graph-chat).")] = None,
+    param: ParamOpt = None, lake: LakeOpt = None, version: VersionOpt = None,
+):
+    """Write every instance of PROTOCOL in one condition as JSON Lines (no gold labels)."""
+    import orjson
+
+    try:
+        b = _bench(lake, version)
+        params = _params(param)
+        total = b.count(protocol, params)
+        cursor, n = None, 0
+        with out.open("wb") as fh, _progress() as bar:
+            task = bar.add_task(f"{protocol} {condition or ''}".strip(), total=total)
+            while True:
+                page = b.instances(protocol, condition=condition, params=params, limit=500,
+                                   cursor=cursor)
+                for item in page.items:
+                    fh.write(orjson.dumps(item) + b"\n")
+                n += len(page.items)
+                bar.update(task, advance=len(page.items))
+                cursor = page.next_cursor
+                if cursor is None:
+                    break
+    except GraphlakeError as exc:
+        _fail(exc)
+    err_console.print(f"wrote {n} instances to {out}")
+
+
+@bench_app.command("score")
+def bench_score(
+    protocol: Annotated[str, typer.Argument(help="Protocol id.")],
+    predictions: Annotated[Path | None, typer.Argument(
+        help="JSON Lines of {\"id\": ..., \"label\": ...}.")] = None,
+    baseline: Annotated[str | None, typer.Option("--baseline", help="Score a built-in "
+                                                 "baseline instead: majority or mode.")] = None,
+    param: ParamOpt = None, lake: LakeOpt = None, version: VersionOpt = None,
+    fmt: FormatOpt = "json",
+):
+    """Score predictions with the paper's metrics (missing, unknown and invalid ids listed)."""
+    import orjson
+
+    try:
+        b = _bench(lake, version)
+        params = _params(param)
+        if baseline:
+            preds = b.baseline(protocol, baseline, params)
+        elif predictions is None:
+            raise ValueError("pass a PREDICTIONS.jsonl file or --baseline majority")
+        else:
+            preds = [orjson.loads(line) for line in predictions.read_bytes().splitlines()
+                     if line.strip()]
+        result = b.score(protocol, preds, params)
+    except (GraphlakeError, ValueError) as exc:
+        _fail(exc)
+    if fmt == "json":
+        typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+    else:
+        import pyarrow as pa
+
+        flat = {k: (orjson.dumps(v).decode() if isinstance(v, dict | list) else v)
+                for k, v in result.items()}
+        _emit(pa.Table.from_pylist([flat]), fmt, None, False, 0)
+
+
+def _progress():
+    from rich.progress import TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
+
+
 def main() -> None:  # console-script entry point
     app()
 

@@ -1,0 +1,52 @@
+"""The FastAPI app factory: one pinned lake connection, one router per resource, one error
+shape, token and body-size guards in front of everything."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+import graphlake
+from graphlake.protocols import Benchmarks
+from graphlake.query.connection import Connection
+from graphlake.server import errors
+from graphlake.server.middleware import GuardMiddleware
+from graphlake.server.models import ErrorResponse
+from graphlake.server.routers import benchmarks, corpora, health, media, sessions, sql
+from graphlake.server.settings import Settings
+from graphlake.server.state import State
+
+DESCRIPTION = """
+graphlake serves a human-agent collaboration lake to model evaluators: benchmark protocols
+(Kolab 1a-2b in seven input conditions, Almanac, HAS-Bench and tau2 prefixes) as deterministic,
+leakage-safe instances; scoring with the papers' metrics; sessions, graphs, events, chat and
+recordings sliced by step, window or hops; and read-only SQL over the lake.
+
+Every list is cursor-paginated (`?limit=&cursor=`, answers `{"items": [...], "next_cursor"}`);
+every error is `{"error": {"status", "code", "message"}}`.
+"""
+
+
+def create_app(settings: Settings, *, connection: Connection | None = None) -> FastAPI:
+    """The app over ``settings.lake`` (or an open ``connection``), pinned to one snapshot."""
+    con = connection or Connection(settings.lake, settings.version)
+    state = State(settings, con, Benchmarks(con, session_cache=settings.session_cache))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        yield
+        if connection is None:
+            con.close()
+
+    app = FastAPI(title="graphlake", version=graphlake.__version__, description=DESCRIPTION,
+                  lifespan=lifespan,
+                  responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
+                             422: {"model": ErrorResponse}})
+    app.state.graphlake = state
+    errors.install(app)
+    for module in (health, corpora, sessions, media, sql, benchmarks):
+        app.include_router(module.router)
+    app.add_middleware(GuardMiddleware, token=settings.token,
+                       max_body_bytes=settings.max_body_bytes)
+    return app

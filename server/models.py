@@ -1,0 +1,213 @@
+"""Request and response models: the HTTP contract, as pydantic models (and so OpenAPI)."""
+
+from __future__ import annotations
+
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+T = TypeVar("T")
+
+
+class Page(BaseModel, Generic[T]):
+    items: list[T]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null on "
+                                    "the last page.")
+
+
+class ErrorDetail(BaseModel):
+    status: int
+    code: str
+    message: str
+
+
+class ErrorResponse(BaseModel):
+    error: ErrorDetail
+
+
+class Health(BaseModel):
+    status: str
+    lake_version: int
+    lake: str
+
+
+class Corpus(BaseModel):
+    corpus: str
+    sessions: int
+    events: int
+    nodes: int
+
+
+class Session(BaseModel):
+    corpus: str
+    session_id: str
+    title: str | None = None
+    goal: str | None = None
+    condition: str | None = None
+    domain: str | None = None
+    split: str | None = None
+    participants: list[str] | None = None
+    duration_s: float | None = None
+    scenario_id: str | None = None
+
+
+class GraphNode(BaseModel):
+    node_id: str
+    step_id: str | None = None
+    actor_type: str | None = None
+    actor: str | None = None
+    label: str | None = None
+    detail: str | None = None
+    t_start: float | None = None
+
+
+class GraphEdge(BaseModel):
+    src: str
+    dst: str
+    kind: str | None = None
+
+
+class Graph(BaseModel):
+    corpus: str
+    session_id: str
+    selection: dict[str, Any]
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    text: str = Field(description="The Kolab A.6 rendering: [nK](actor) label: details lines, "
+                      "then nK -> nM edges.")
+    node_ids: list[str] = Field(description="node_ids[K] is the lake node_id of nK.")
+
+
+class Event(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    event_id: str
+    seq: int | None = None
+    t: float | None = None
+    actor: str | None = None
+    actor_type: str | None = None
+    kind: str | None = None
+    channel: str | None = None
+    text: str | None = None
+
+
+class ChatTurn(BaseModel):
+    event_id: str
+    t: float | None = None
+    actor_type: str | None = None
+    text: str | None = None
+
+
+class Chat(BaseModel):
+    turns: list[ChatTurn]
+    text: str = Field(description="<human> ... </human> / <ai> ... </ai> turns, one per line.")
+
+
+class Media(BaseModel):
+    corpus: str
+    session_id: str
+    media_id: str
+    kind: str | None = None
+    duration_s: float | None = None
+    fps: float | None = None
+    width: int | None = None
+    height: int | None = None
+    size_bytes: int | None = None
+    sha256: str | None = None
+
+
+class Frame(BaseModel):
+    t: float
+    url: str
+
+
+class SqlRequest(BaseModel):
+    sql: str = Field(description="One read-only statement (DuckDB dialect; graph patterns and "
+                     "primitives allowed).", max_length=100_000)
+    params: dict[str, Any] | None = Field(default=None, description="Values for $name "
+                                          "placeholders.")
+
+
+class SqlResponse(BaseModel):
+    columns: list[str]
+    rows: list[list[Any]]
+    truncated: bool
+    lake_version: int
+
+
+class QueryParam(BaseModel):
+    name: str
+    type: str
+    required: bool
+    default: Any = None
+    doc: str = ""
+
+
+class NamedQueryInfo(BaseModel):
+    name: str
+    title: str
+    description: str
+    params: list[QueryParam]
+
+
+class NamedQueryRequest(BaseModel):
+    params: dict[str, Any] | None = None
+
+
+class ProtocolParam(BaseModel):
+    name: str
+    type: str
+    default: Any = None
+    help: str = ""
+    choices: list[Any] = []
+
+
+class Benchmark(BaseModel):
+    id: str
+    description: str
+    task: str
+    unit: str
+    window: str
+    cutoff: str
+    labels: list[str]
+    conditions: list[str]
+    source: str
+    spec_hash: str
+    params: list[ProtocolParam]
+
+
+class Instance(BaseModel):
+    id: str
+    protocol: str
+    condition: str
+    spec_hash: str
+    corpus: str
+    session_id: str
+    lake_version: int
+    params: dict[str, Any]
+    prompt: str
+    inputs: dict[str, Any]
+
+
+class Prediction(BaseModel):
+    id: str
+    label: str | int | float | None = None
+    cells: list[list[int]] | None = Field(default=None, description="Almanac draw "
+                                          "predictions: the [row, col] cells.")
+
+
+class ScoreRequest(BaseModel):
+    predictions: list[Prediction] = []
+    params: dict[str, Any] | None = None
+
+
+class Score(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    protocol: str
+    spec_hash: str
+    lake_version: int
+    n_instances: int
+    n: int
+    unknown: list[str]
+    missing: list[str]
+    invalid: list[str]
+    duplicate: list[str]

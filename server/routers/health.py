@@ -1,0 +1,33 @@
+"""GET /health, and the payload endpoint the load benchmark uses as its ceiling."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from graphlake.server.models import Health
+from graphlake.server.state import State, get_state
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/health", response_model=Health)
+def health(state: Annotated[State, Depends(get_state)]):
+    """Liveness, and the lake version every answer reads."""
+    return {"status": "ok", "lake_version": state.con.version,
+            "lake": str(state.settings.lake)}
+
+
+@cache
+def _payload(size: int) -> bytes:
+    body = b'{"pad":"' + b"x" * max(0, size - 10) + b'"}'
+    return body
+
+
+@router.get("/health/payload", include_in_schema=False)
+def payload(size: Annotated[int, Query(ge=0, le=10_000_000)] = 1000):
+    """A precomputed JSON body of ``size`` bytes: what this server can serve at best
+    (``python -m benchmarks.serve`` measures the other endpoints against it)."""
+    return Response(_payload(size), media_type="application/json")

@@ -1,0 +1,173 @@
+"""Sessions, and one session's graph, events and chat, sliced by step, window or hops."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from graphlake.protocols.render import render_chat, render_dot, render_graph
+from graphlake.server.errors import NotFound
+from graphlake.server.models import Chat, Event, Graph, Media, Page, Session
+from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
+
+router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+_LIST = """
+SELECT corpus, session_id, title, goal, condition, domain, split, participants, duration_s,
+       scenario_id
+FROM sessions
+WHERE ($corpus IS NULL OR corpus = $corpus) AND ($domain IS NULL OR domain = $domain)
+  AND ($condition IS NULL OR condition = $condition)
+  AND ($participant IS NULL OR list_contains(participants, $participant))
+  AND ($ac IS NULL OR corpus > $ac OR (corpus = $ac AND session_id > $as))
+ORDER BY corpus, session_id LIMIT $limit
+"""
+
+_ONE = ("SELECT corpus, session_id, title, goal, condition, domain, split, participants, "
+        "duration_s, scenario_id FROM sessions WHERE corpus = $c AND session_id = $s")
+
+StateDep = Annotated[State, Depends(get_state)]
+
+
+@router.get("", response_model=Page[Session])
+def list_sessions(state: StateDep, corpus: str | None = None, domain: str | None = None,
+                  participant: str | None = None, condition: str | None = None,
+                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                  cursor: str | None = None):
+    """Sessions in (corpus, session_id) order, filtered by corpus, domain, participant id and
+    condition."""
+    after = decode_cursor(cursor) or [None, None]
+    rows = state.con.rows(_LIST, {"corpus": corpus, "domain": domain, "condition": condition,
+                                  "participant": participant, "ac": after[0], "as": after[1],
+                                  "limit": limit + 1})
+    nxt = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        nxt = encode_cursor([last["corpus"], last["session_id"]])
+    return json_response({"items": rows[:limit], "next_cursor": nxt})
+
+
+def _session(state: State, corpus: str, session_id: str):
+    data = state.bench.sessions.get(corpus, session_id)
+    if data is None:
+        raise NotFound(f"no session {session_id!r} in corpus {corpus!r}; list them with "
+                       f"GET /sessions?corpus={corpus}")
+    return data
+
+
+@router.get("/{corpus}/{session_id}", response_model=Session)
+def get_session(state: StateDep, corpus: str, session_id: str):
+    """One session's row."""
+    rows = state.con.rows(_ONE, {"c": corpus, "s": session_id})
+    if not rows:
+        _session(state, corpus, session_id)  # raises the 404 with its hint
+    return json_response(rows[0])
+
+
+def _hops(data, node: str, hops: int) -> set[str]:
+    adj: dict[str, set[str]] = {}
+    for e in data.edges:
+        adj.setdefault(e["src"], set()).add(e["dst"])
+        adj.setdefault(e["dst"], set()).add(e["src"])
+    seen, frontier = {node}, {node}
+    for _ in range(hops):
+        frontier = {m for n in frontier for m in adj.get(n, ())} - seen
+        seen |= frontier
+    return seen
+
+
+@router.get("/{corpus}/{session_id}/graph", response_model=Graph,
+            responses={200: {"content": {"text/plain": {}, "text/vnd.graphviz": {}}}})
+def session_graph(state: StateDep, corpus: str, session_id: str,
+                  step: Annotated[str | None, Query(description="a step_id")] = None,
+                  t0: float | None = None, t1: float | None = None,
+                  node: Annotated[str | None, Query(description="centre node_id")] = None,
+                  hops: Annotated[int, Query(ge=0, le=50)] = 1,
+                  format: Literal["json", "text", "dot"] = "json"):
+    """The action graph of a session: all of it, one step, the nodes that started in
+    [t0, t1), or ``hops`` edges around ``node`` (either direction); as JSON, as the Kolab A.6
+    text rendering, or as Graphviz DOT."""
+    data = _session(state, corpus, session_id)
+    if step is not None:
+        s = data.step(step)
+        if s is None:
+            raise NotFound(f"session {session_id!r} has no step {step!r}; steps: "
+                           f"{', '.join(x['step_id'] for x in data.steps)}")
+        keep = {o["node_id"] for o in data.occurrences if o["step_id"] == step}
+        nodes, edges = data.graph(float("-inf"), float("inf"))
+        nodes = [n for n in nodes if n["node_id"] in keep]
+    elif t0 is not None or t1 is not None:
+        nodes, _ = data.graph(t0 if t0 is not None else float("-inf"),
+                              t1 if t1 is not None else float("inf"))
+    else:
+        nodes, _ = data.graph(float("-inf"), float("inf"))
+    if node is not None:
+        if not any(o["node_id"] == node for o in data.occurrences):
+            raise NotFound(f"session {session_id!r} has no node {node!r}")
+        near = _hops(data, node, hops)
+        nodes = [n for n in nodes if n["node_id"] in near]
+    ids = {n["node_id"] for n in nodes}
+    edges = [e for e in data.edges if e["src"] in ids and e["dst"] in ids]
+    if format == "dot":
+        return Response(render_dot(nodes, edges, session_id), media_type="text/vnd.graphviz")
+    g = render_graph(nodes, edges)
+    if format == "text":
+        return Response(g.text, media_type="text/plain; charset=utf-8")
+    order = {nid: i for i, nid in enumerate(g.node_ids)}
+    return json_response({
+        "corpus": corpus, "session_id": session_id,
+        "selection": {"step": step, "t0": t0, "t1": t1, "node": node, "hops": hops},
+        "nodes": [{k: n.get(k) for k in ("node_id", "step_id", "actor_type", "actor", "label",
+                                          "detail", "t_start")}
+                  for n in sorted(nodes, key=lambda n: order[n["node_id"]])],
+        "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]} for e in edges],
+        "text": g.text, "node_ids": g.node_ids})
+
+
+def _in_window(e, t0, t1) -> bool:
+    if t0 is None and t1 is None:
+        return True
+    if e["t"] is None:
+        return False
+    return (t0 is None or e["t"] >= t0) and (t1 is None or e["t"] < t1)
+
+
+@router.get("/{corpus}/{session_id}/events", response_model=Page[Event])
+def session_events(state: StateDep, corpus: str, session_id: str, t0: float | None = None,
+                   t1: float | None = None, kind: str | None = None,
+                   channel: str | None = None,
+                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+                   cursor: str | None = None):
+    """Events in time order, those at t0 <= t < t1 when a window is given."""
+    data = _session(state, corpus, session_id)
+    rows = [e for e in data.events if _in_window(e, t0, t1)
+            and (kind is None or e["kind"] == kind)
+            and (channel is None or e["channel"] == channel)]
+    start = (decode_cursor(cursor, version=state.con.version) or {"o": 0})["o"]
+    page = rows[start:start + limit]
+    nxt = None
+    if start + limit < len(rows):
+        nxt = encode_cursor({"v": state.con.version, "o": start + limit})
+    return json_response({"items": page, "next_cursor": nxt})
+
+
+@router.get("/{corpus}/{session_id}/chat", response_model=Chat)
+def session_chat(state: StateDep, corpus: str, session_id: str, t0: float | None = None,
+                 t1: float | None = None):
+    """Chat messages sent at t0 <= t < t1, with the <human> / <ai> rendering."""
+    data = _session(state, corpus, session_id)
+    turns = data.chat(t0 if t0 is not None else float("-inf"),
+                      t1 if t1 is not None else float("inf"))
+    return json_response({"turns": [{"event_id": m["event_id"], "t": m["t"],
+                                     "actor_type": m["actor_type"], "text": m["text"]}
+                                    for m in turns],
+                          "text": render_chat(turns)})
+
+
+@router.get("/{corpus}/{session_id}/media", response_model=Page[Media])
+def session_media(state: StateDep, corpus: str, session_id: str):
+    """The session's recordings (metadata; fetch one with GET /media/{media_id}/file)."""
+    data = _session(state, corpus, session_id)
+    return json_response({"items": [{"corpus": corpus, "session_id": session_id, **m}
+                                    for m in data.media], "next_cursor": None})

@@ -1,0 +1,95 @@
+"""POST /sql and the named queries: read-only, sandboxed, row- and time-limited.
+
+JSON by default (``{"columns", "rows", "truncated", "lake_version"}``); send
+``Accept: application/vnd.apache.arrow.stream`` for Arrow IPC or
+``Accept: application/vnd.apache.parquet`` for Parquet, for large answers.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Annotated
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from fastapi import APIRouter, Depends, Request, Response
+
+from graphlake.query import named
+from graphlake.server.errors import NotFound
+from graphlake.server.models import NamedQueryInfo, NamedQueryRequest, SqlRequest, SqlResponse
+from graphlake.server.state import State, get_state, json_response
+
+router = APIRouter(tags=["sql"])
+StateDep = Annotated[State, Depends(get_state)]
+ARROW = "application/vnd.apache.arrow.stream"
+PARQUET = "application/vnd.apache.parquet"
+_BINARY = {200: {"content": {ARROW: {}, PARQUET: {}}}}
+
+
+def answer(request: Request, state: State, result) -> Response:
+    accept = request.headers.get("accept", "")
+    headers = {"X-Graphlake-Truncated": str(result.truncated).lower(),
+               "X-Graphlake-Lake-Version": str(result.snapshot.lake_version)}
+    if ARROW in accept:
+        sink = io.BytesIO()
+        with pa.ipc.new_stream(sink, result.table.schema) as writer:
+            writer.write_table(result.table)
+        return Response(sink.getvalue(), media_type=ARROW, headers=headers)
+    if PARQUET in accept:
+        sink = io.BytesIO()
+        pq.write_table(result.table, sink)
+        return Response(sink.getvalue(), media_type=PARQUET, headers=headers)
+    cols = result.table.column_names
+    data = result.table.to_pydict()
+    rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
+    return json_response({"columns": cols, "rows": rows, "truncated": result.truncated,
+                          "lake_version": result.snapshot.lake_version})
+
+
+@router.post("/sql", response_model=SqlResponse, responses=_BINARY)
+def run_sql(request: Request, state: StateDep, body: SqlRequest):
+    """Run one read-only statement over the lake views, with bound ``params``. Writes, file
+    access and other databases are refused (400); answers stop at the server's row limit
+    (``truncated``) and statements at its time limit (408)."""
+    s = state.settings
+    result = state.con.sql(body.sql, body.params, max_rows=s.max_rows,
+                           timeout_s=s.query_timeout_s)
+    return answer(request, state, result)
+
+
+def _info(q) -> dict:
+    return {"name": q.name, "title": q.title, "description": q.description,
+            "params": [{"name": p.name, "type": p.type, "required": p.required,
+                        "default": p.default, "doc": p.doc} for p in q.params]}
+
+
+@router.get("/queries", response_model=list[NamedQueryInfo], tags=["queries"])
+def list_queries():
+    """The named queries shipped in queries/, with their typed parameters."""
+    return [_info(q) for q in named.load_all().values()]
+
+
+def _named(name: str):
+    queries = named.load_all()
+    if name not in queries:
+        raise NotFound(f"no named query {name!r}; the queries are {', '.join(queries)}")
+    return queries[name]
+
+
+@router.get("/queries/{name}", response_model=NamedQueryInfo, tags=["queries"])
+def get_query(name: str):
+    return _info(_named(name))
+
+
+@router.post("/queries/{name}", response_model=SqlResponse, responses=_BINARY,
+             tags=["queries"])
+def run_query(request: Request, state: StateDep, name: str,
+              body: NamedQueryRequest | None = None):
+    """Run a named query; ``params`` are checked against its declared types."""
+    q = _named(name)
+    given = {k: (None if v is None else str(v)) for k, v in ((body.params if body else None)
+                                                            or {}).items()}
+    s = state.settings
+    result = state.con.sql(q.sql, q.bind(given), max_rows=s.max_rows,
+                           timeout_s=s.query_timeout_s)
+    return answer(request, state, result)
