@@ -105,3 +105,62 @@ def demo_lake(tmp_path_factory) -> Path:
     ingest_path("almanac", write_almanac_corpus(root / "corpus", seed=7), lake)
     refresh(Lake(lake))  # as `graphlake ingest` does: the materialized views are current
     return lake
+
+
+class LiveServer:
+    """``graphlake.server`` run by uvicorn on a free loopback port, in a thread of this
+    process (a real socket: requests go through HTTP, the middleware and the routers)."""
+
+    def __init__(self, settings):
+        import socket
+        import threading
+
+        import uvicorn
+
+        from graphlake.server import create_app
+
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        sock.close()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port,
+                                log_level="warning", access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self):
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline or not self.thread.is_alive():
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc):
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def hand_lake(tmp_path_factory) -> Path:
+    """The hand-checked Kolab session (4 adoption triples, 5 rated steps) in a lake."""
+    from graphlake.lake.derived import refresh
+    from graphlake.pipeline import ingest_path
+
+    lake = tmp_path_factory.mktemp("hand") / "lake"
+    ingest_path("kolab", HAND, lake)
+    refresh(Lake(lake))
+    return lake
+
+
+@pytest.fixture(scope="session")
+def demo_server(demo_lake):
+    from graphlake.server import Settings
+
+    with LiveServer(Settings(lake=demo_lake, max_rows=50, query_timeout_s=5.0,
+                             max_body_bytes=20_000)) as srv:
+        yield srv

@@ -1,0 +1,159 @@
+"""Benchmark protocols on the hand-checked Kolab session: golden rendered contexts for every
+protocol and condition, scoring against hand-computed values, pagination.
+
+Regenerate the goldens with ``GRAPHLAKE_REGEN_GOLDEN=1 pytest tests/test_protocols.py`` and
+review the diff.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from graphlake.protocols import KOLAB_CONDITIONS, Benchmarks, ProtocolError
+from graphlake.protocols.scoring import chebyshev_score, classification, ratings
+from graphlake.query.connection import Connection
+from tests.conftest import FIXTURES
+
+GOLDEN = FIXTURES / "golden" / "contexts"
+KOLAB = ("kolab-1a", "kolab-1b", "kolab-1c", "kolab-1d", "kolab-2a", "kolab-2b")
+
+
+@pytest.fixture(scope="module")
+def bench(hand_lake):
+    con = Connection(hand_lake)
+    yield Benchmarks(con)
+    con.close()
+
+
+@pytest.mark.parametrize("protocol", KOLAB)
+def test_golden_contexts(bench, protocol):
+    got = {}
+    for condition in KOLAB_CONDITIONS:
+        for item in bench.instances(protocol, condition=condition, limit=1000).items:
+            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"],
+                                                "inputs": item["inputs"]}
+    path = GOLDEN / f"{protocol}.json"
+    if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text())
+
+
+def test_1b_graph_prompt_is_the_papers(bench):
+    """Kolab A.6.2, graph-only, on the hand session's first triple (the AI node seg1a/n2 in
+    its first occurrence, 10-20 s, modified by n3 at 30-40 s)."""
+    (item,) = [i for i in bench.instances("kolab-1b", condition="graph", limit=10).items
+               if i["inputs"]["target"]["t_end"] == 20.0]
+    prompt = item["prompt"]
+    assert prompt.startswith("You are given the workflow graph of ")
+    assert "(no video is provided for this task – rely only on the workflow graph below)" \
+        in prompt
+    assert "AI Action Step: " in prompt and "User Action Step" not in prompt
+    graph = item["inputs"]["graph"]
+    # nodes that started before the AI output's end (20 s): the source n1 and the AI node
+    # n2; the response n3 (30 s) would leak the label
+    assert graph["node_ids"] == ["seg1a/n1", "seg1a/n2"]
+    assert graph["text"].splitlines()[-1] == "n0 -> n1"
+    assert prompt.endswith("Output exactly one label: `ADOPT`, `MODIFY`, or `REJECT/BYPASS`")
+
+
+def test_gold_never_in_an_instance(bench):
+    for protocol in KOLAB:
+        gold = bench.gold(protocol)
+        for item in bench.instances(protocol, condition="video-graph-chat").items:
+            assert "gold" not in json.dumps(item)
+            assert gold[item["id"]]["id"] == item["id"]
+
+
+def test_ids_are_deterministic_and_condition_free(bench, hand_lake):
+    a = [i["id"] for i in bench.instances("kolab-1a", condition="video").items]
+    b = [i["id"] for i in bench.instances("kolab-1a", condition="graph-chat").items]
+    with Connection(hand_lake) as con:
+        c = [i["id"] for i in Benchmarks(con).instances("kolab-1a", condition="chat").items]
+    assert a == b == c == sorted(a) and len(set(a)) == len(a)
+
+
+def test_pagination_no_gaps_no_duplicates(bench):
+    everything = [i["id"] for i in bench.instances("kolab-1a", limit=1000).items]
+    for size in (1, 2, 3):
+        seen, cursor = [], None
+        while True:
+            page = bench.instances("kolab-1a", limit=size, cursor=cursor)
+            seen += [i["id"] for i in page.items]
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        assert seen == everything
+
+
+def test_score_by_hand(bench):
+    """Four triples: gold ADOPT, REJECT, ... Predictions chosen so every metric differs from
+    its neighbours; the expected numbers are worked out below."""
+    gold = {iid: r["gold"] for iid, r in bench.gold("kolab-1b").items()}
+    ids = sorted(gold)
+    assert sorted(gold.values()) == ["ADOPT", "ADOPT", "MODIFY", "REJECT"]
+    want = {"ADOPT": "adopt", "MODIFY": "ADOPT", "REJECT": "REJECT/BYPASS"}
+    preds = [{"id": i, "label": want[gold[i]]} for i in ids]
+    preds += [{"id": "nope", "label": "ADOPT"}]
+    res = bench.score("kolab-1b", preds)
+    # ADOPT: tp 2, predicted 3, gold 2 -> P 2/3, R 1, F1 0.8
+    # MODIFY: tp 0 -> 0;  REJECT: tp 1, predicted 1, gold 1 -> 1
+    assert res["n"] == 4 and res["unknown"] == ["nope"] and res["missing"] == []
+    assert res["per_class_f1"] == pytest.approx({"ADOPT": 0.8, "MODIFY": 0.0, "REJECT": 1.0})
+    assert res["macro_precision"] == pytest.approx((2 / 3 + 0 + 1) / 3)
+    assert res["macro_recall"] == pytest.approx((1 + 0 + 1) / 3)
+    assert res["macro_f1"] == pytest.approx(1.8 / 3)
+    # one answer left out, one unreadable: listed, not scored
+    res = bench.score("kolab-1b", [{"id": ids[0], "label": "maybe"}])
+    assert res["invalid"] == [ids[0]] and len(res["missing"]) == 3 and res["n"] == 0
+
+
+def test_majority_baseline(bench):
+    res = bench.score("kolab-1b", bench.baseline("kolab-1b", "majority"))
+    # everything ADOPT: ADOPT P 2/4 R 1 F1 2/3; the others 0
+    assert res["per_class_f1"] == pytest.approx({"ADOPT": 2 / 3, "MODIFY": 0, "REJECT": 0})
+    assert res["macro_f1"] == pytest.approx(2 / 9)
+
+
+def test_rating_scores_by_hand():
+    res = ratings([1, 2, 3, 4, 5, 5], [2, 2, 5, 4, 3, 4])
+    assert res["mae"] == pytest.approx((1 + 0 + 2 + 0 + 2 + 1) / 6)
+    assert res["exact"] == pytest.approx(2 / 6)
+    assert res["within_1"] == pytest.approx(4 / 6)
+    assert res["mae_by_band"] == pytest.approx({"1-2": 0.5, "3": 2.0, "4": 0.0, "5": 1.5})
+    # Spearman by hand: Pearson of the ranks, gold [1,2,3,4,5.5,5.5], pred [1.5,1.5,6,4.5,3,4.5]
+    from scipy.stats import pearsonr
+    assert res["spearman"] == pytest.approx(
+        pearsonr([1, 2, 3, 4, 5.5, 5.5], [1.5, 1.5, 6, 4.5, 3, 4.5]).statistic)
+
+
+def test_rating_protocol_mode_baseline(bench):
+    gold = [r["gold"] for r in bench.gold("kolab-2a").values()]
+    res = bench.score("kolab-2a", bench.baseline("kolab-2a", "mode"))
+    mode = min(gold)  # two steps, one rating each: a tie, broken towards the smaller
+    assert res["mae"] == pytest.approx(sum(abs(g - mode) for g in gold) / len(gold))
+
+
+def test_classification_counts_unpredicted_classes_as_zero():
+    res = classification(["A", "B"], ["A", "A"], ("A", "B", "C"))
+    assert res["per_class_f1"]["C"] == 0.0
+    assert res["macro_f1"] == pytest.approx((2 / 3 + 0 + 0) / 3)
+
+
+def test_chebyshev_drawing_score():
+    total, n = chebyshev_score([[0, 0], [1, 1], [2, 3], [9, 9]], [[0, 0], [0, 1]])
+    assert n == 4 and total == pytest.approx(1 + 2 / 3 + 1 / 3 + 0)
+
+
+def test_errors_say_what_to_do(bench):
+    with pytest.raises(ProtocolError, match="kolab-1b"):
+        bench.instances("kolab-9")
+    with pytest.raises(ProtocolError, match="graph-chat"):
+        bench.instances("kolab-1b", condition="smell")
+    with pytest.raises(ProtocolError, match="k"):
+        bench.instances("kolab-1c", params={"k": 7})
+    with pytest.raises(ProtocolError, match="parameters"):
+        bench.instances("kolab-1b", params={"bogus": 1})
