@@ -40,6 +40,11 @@ class NotFound(GraphlakeError, LookupError):
     """A session, media file, node or named query the lake does not have."""
 
 
+class BadRequest(GraphlakeError, ValueError):
+    """A request the service understood but cannot answer as asked (bad cursor, empty
+    window)."""
+
+
 class CursorConflict(GraphlakeError, ValueError):
     """A cursor from another lake version."""
 

@@ -13,7 +13,7 @@ from fastapi import Request, Response
 
 from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
-from graphlake.server.errors import CursorConflict
+from graphlake.server.errors import BadRequest, CursorConflict
 from graphlake.server.settings import Settings
 
 
@@ -55,8 +55,8 @@ def decode_cursor(cursor: str | None, *, version: int | None = None):
         return None
     try:
         key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except ValueError:
-        raise ValueError("cursor is not one this service issued; pass the next_cursor of the "
+    except (ValueError, UnicodeDecodeError):
+        raise BadRequest("cursor is not one this service issued; pass the next_cursor of the "
                          "previous page, or none for the first page") from None
     if version is not None and isinstance(key, dict) and key.get("v") != version:
         raise CursorConflict(f"cursor was issued at lake version {key.get('v')} and the server "

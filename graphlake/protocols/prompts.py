@@ -111,7 +111,8 @@ def adoption_prompt(modes: set[str], *, recognition: bool, profession: str, goal
         question = ("You must predict how the user will respond to the output of the target AI "
                     "action (the node above matching the “AI Action Step” described earlier):")
     elif recognition or "chat" in modes:
-        question = "You must predict how the user will respond to the output of the target AI action:"
+        question = ("You must predict how the user will respond to the output of the target AI "
+                    "action:")
     else:
         question = "You must predict how the user will respond to the output of this AI action:"
     parts += [question, ADOPTION_LABELS]

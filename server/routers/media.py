@@ -17,7 +17,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi.responses import FileResponse
 
 from graphlake.protocols.kolab import frame_times
-from graphlake.server.errors import NotFound
+from graphlake.server.errors import BadRequest, NotFound
 from graphlake.server.models import Frame, Media, Page
 from graphlake.server.state import State, get_state, json_response
 
@@ -74,7 +74,7 @@ def media_clip(state: StateDep, media_id: str, t0: Annotated[float, Query(ge=0)]
     from graphlake.vision.video import write_clip
 
     if t1 <= t0:
-        raise ValueError("t1 must be greater than t0")
+        raise BadRequest("t1 must be greater than t0")
     row = _media(state, media_id)
     path = _file(row)
     key = hashlib.sha256(f"{row['sha256']}|{t0!r}|{t1!r}".encode()).hexdigest()[:24]
@@ -93,7 +93,7 @@ def media_frames(state: StateDep, media_id: str, t0: Annotated[float, Query(ge=0
     or after t1), each with the URL of its JPEG."""
     _media(state, media_id)
     if t1 <= t0:
-        raise ValueError("t1 must be greater than t0")
+        raise BadRequest("t1 must be greater than t0")
     return json_response({"items": [{"t": t, "url": f"/media/{media_id}/frame.jpg?t={t}"}
                                     for t in frame_times(t0, t1, n)], "next_cursor": None})
 

@@ -1,0 +1,306 @@
+"""The HTTP service on a real loopback socket (uvicorn in a thread), over the demo lake."""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from graphlake.client import Client, ServiceError
+from graphlake.server import Settings
+from tests.conftest import LiveServer, cli
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def http(demo_server):
+    with httpx.Client(base_url=demo_server.url, timeout=60) as c:
+        yield c
+
+
+def _error(resp, status):
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert set(body) == {"error"} and set(body["error"]) == {"status", "code", "message"}
+    assert body["error"]["status"] == status
+    return body["error"]["message"]
+
+
+def _all(http, path, limit, **params):
+    items, cursor, pages = [], None, 0
+    while True:
+        page = http.get(path, params={"limit": limit, "cursor": cursor, **params}).json()
+        items += page["items"]
+        pages += 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items, pages
+
+
+def test_health_and_corpora(http):
+    assert http.get("/health").json()["status"] == "ok"
+    corpora, pages = _all(http, "/corpora", 1)
+    names = [c["corpus"] for c in corpora]
+    assert names == sorted(names) and {"kolab", "hasbench", "almanac"} <= set(names)
+    assert pages == len(names)
+
+
+def test_sessions_paginate_without_gaps_or_duplicates(http):
+    every = http.get("/sessions", params={"limit": 1000}).json()["items"]
+    for size in (1, 5, 7):
+        got, _ = _all(http, "/sessions", size)
+        assert [(s["corpus"], s["session_id"]) for s in got] == \
+            [(s["corpus"], s["session_id"]) for s in every]
+    kolab, _ = _all(http, "/sessions", 4, corpus="kolab")
+    assert len(kolab) == 12 and {s["corpus"] for s in kolab} == {"kolab"}
+    one = kolab[3]
+    assert http.get(f"/sessions/kolab/{one['session_id']}").json() == one
+    by_part = http.get("/sessions", params={"participant": one["participants"][0]}).json()
+    assert one["session_id"] in [s["session_id"] for s in by_part["items"]]
+    _error(http.get("/sessions/kolab/nope"), 404)
+    _error(http.get("/sessions", params={"cursor": "!!notacursor"}), 400)
+
+
+def test_graph_renderings(http):
+    sid = "kolab-7-000000"
+    full = http.get(f"/sessions/kolab/{sid}/graph").json()
+    step = http.get(f"/sessions/kolab/{sid}/graph", params={"step": "seg1a"}).json()
+    assert step["nodes"] and {n["step_id"] for n in step["nodes"]} == {"seg1a"}
+    assert len(step["nodes"]) < len(full["nodes"])
+    text = http.get(f"/sessions/kolab/{sid}/graph",
+                    params={"step": "seg1a", "format": "text"}).text
+    assert text == step["text"] and text.startswith("[n0](")
+    dot = http.get(f"/sessions/kolab/{sid}/graph", params={"format": "dot"}).text
+    assert dot.startswith("digraph") and dot.count("->") == len(full["edges"])
+    centre = step["nodes"][1]["node_id"]
+    hop = http.get(f"/sessions/kolab/{sid}/graph", params={"node": centre, "hops": 1}).json()
+    near = {e["dst"] for e in full["edges"] if e["src"] == centre} | \
+        {e["src"] for e in full["edges"] if e["dst"] == centre} | {centre}
+    assert {n["node_id"] for n in hop["nodes"]} == near
+    win = http.get(f"/sessions/kolab/{sid}/graph", params={"t0": 0, "t1": 400}).json()
+    assert all(n["t_start"] < 400 for n in win["nodes"])
+    _error(http.get(f"/sessions/kolab/{sid}/graph", params={"step": "seg9z"}), 404)
+
+
+def test_events_and_chat_in_a_window(http):
+    sid = "kolab-7-000000"
+    events, _ = _all(http, f"/sessions/kolab/{sid}/events", 3, t0=100, t1=900)
+    assert events and all(100 <= e["t"] < 900 for e in events)
+    assert len({e["event_id"] for e in events}) == len(events)
+    chat = http.get(f"/sessions/kolab/{sid}/chat", params={"t0": 100, "t1": 900}).json()
+    assert chat["turns"] and all(100 <= t["t"] < 900 for t in chat["turns"])
+    assert chat["text"].splitlines()[0].startswith(("<human> ", "<ai> "))
+
+
+def _media_id(http):
+    return http.get("/sessions/kolab/kolab-7-000000/media").json()["items"][0]["media_id"]
+
+
+def test_media_file_range_and_clip(http):
+    import av
+
+    mid = _media_id(http)
+    meta = http.get(f"/media/{mid}").json()
+    assert "uri" not in meta and meta["duration_s"] > 0
+    whole = http.get(f"/media/{mid}/file")
+    assert whole.status_code == 200 and len(whole.content) == meta["size_bytes"]
+    part = http.get(f"/media/{mid}/file", headers={"Range": "bytes=10-99"})
+    assert part.status_code == 206 and part.content == whole.content[10:100]
+    clip = http.get(f"/media/{mid}/clip", params={"t0": 2, "t1": 5})
+    assert clip.status_code == 200
+    with av.open(io.BytesIO(clip.content)) as c:
+        times = [f.time for f in c.decode(video=0)]
+    assert times and max(times) < 5 and len(times) < 8 * meta["fps"]
+    rng = http.get(f"/media/{mid}/clip", params={"t0": 2, "t1": 5},
+                   headers={"Range": "bytes=0-15"})
+    assert rng.status_code == 206 and rng.content == clip.content[:16]
+
+
+def test_frames_as_jpeg(http):
+    import av
+
+    mid = _media_id(http)
+    frames = http.get(f"/media/{mid}/frames", params={"t0": 0, "t1": 8, "n": 4}).json()
+    assert [f["t"] for f in frames["items"]] == [1.0, 3.0, 5.0, 7.0]
+    jpg = http.get(frames["items"][0]["url"])
+    assert jpg.headers["content-type"] == "image/jpeg" and jpg.content[:2] == b"\xff\xd8"
+    with av.open(io.BytesIO(jpg.content), format="mjpeg") as c:
+        frame = next(c.decode(video=0))
+    assert (frame.width, frame.height) == (96, 64)
+
+
+@pytest.mark.parametrize("path", ["/media/..%2F..%2Fetc%2Fpasswd", "/media/../../etc/passwd",
+                                  "/media/%2Fetc%2Fpasswd/file", "/media/0557ff9eb4f5/file",
+                                  "/media/..%2Fsessions/frame.jpg?t=1"])
+def test_media_ids_cannot_walk_out(http, path):
+    resp = http.get(path)
+    assert resp.status_code in (404, 422)
+    assert b"root:" not in resp.content
+
+
+def test_sql(http):
+    body = http.post("/sql", json={"sql": "SELECT corpus, count(*) AS n FROM sessions "
+                                   "WHERE corpus = $c GROUP BY corpus", "params": {"c": "kolab"}}
+                     ).json()
+    assert body["columns"] == ["corpus", "n"] and body["rows"] == [["kolab", 12]]
+    assert body["truncated"] is False
+    capped = http.post("/sql", json={"sql": "SELECT * FROM events"}).json()
+    assert capped["truncated"] is True and len(capped["rows"]) == 50
+    arrow = http.post("/sql", json={"sql": "SELECT node_id FROM nodes ORDER BY 1 LIMIT 7"},
+                      headers={"Accept": "application/vnd.apache.arrow.stream"})
+    assert pa.ipc.open_stream(arrow.content).read_all().num_rows == 7
+    parquet = http.post("/sql", json={"sql": "SELECT 1 AS x"},
+                        headers={"Accept": "application/vnd.apache.parquet"})
+    assert pq.read_table(io.BytesIO(parquet.content)).to_pylist() == [{"x": 1}]
+
+
+@pytest.mark.parametrize("sql", [
+    "DELETE FROM nodes", "CREATE TABLE x AS SELECT 1", "COPY nodes TO '/tmp/x.csv'",
+    "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
+    "ATTACH '/tmp/x.db'", "SET enable_external_access = true", "PRAGMA version",
+    "SELECT 1; SELECT 2",
+    "SELECT f.* FROM \"/etc/passwd\" f WHERE EXISTS (WITH \"/etc/passwd\" AS (SELECT 1) "
+    "SELECT 1)",
+])
+def test_sql_refuses_writes_and_files(http, sql):
+    msg = _error(http.post("/sql", json={"sql": sql}), 400)
+    assert "root:" not in msg
+
+
+def test_sql_limits(http):
+    slow = ("SELECT count(*) FROM range(3000000) a, range(3000000) b "
+            "WHERE (a.range * b.range) % 1000003 = 7")
+    assert "limit" in _error(http.post("/sql", json={"sql": slow}), 408)
+    assert "limit" in _error(http.post("/sql", json={"sql": "SELECT 1 -- " + "x" * 30_000}),
+                             413)
+    _error(http.post("/sql", json={"nope": 1}), 422)
+
+
+def test_named_queries(http):
+    names = {q["name"] for q in http.get("/queries").json()}
+    assert "collab_metrics" in names
+    res = http.post("/queries/collab_metrics", json={"params": {"corpus": "kolab"}}).json()
+    assert res["rows"] and "burstiness" in " ".join(res["columns"])
+    _error(http.post("/queries/nope", json={}), 404)
+
+
+def test_benchmarks_listed(http):
+    items = http.get("/benchmarks").json()["items"]
+    ids = [b["id"] for b in items]
+    assert ids[:6] == ["kolab-1a", "kolab-1b", "kolab-1c", "kolab-1d", "kolab-2a", "kolab-2b"]
+    b1 = items[1]
+    assert b1["labels"] == ["ADOPT", "MODIFY", "REJECT"] and len(b1["conditions"]) == 7
+    assert len(b1["spec_hash"]) == 16
+
+
+def test_instances_over_http(http):
+    every, _ = _all(http, "/benchmarks/kolab-1c/instances", 1000, condition="graph", k=2)
+    paged, pages = _all(http, "/benchmarks/kolab-1c/instances", 7, condition="graph", k=2)
+    assert [i["id"] for i in paged] == [i["id"] for i in every] and pages > 1
+    one = http.get(f"/benchmarks/kolab-1c/instances/{every[0]['id']}",
+                   params={"condition": "graph", "k": 2}).json()
+    assert one == every[0] and one["params"]["k"] == 2
+    _error(http.get("/benchmarks/kolab-1c/instances/deadbeef"), 404)
+    _error(http.get("/benchmarks/kolab-1b/instances", params={"condition": "smell"}), 400)
+    _error(http.get("/benchmarks/nope/instances"), 400)
+
+
+def test_score_over_http_lists_every_id(http):
+    ids = [i["id"] for i in http.get("/benchmarks/kolab-2b/instances",
+                                     params={"limit": 5}).json()["items"]]
+    preds = [{"id": ids[0], "label": 5}, {"id": ids[1], "label": "4"},
+             {"id": ids[2], "label": "great"}, {"id": "ghost", "label": 3}]
+    res = http.post("/benchmarks/kolab-2b/score", json={"predictions": preds}).json()
+    assert res["n"] == 2 and res["unknown"] == ["ghost"] and res["invalid"] == [ids[2]]
+    assert len(res["missing"]) == res["n_instances"] - 3
+    base = http.post("/benchmarks/kolab-2b/score", params={"baseline": "mode"}).json()
+    assert base["n"] == base["n_instances"] and base["missing"] == []
+
+
+def test_example_evaluator_end_to_end(demo_server, demo_lake):
+    """docs/examples/evaluate_majority.py against the live server, checked by hand: with
+    every prediction ADOPT, ADOPT's precision is its share p, its recall 1, its F1 2p/(1+p),
+    and the other classes score 0."""
+    import graphlake
+
+    proc = subprocess.run([sys.executable, str(ROOT / "docs/examples/evaluate_majority.py"),
+                           "--url", demo_server.url], capture_output=True, text=True,
+                          timeout=600, check=True)
+    out = json.loads(proc.stdout)
+    with graphlake.connect(demo_lake) as gl:
+        labels = gl.sql("SELECT label FROM adoptions WHERE corpus = 'kolab' AND label IN "
+                        "('adopt', 'modify', 'reject')").column("label").to_pylist()
+    n, p = len(labels), labels.count("adopt") / len(labels)
+    assert out["instances"] == n and out["fetched"] == 7 * n
+    score = out["score"]
+    assert score["n"] == n and score["missing"] == [] and score["unknown"] == []
+    assert score["per_class_f1"] == pytest.approx({"ADOPT": 2 * p / (1 + p), "MODIFY": 0.0,
+                                                   "REJECT": 0.0})
+    assert score["macro_f1"] == pytest.approx(2 * p / (1 + p) / 3)
+    assert score["macro_precision"] == pytest.approx(p / 3)
+    assert score["macro_recall"] == pytest.approx(1 / 3)
+    with Client(demo_server.url) as client:
+        assert client.score("kolab-1b", baseline="majority") == score
+
+
+def test_token_required_on_every_request(demo_lake):
+    with LiveServer(Settings(lake=demo_lake, token="s3cret")) as srv:
+        for path in ("/health", "/openapi.json", "/docs", "/benchmarks"):
+            assert _error(httpx.get(srv.url + path), 401)
+            wrong = httpx.get(srv.url + path, headers={"Authorization": "Bearer nope"})
+            assert wrong.status_code == 401
+        with Client(srv.url, token="s3cret") as good:
+            assert good.health()["status"] == "ok"
+        with Client(srv.url) as bad, pytest.raises(ServiceError) as err:
+            bad.health()
+        assert err.value.status == 401
+
+
+def test_serve_refuses_a_public_bind_without_token(demo_lake):
+    proc = cli("serve", "--host", "0.0.0.0", "--port", "1", lake=demo_lake, check=False)
+    assert proc.returncode != 0 and "token" in proc.stderr and "loopback" in proc.stderr
+
+
+def test_missing_vision_extra_is_a_clear_501(demo_lake, monkeypatch):
+    monkeypatch.setitem(sys.modules, "av", None)  # as if PyAV were not installed
+    with LiveServer(Settings(lake=demo_lake)) as srv, httpx.Client(base_url=srv.url) as c:
+        mid = _media_id(c)
+        msg = _error(c.get(f"/media/{mid}/frame.jpg", params={"t": 1}), 501)
+        assert 'pip install "graphlake[vision]"' in msg
+
+
+def test_openapi_conforms(demo_server):
+    """schemathesis over the OpenAPI spec, bounded: every answer matches its schema and no
+    request makes the server fail."""
+    schemathesis = pytest.importorskip("schemathesis")
+    from hypothesis import HealthCheck, given, settings
+
+    schema = schemathesis.openapi.from_url(demo_server.url + "/openapi.json")
+    failures = []
+    for op in schema.get_all_operations():
+        operation = op.ok()
+        if operation.path.endswith(("/clip", "/frame.jpg", "/file")):
+            continue  # binary answers are checked above
+
+        @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck),
+                  database=None)
+        @given(case=operation.as_strategy())
+        def run(case):
+            resp = case.call(base_url=demo_server.url)
+            assert resp.status_code < 500, (case.method, case.formatted_path, resp.text)
+            if resp.status_code < 300:
+                case.validate_response(resp)
+
+        try:
+            run()
+        except Exception as exc:  # schemathesis groups its findings in an ExceptionGroup
+            failures.append(f"{operation.method} {operation.path}: {exc}")
+    assert not failures, "\n".join(failures[:5])
