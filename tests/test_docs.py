@@ -82,3 +82,24 @@ def test_every_ingestor_is_documented_and_named_in_the_cli_help():
     for name in ingest.names():
         assert f"graphlake ingest {name}" in README, name
         assert name in cli_src, name
+
+
+def test_service_doc_names_every_protocol_route_and_option():
+    from graphlake.protocols import SPECS
+    from graphlake.server import Settings, create_app
+
+    import re
+
+    doc = (ROOT / "docs" / "service.md").read_text()
+    for pid in SPECS:
+        assert f"`{pid}`" in doc, pid
+    paths = create_app(Settings(lake=ROOT / "no-such-lake")).openapi()["paths"]
+    assert len(paths) > 15
+    generic = re.sub(r"\{[^}]+\}", "{}", doc)
+    for path, methods in paths.items():
+        for method in methods:
+            shown = re.sub(r"\{[^}]+\}", "{}", f"{method.upper()} {path}")
+            assert re.search("`" + re.escape(shown) + "[`?]", generic), shown
+    for option in ("--host", "--port", "--token", "--max-rows", "--timeout", "--max-body",
+                   "--workers", "--version"):
+        assert f"`{option}" in doc, option
