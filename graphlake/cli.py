@@ -536,6 +536,10 @@ def serve(
                                           "bytes (HTTP 413 beyond).")] = 1_000_000,
     workers: Annotated[int, typer.Option("--workers", help="uvicorn worker processes (each "
                                          "opens the lake once).")] = 1,
+    preload_rows: Annotated[int, typer.Option(
+        "--preload-rows", help="Read corpora of up to this many node occurrences + events "
+        "into memory at startup, so a context costs a slice, not queries (0: never).")]
+    = 20_000_000,
 ):
     """Serve the lake over HTTP for model evaluators (FastAPI, run by uvicorn).
 
@@ -565,7 +569,8 @@ def serve(
     os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
                        "GRAPHLAKE_SERVE_CONFIG": __import__("json").dumps({
                            "version": version, "token": token, "max_rows": max_rows,
-                           "query_timeout_s": timeout, "max_body_bytes": max_body})})
+                           "query_timeout_s": timeout, "max_body_bytes": max_body,
+                           "preload_rows": preload_rows})})
     err_console.print(f"graphlake: serving {lk.root} on http://{host}:{port} "
                       f"(docs at /docs{', token required' if token else ''})")
     uvicorn.run("graphlake.server.main:app", host=host, port=port, workers=workers,

@@ -8,14 +8,13 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 import graphlake
-from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
 from graphlake.server import errors
 from graphlake.server.middleware import GuardMiddleware
 from graphlake.server.models import ErrorResponse
 from graphlake.server.routers import benchmarks, corpora, health, media, sessions, sql
 from graphlake.server.settings import Settings
-from graphlake.server.state import State
+from graphlake.server.state import State, new_benchmarks
 
 DESCRIPTION = """
 graphlake serves a human-agent collaboration lake to model evaluators: benchmark protocols
@@ -31,10 +30,12 @@ every error is `{"error": {"status", "code", "message"}}`.
 def create_app(settings: Settings, *, connection: Connection | None = None) -> FastAPI:
     """The app over ``settings.lake`` (or an open ``connection``), pinned to one snapshot."""
     con = connection or Connection(settings.lake, settings.version)
-    state = State(settings, con, Benchmarks(con, session_cache=settings.session_cache))
+    state = State(settings, con, new_benchmarks(settings, con))
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        if settings.preload_rows:  # before the first request, not during it
+            state.bench.sessions.preload()
         yield
         if connection is None:
             con.close()

@@ -29,8 +29,13 @@ class State:
         with self.lock:
             changed = self.con.refresh()
             if changed:
-                self.bench = Benchmarks(self.con, session_cache=self.settings.session_cache)
+                self.bench = new_benchmarks(self.settings, self.con)
             return changed
+
+
+def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
+    return Benchmarks(con, session_cache=settings.session_cache,
+                      preload_rows=settings.preload_rows)
 
 
 def get_state(request: Request) -> State:

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from conftest import cli
 from graphlake.protocols.samples import read_instances
-from tests.conftest import cli
 
 
 def test_list_export_score(hand_lake, tmp_path):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 import graphlake
+from conftest import HAND
 from graphlake.errors import SqlError
 from graphlake.pipeline import ingest_path
 from graphlake.query.connection import Connection
-from tests.conftest import HAND
 
 
 def test_pinned_until_refresh(tmp_path, hand_lake):

@@ -85,10 +85,10 @@ def test_every_ingestor_is_documented_and_named_in_the_cli_help():
 
 
 def test_service_doc_names_every_protocol_route_and_option():
+    import re
+
     from graphlake.protocols import SPECS
     from graphlake.server import Settings, create_app
-
-    import re
 
     doc = (ROOT / "docs" / "service.md").read_text()
     for pid in SPECS:

@@ -12,10 +12,10 @@ import os
 
 import pytest
 
+from conftest import FIXTURES
 from graphlake.protocols import KOLAB_CONDITIONS, Benchmarks, ProtocolError
 from graphlake.protocols.scoring import chebyshev_score, classification, ratings
 from graphlake.query.connection import Connection
-from tests.conftest import FIXTURES
 
 GOLDEN = FIXTURES / "golden" / "contexts"
 KOLAB = ("kolab-1a", "kolab-1b", "kolab-1c", "kolab-1d", "kolab-2a", "kolab-2b")
@@ -157,3 +157,19 @@ def test_errors_say_what_to_do(bench):
         bench.instances("kolab-1c", params={"k": 7})
     with pytest.raises(ProtocolError, match="parameters"):
         bench.instances("kolab-1b", params={"bogus": 1})
+
+
+def test_corpus_slices_equal_point_queries(demo_lake):
+    """A session read from the whole-corpus tables is the session read by its own queries."""
+    from graphlake.protocols.session import SessionCache
+
+    with Connection(demo_lake) as con:
+        whole, point = SessionCache(con), SessionCache(con, preload_rows=0)
+        sessions = con.rows("SELECT corpus, session_id FROM sessions ORDER BY ALL")
+        assert len(sessions) > 50
+        for s in sessions:
+            a, b = whole.get(s["corpus"], s["session_id"]), point.get(s["corpus"],
+                                                                      s["session_id"])
+            assert a == b and a is not None
+        assert point._corpora and all(v is None for v in point._corpora.values())
+        assert whole.get("kolab", "no-such-session") is None

@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from conftest import LiveServer, cli
 from graphlake.client import Client, ServiceError
 from graphlake.server import Settings
-from tests.conftest import LiveServer, cli
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -166,7 +166,7 @@ def test_sql(http):
     "DELETE FROM nodes", "CREATE TABLE x AS SELECT 1", "COPY nodes TO '/tmp/x.csv'",
     "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
     "ATTACH '/tmp/x.db'", "SET enable_external_access = true", "PRAGMA version",
-    "SELECT 1; SELECT 2",
+    "SELECT 1; SELECT 2", "SELECT '", "'",
     "SELECT f.* FROM \"/etc/passwd\" f WHERE EXISTS (WITH \"/etc/passwd\" AS (SELECT 1) "
     "SELECT 1)",
 ])

@@ -65,6 +65,11 @@ def test_several_statements_are_refused():
         check("SELECT 1; SELECT 2", COLUMNS)
 
 
+def test_unclosed_quote_is_a_syntax_error():
+    with pytest.raises(SqlError, match="unclosed quote"):
+        check("SELECT 'abc", {})
+
+
 def test_syntax_error_has_position():
     with pytest.raises(SqlError, match=r"SQL syntax error.*line 1"):
         check("SELECT FROM WHERE (", COLUMNS)

@@ -63,12 +63,13 @@ class _Index:
 class Benchmarks:
     """Every protocol over ``con`` (its pinned snapshot)."""
 
-    def __init__(self, con: Connection, *, session_cache: int = 1024):
+    def __init__(self, con: Connection, *, session_cache: int = 1024,
+                 preload_rows: int = 20_000_000):
         from graphlake.protocols import REGISTRY
 
         self.con = con
         self.registry = REGISTRY
-        self.sessions = SessionCache(con, session_cache)
+        self.sessions = SessionCache(con, session_cache, preload_rows)
         self._indexes: dict = {}
         self._lock = threading.Lock()
 

@@ -15,31 +15,45 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from threading import Lock
 
+import numpy as np
+
 from graphlake.query.connection import Connection
 
-_STEPS = ("SELECT step_id, ordinal, badge, name, action, t_start, t_end FROM steps "
-          "WHERE corpus = $c AND session_id = $s ORDER BY ordinal, step_id")
-_OCCURRENCES = (
-    "SELECT o.node_id, o.seq, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, "
-    "n.detail, n.local_id FROM node_occurrences o JOIN nodes n ON n.corpus = o.corpus "
-    "AND n.session_id = o.session_id AND n.node_id = o.node_id "
-    "WHERE o.corpus = $c AND o.session_id = $s ORDER BY o.t_start, o.node_id, o.seq")
-_NODES_WITHOUT_TIME = (
-    "SELECT node_id, step_id, actor_type, actor, label, detail, local_id, t_start, t_end "
-    "FROM nodes WHERE corpus = $c AND session_id = $s")
-_EDGES = ("SELECT src, dst, kind FROM edges WHERE corpus = $c AND session_id = $s "
-          "AND level = 'action' ORDER BY edge_id")
-_EVENTS = ("SELECT event_id, seq, t, t_end, actor, actor_type, kind, channel, initiator, "
-           "request_id, status, node_id, step_id, text, payload FROM events "
-           "WHERE corpus = $c AND session_id = $s ORDER BY t NULLS LAST, seq, event_id")
-_SESSION = ("SELECT title, goal, domain, condition, split, attrs FROM sessions "
-            "WHERE corpus = $c AND session_id = $s")
-_MEDIA = ("SELECT media_id, kind, duration_s, fps, width, height FROM media "
-          "WHERE corpus = $c AND session_id = $s ORDER BY media_id")
-_MENTAL_MODELS = ("SELECT target_id, label, text FROM annotations WHERE corpus = $c "
-                  "AND session_id = $s AND kind = 'mental_model' ORDER BY annotation_id")
-_PARTICIPANTS = ("SELECT participant_id, kind, role, name, persona FROM participants "
-                 "WHERE corpus = $c AND session_id = $s ORDER BY participant_id")
+#: What a context may need from a session: (table alias, columns, FROM, ORDER BY). Each runs
+#: either for one session or, sorted by session, for a whole corpus at once (``SessionStore``).
+_PARTS = {
+    "info": ("s", "title, goal, domain, condition, split, attrs", "sessions s", "s.session_id"),
+    "steps": ("s", "step_id, ordinal, badge, name, action, t_start, t_end", "steps s",
+              "s.ordinal, s.step_id"),
+    "occurrences": (
+        "o", "o.node_id, o.seq, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, "
+        "n.detail, n.local_id",
+        "node_occurrences o JOIN nodes n ON n.corpus = o.corpus AND n.session_id = o.session_id "
+        "AND n.node_id = o.node_id", "o.t_start, o.node_id, o.seq"),
+    "nodes": ("n", "node_id, step_id, actor_type, actor, label, detail, local_id, t_start, "
+              "t_end, 0 AS seq", "nodes n", "n.t_start, n.node_id"),
+    "edges": ("e", "src, dst, kind", "edges e", "e.edge_id"),
+    "events": ("e", "event_id, seq, t, t_end, actor, actor_type, kind, channel, initiator, "
+               "request_id, status, node_id, step_id, text, payload", "events e",
+               "e.t NULLS LAST, e.seq, e.event_id"),
+    "media": ("m", "media_id, kind, duration_s, fps, width, height", "media m", "m.media_id"),
+    "participants": ("p", "participant_id, kind, role, name, persona", "participants p",
+                     "p.participant_id"),
+    "mental_models": ("a", "target_id, label, text", "annotations a", "a.annotation_id"),
+}
+_EXTRA_WHERE = {"edges": "e.level = 'action'", "mental_models": "a.kind = 'mental_model'"}
+
+
+def _part_sql(part: str, *, one_session: bool) -> str:
+    alias, cols, source, order = _PARTS[part]
+    where = [f"{alias}.corpus = $c"]
+    if one_session:
+        where.append(f"{alias}.session_id = $s")
+    if part in _EXTRA_WHERE:
+        where.append(_EXTRA_WHERE[part])
+    sid = "" if one_session else f"{alias}.session_id AS _sid, "
+    return (f"SELECT {sid}{cols} FROM {source} "
+            f"WHERE {' AND '.join(where)} ORDER BY {alias}.session_id, {order}")
 
 
 @dataclass
@@ -124,37 +138,100 @@ def _json(text):
         return {}
 
 
+def _session_data(corpus: str, session_id: str, parts: dict) -> SessionData | None:
+    if not parts["info"]:
+        return None
+    occurrences = parts["occurrences"] or parts["nodes"]  # some corpora time the node only
+    return SessionData(corpus, session_id, parts["info"][0], parts["steps"], occurrences,
+                       parts["edges"], parts["events"], parts["media"], parts["participants"],
+                       parts["mental_models"] if corpus == "almanac" else [])
+
+
 def load_session(con: Connection, corpus: str, session_id: str) -> SessionData | None:
     """All rows a context may need from one session (None when the lake has no such session)."""
     p = {"c": corpus, "s": session_id}
-    info = con.rows(_SESSION, p)
-    if not info:
-        return None
-    occurrences = con.rows(_OCCURRENCES, p)
-    if not occurrences:  # corpora whose nodes carry their times on the node row only
-        occurrences = [{**n, "seq": 0} for n in con.rows(_NODES_WITHOUT_TIME, p)]
-    return SessionData(corpus, session_id, info[0], con.rows(_STEPS, p), occurrences,
-                       con.rows(_EDGES, p), con.rows(_EVENTS, p), con.rows(_MEDIA, p),
-                       con.rows(_PARTICIPANTS, p),
-                       con.rows(_MENTAL_MODELS, p) if corpus == "almanac" else [])
+    parts = {name: con.rows(_part_sql(name, one_session=True), p) for name in _PARTS}
+    return _session_data(corpus, session_id, parts)
+
+
+class CorpusRows:
+    """Every session of one corpus, each part an Arrow table sorted by session, with the row
+    range of every session: a session's rows are a slice, found in a dict, not a query."""
+
+    def __init__(self, con: Connection, corpus: str):
+        self.tables, self.ranges = {}, {}
+        for name in _PARTS:
+            table = con.execute(_part_sql(name, one_session=False), {"c": corpus},
+                                max_rows=None, timeout_s=None).table
+            sids = table.column("_sid").to_numpy(zero_copy_only=False)
+            ranges = {}
+            if len(sids):
+                cuts = np.flatnonzero(sids[1:] != sids[:-1]) + 1
+                starts = np.concatenate(([0], cuts))
+                ends = np.concatenate((cuts, [len(sids)]))
+                ranges = {sids[a]: (int(a), int(b)) for a, b in zip(starts, ends, strict=True)}
+            self.tables[name] = table.drop_columns(["_sid"])
+            self.ranges[name] = ranges
+
+    def get(self, corpus: str, session_id: str) -> SessionData | None:
+        parts = {}
+        for name, table in self.tables.items():
+            a, b = self.ranges[name].get(session_id, (0, 0))
+            parts[name] = table.slice(a, b - a).to_pylist() if b > a else []
+        return _session_data(corpus, session_id, parts)
 
 
 class SessionCache:
-    """The most recently used sessions of one connection version (an LRU of SessionData)."""
+    """Sessions for contexts, by (corpus, session_id), for one connection.
 
-    def __init__(self, con: Connection, size: int = 512):
+    A corpus whose rows fit ``preload_rows`` is read once, whole, into :class:`CorpusRows` on
+    its first request (a few seconds for 100k sessions), after which a session costs a slice;
+    a larger corpus is read one session at a time with point queries. Either way the most
+    recently used sessions are kept as :class:`SessionData` (an LRU of ``size``)."""
+
+    def __init__(self, con: Connection, size: int = 1024, preload_rows: int = 20_000_000):
         self.con = con
         self.size = size
+        self.preload_rows = preload_rows
         self._items: OrderedDict = OrderedDict()
+        self._corpora: dict[str, CorpusRows | None] = {}
         self._lock = Lock()
+        self._load_lock = Lock()
+        self._version = con.version
+
+    def preload(self) -> list[str]:
+        """Read every corpus that fits into memory now (the server does it at startup, so
+        that no request pays for it); returns the corpora held."""
+        corpora = [r["corpus"] for r in self.con.rows(
+            "SELECT DISTINCT corpus FROM sessions ORDER BY 1")]
+        return [c for c in corpora if self._corpus(c) is not None]
+
+    def _corpus(self, corpus: str) -> CorpusRows | None:
+        if corpus in self._corpora:
+            return self._corpora[corpus]
+        with self._load_lock:
+            if corpus not in self._corpora:
+                n = self.con.rows(
+                    "SELECT (SELECT count(*) FROM node_occurrences WHERE corpus = $c) + "
+                    "(SELECT count(*) FROM events WHERE corpus = $c) AS n", {"c": corpus})
+                fits = n[0]["n"] <= self.preload_rows
+                self._corpora[corpus] = CorpusRows(self.con, corpus) if fits else None
+        return self._corpora[corpus]
 
     def get(self, corpus: str, session_id: str) -> SessionData | None:
-        key = (self.con.version, corpus, session_id)
+        if self.con.version != self._version:  # the connection moved to another snapshot
+            with self._load_lock, self._lock:
+                self._items.clear()
+                self._corpora.clear()
+                self._version = self.con.version
+        key = (corpus, session_id)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        data = load_session(self.con, corpus, session_id)
+        rows = self._corpus(corpus)
+        data = rows.get(corpus, session_id) if rows is not None else \
+            load_session(self.con, corpus, session_id)
         with self._lock:
             self._items[key] = data
             while len(self._items) > self.size:

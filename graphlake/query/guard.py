@@ -18,7 +18,7 @@ import re
 
 import sqlglot
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError
+from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 
 from graphlake.errors import SqlError
@@ -53,6 +53,8 @@ def parse(sql: str) -> exp.Expression:
         raise SqlError(f"SQL syntax error: {err.get('description', exc)}"
                        f" (line {err.get('line')}, column {err.get('col')})",
                        line=err.get("line"), col=err.get("col")) from None
+    except TokenError as exc:  # an unterminated string or quoted name, say
+        raise SqlError(f"SQL syntax error: {exc}; check for an unclosed quote") from None
     if len(statements) != 1:
         raise SqlError(f"expected exactly one statement, got {len(statements)}; run them one "
                        "at a time")
