@@ -48,6 +48,7 @@ def decode_cursor(cursor: str | None) -> str | None:
 class _Index:
     table: pa.Table      # one row per instance, sorted by id
     ids: np.ndarray      # the id column as a NumPy array, for binary search
+    corpora: frozenset   # the corpora its instances come from
 
     def find(self, iid: str) -> int | None:
         i = int(np.searchsorted(self.ids, iid))
@@ -57,7 +58,8 @@ class _Index:
         return 0 if last is None else int(np.searchsorted(self.ids, last, side="right"))
 
     def row(self, i: int) -> dict:
-        return self.table.slice(i, 1).to_pylist()[0]
+        return {name: col[i].as_py() for name, col in zip(self.table.column_names,
+                                                          self.table.columns, strict=True)}
 
 
 class Benchmarks:
@@ -85,9 +87,23 @@ class Benchmarks:
         return [spec.summary() for spec, _m in self.registry.values()]
 
     # ------------------------------------------------------------------ index
+    def warm(self, pid: str, params: dict | None = None) -> bool:
+        """True when an instance of ``pid`` can be built without a query: its index is built
+        and its corpora are held in memory (the server then builds it on the event loop)."""
+        spec, _m = self.spec(pid)
+        try:
+            key = self._key(pid, spec.bind(params))
+        except ProtocolError:
+            return False
+        idx = self._indexes.get(key)
+        return idx is not None and all(self.sessions.in_memory(c) for c in idx.corpora)
+
+    def _key(self, pid: str, params: dict) -> tuple:
+        return (self.con.version, pid, tuple(sorted(params.items())))
+
     def index(self, pid: str, params: dict) -> _Index:
         spec, module = self.spec(pid)
-        key = (self.con.version, pid, tuple(sorted(params.items())))
+        key = self._key(pid, params)
         with self._lock:
             found = self._indexes.get(key)
         if found is not None:
@@ -97,7 +113,8 @@ class Benchmarks:
                f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id")
         table = self.con.execute(sql, {**bind, "__pid": pid}, max_rows=None,
                                  timeout_s=None).table
-        idx = _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str))
+        idx = _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str),
+                     frozenset(table.column("corpus").unique().to_pylist()))
         with self._lock:
             self._indexes = {k: v for k, v in self._indexes.items()
                              if k[0] == self.con.version}

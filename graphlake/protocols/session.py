@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
-from dataclasses import dataclass, field
 from threading import Lock
 
 import numpy as np
@@ -26,12 +25,11 @@ _PARTS = {
     "steps": ("s", "step_id, ordinal, badge, name, action, t_start, t_end", "steps s",
               "s.ordinal, s.step_id"),
     "occurrences": (
-        "o", "o.node_id, o.seq, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, "
-        "n.detail, n.local_id",
+        "o", "o.node_id, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, n.detail",
         "node_occurrences o JOIN nodes n ON n.corpus = o.corpus AND n.session_id = o.session_id "
         "AND n.node_id = o.node_id", "o.t_start, o.node_id, o.seq"),
-    "nodes": ("n", "node_id, step_id, actor_type, actor, label, detail, local_id, t_start, "
-              "t_end, 0 AS seq", "nodes n", "n.t_start, n.node_id"),
+    "nodes": ("n", "node_id, t_start, t_end, step_id, actor_type, actor, label, detail",
+              "nodes n", "n.t_start, n.node_id"),
     "edges": ("e", "src, dst, kind", "edges e", "e.edge_id"),
     "events": ("e", "event_id, seq, t, t_end, actor, actor_type, kind, channel, initiator, "
                "request_id, status, node_id, step_id, text, payload", "events e",
@@ -56,19 +54,46 @@ def _part_sql(part: str, *, one_session: bool) -> str:
             f"WHERE {' AND '.join(where)} ORDER BY {alias}.session_id, {order}")
 
 
-@dataclass
 class SessionData:
-    corpus: str
-    session_id: str
-    info: dict
-    steps: list[dict]
-    occurrences: list[dict]
-    edges: list[dict]
-    events: list[dict]
-    media: list[dict]
-    participants: list[dict]
-    mental_models: list[dict] = field(default_factory=list)
-    _by_step: dict = field(default_factory=dict, repr=False)
+    """One session's rows by part (info, steps, occurrences, edges, events, media,
+    participants, mental_models), each turned into Python rows only when first used: a graph
+    context never pays for the session's events, a chat context never for its edges."""
+
+    __slots__ = ("_by_step", "_parts", "_rows", "corpus", "session_id")
+
+    def __init__(self, corpus: str, session_id: str, parts):
+        self.corpus, self.session_id = corpus, session_id
+        self._parts = parts        # part name -> list of rows, or a callable giving them
+        self._rows: dict = {}
+        self._by_step: dict = {}
+
+    def _get(self, name: str) -> list[dict]:
+        rows = self._rows.get(name)
+        if rows is None:
+            part = self._parts[name]
+            rows = self._rows[name] = part() if callable(part) else part
+        return rows
+
+    info = property(lambda self: self._get("info")[0])
+    steps = property(lambda self: self._get("steps"))
+    occurrences = property(lambda self: self._get("occurrences") or self._get("nodes"),
+                           doc="Node occurrences (nodes that carry their time on the node "
+                               "row only count as one occurrence each).")
+    edges = property(lambda self: self._get("edges"))
+    events = property(lambda self: self._get("events"))
+    media = property(lambda self: self._get("media"))
+    participants = property(lambda self: self._get("participants"))
+    mental_models = property(lambda self: self._get("mental_models")
+                             if self.corpus == "almanac" else [])
+
+    def as_dict(self) -> dict:
+        return {name: self._get(name) for name in _PARTS}
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, SessionData) and (self.corpus, self.session_id) == (
+            other.corpus, other.session_id) and self.as_dict() == other.as_dict()
+
+    __hash__ = None
 
     @property
     def goal(self) -> str:
@@ -138,20 +163,16 @@ def _json(text):
         return {}
 
 
-def _session_data(corpus: str, session_id: str, parts: dict) -> SessionData | None:
-    if not parts["info"]:
-        return None
-    occurrences = parts["occurrences"] or parts["nodes"]  # some corpora time the node only
-    return SessionData(corpus, session_id, parts["info"][0], parts["steps"], occurrences,
-                       parts["edges"], parts["events"], parts["media"], parts["participants"],
-                       parts["mental_models"] if corpus == "almanac" else [])
-
-
 def load_session(con: Connection, corpus: str, session_id: str) -> SessionData | None:
     """All rows a context may need from one session (None when the lake has no such session)."""
     p = {"c": corpus, "s": session_id}
-    parts = {name: con.rows(_part_sql(name, one_session=True), p) for name in _PARTS}
-    return _session_data(corpus, session_id, parts)
+    info = con.rows(_part_sql("info", one_session=True), p)
+    if not info:
+        return None
+    parts = {name: (lambda name=name: con.rows(_part_sql(name, one_session=True), p))
+             for name in _PARTS}
+    parts["info"] = info
+    return SessionData(corpus, session_id, parts)
 
 
 class CorpusRows:
@@ -174,11 +195,14 @@ class CorpusRows:
             self.ranges[name] = ranges
 
     def get(self, corpus: str, session_id: str) -> SessionData | None:
-        parts = {}
-        for name, table in self.tables.items():
-            a, b = self.ranges[name].get(session_id, (0, 0))
-            parts[name] = table.slice(a, b - a).to_pylist() if b > a else []
-        return _session_data(corpus, session_id, parts)
+        if session_id not in self.ranges["info"]:
+            return None
+        return SessionData(corpus, session_id, {name: (lambda name=name: self._rows(
+            name, session_id)) for name in self.tables})
+
+    def _rows(self, name: str, session_id: str) -> list[dict]:
+        a, b = self.ranges[name].get(session_id, (0, 0))
+        return self.tables[name].slice(a, b - a).to_pylist() if b > a else []
 
 
 class SessionCache:
@@ -205,6 +229,10 @@ class SessionCache:
         corpora = [r["corpus"] for r in self.con.rows(
             "SELECT DISTINCT corpus FROM sessions ORDER BY 1")]
         return [c for c in corpora if self._corpus(c) is not None]
+
+    def in_memory(self, corpus: str) -> bool:
+        """True when a session of ``corpus`` costs no query (its corpus is held)."""
+        return self._corpora.get(corpus) is not None and self._version == self.con.version
 
     def _corpus(self, corpus: str) -> CorpusRows | None:
         if corpus in self._corpora:

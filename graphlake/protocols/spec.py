@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from itertools import combinations
 
 from graphlake.errors import GraphlakeError
@@ -66,9 +67,9 @@ class ProtocolSpec:
     conditions: tuple[str, ...]
     source: str                # the paper section that defines it
     params: tuple[Param, ...] = ()
-    prompt_parts: tuple[str, ...] = field(default=(), repr=False)
+    prompt_parts: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
-    @property
+    @cached_property
     def hash(self) -> str:
         body = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]

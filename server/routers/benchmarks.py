@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from graphlake.server.models import Benchmark, Instance, Page, Score, ScoreRequest
 from graphlake.server.state import State, get_state, json_response
@@ -13,32 +14,39 @@ router = APIRouter(prefix="/benchmarks", tags=["benchmarks"])
 StateDep = Annotated[State, Depends(get_state)]
 
 
-class ProtocolParams:
-    """The protocols' parameters as query parameters (each protocol reads its own)."""
-
-    def __init__(self,
-                 corpus: Annotated[str | None, Query(description="Kolab protocols: corpus "
-                                                     "of the triples / ratings")] = None,
-                 k: Annotated[int | None, Query(ge=1, le=3, description="kolab-1c: "
-                                                "preceding steps")] = None,
-                 frames: Annotated[int | None, Query(ge=0, le=64, description="video "
-                                                     "conditions: frames listed")] = None,
-                 fraction: Annotated[float | None, Query(gt=0, le=1, description="*-prefix: "
-                                                         "share of the trace")] = None,
-                 role: Annotated[str | None, Query(description="almanac-*: guide, follower "
-                                                   "or all")] = None,
-                 dimension: Annotated[str | None, Query(description="almanac-mental-model: "
-                                                        "dimension")] = None):
-        self.values = {"corpus": corpus, "k": k, "frames": frames, "fraction": fraction,
-                       "role": role, "dimension": dimension}
+class ProtocolParams(dict):
+    """The protocols' parameters given as query parameters (each protocol reads its own)."""
 
     def for_protocol(self, state: State, pid: str) -> dict:
         spec, _m = state.bench.spec(pid)
         names = {p.name for p in spec.params}
-        return {k: v for k, v in self.values.items() if v is not None and k in names}
+        return {k: v for k, v in self.items() if v is not None and k in names}
 
 
-ParamsDep = Annotated[ProtocolParams, Depends()]
+#: The protocols' parameters as query parameters, documented in the OpenAPI spec here and read
+#: by ``protocol_params`` straight from the query string: each protocol's spec types and checks
+#: its own (``ProtocolSpec.bind``), so FastAPI need not validate six optional parameters on
+#: every instance fetch (the hot path of an evaluation run).
+_PARAM_DOCS = [
+    ("corpus", "string", "Kolab protocols: corpus of the triples / ratings"),
+    ("k", "integer", "kolab-1c: preceding steps (1-3)"),
+    ("frames", "integer", "video conditions: frames listed"),
+    ("fraction", "number", "*-prefix: share of the trace before the cut-off, in (0, 1]"),
+    ("role", "string", "almanac-*: guide, follower or all"),
+    ("dimension", "string", "almanac-mental-model: team_goal, partner_intent or "
+                            "self_reasoning"),
+]
+PARAMS_OPENAPI = {"parameters": [
+    {"name": n, "in": "query", "required": False, "description": d, "schema": {"type": t}}
+    for n, t, d in _PARAM_DOCS]}
+
+
+async def protocol_params(request: Request) -> ProtocolParams:
+    q = request.query_params
+    return ProtocolParams({n: q.get(n) for n, _t, _d in _PARAM_DOCS})
+
+
+ParamsDep = Annotated[ProtocolParams, Depends(protocol_params)]
 
 
 @router.get("", response_model=Page[Benchmark])
@@ -53,7 +61,8 @@ def get_benchmark(state: StateDep, protocol: str):
     return spec.summary()
 
 
-@router.get("/{protocol}/instances", response_model=Page[Instance])
+@router.get("/{protocol}/instances", response_model=Page[Instance],
+            openapi_extra=PARAMS_OPENAPI)
 def list_instances(state: StateDep, protocol: str, params: ParamsDep,
                    condition: str | None = None,
                    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
@@ -66,15 +75,20 @@ def list_instances(state: StateDep, protocol: str, params: ParamsDep,
     return json_response({"items": page.items, "next_cursor": page.next_cursor})
 
 
-@router.get("/{protocol}/instances/{instance_id}", response_model=Instance)
-def get_instance(state: StateDep, protocol: str, instance_id: str, params: ParamsDep,
-                 condition: str | None = None):
+@router.get("/{protocol}/instances/{instance_id}", response_model=Instance,
+            openapi_extra=PARAMS_OPENAPI)
+async def get_instance(state: StateDep, protocol: str, instance_id: str, params: ParamsDep,
+                       condition: str | None = None):
     """One instance in one condition."""
-    return json_response(state.bench.instance(protocol, instance_id, condition=condition,
-                                              params=params.for_protocol(state, protocol)))
+    bench, bound = state.bench, params.for_protocol(state, protocol)
+    if bench.warm(protocol, bound):  # pure CPU work on rows in memory: no thread hop
+        return json_response(bench.instance(protocol, instance_id, condition=condition,
+                                            params=bound))
+    return json_response(await run_in_threadpool(
+        bench.instance, protocol, instance_id, condition=condition, params=bound))
 
 
-@router.post("/{protocol}/score", response_model=Score)
+@router.post("/{protocol}/score", response_model=Score, openapi_extra=PARAMS_OPENAPI)
 def score(state: StateDep, protocol: str, params: ParamsDep,
           body: ScoreRequest | None = None,
           baseline: Literal["majority", "mode"] | None = None):

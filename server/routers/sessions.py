@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Response
+from starlette.concurrency import run_in_threadpool
 
 from graphlake.protocols.render import render_chat, render_dot, render_graph
 from graphlake.server.errors import NotFound
@@ -79,15 +80,22 @@ def _hops(data, node: str, hops: int) -> set[str]:
 
 @router.get("/{corpus}/{session_id}/graph", response_model=Graph,
             responses={200: {"content": {"text/plain": {}, "text/vnd.graphviz": {}}}})
-def session_graph(state: StateDep, corpus: str, session_id: str,
-                  step: Annotated[str | None, Query(description="a step_id")] = None,
-                  t0: float | None = None, t1: float | None = None,
-                  node: Annotated[str | None, Query(description="centre node_id")] = None,
-                  hops: Annotated[int, Query(ge=0, le=50)] = 1,
-                  format: Literal["json", "text", "dot"] = "json"):
+async def session_graph(state: StateDep, corpus: str, session_id: str,
+                        step: Annotated[str | None, Query(description="a step_id")] = None,
+                        t0: float | None = None, t1: float | None = None,
+                        node: Annotated[str | None, Query(description="centre node_id")] = None,
+                        hops: Annotated[int, Query(ge=0, le=50)] = 1,
+                        format: Literal["json", "text", "dot"] = "json"):
     """The action graph of a session: all of it, one step, the nodes that started in
     [t0, t1), or ``hops`` edges around ``node`` (either direction); as JSON, as the Kolab A.6
     text rendering, or as Graphviz DOT."""
+    args = (state, corpus, session_id, step, t0, t1, node, hops, format)
+    if state.bench.sessions.in_memory(corpus):  # rows in memory: no thread hop
+        return _graph(*args)
+    return await run_in_threadpool(_graph, *args)
+
+
+def _graph(state, corpus, session_id, step, t0, t1, node, hops, format):
     data = _session(state, corpus, session_id)
     if step is not None:
         s = data.step(step)
