@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections import OrderedDict
 from pathlib import Path
 
 import duckdb
@@ -73,6 +74,7 @@ class Connection:
         self._local = threading.local()
         self._cat: Catalog | None = None
         self._generation = 0
+        self._checked: OrderedDict = OrderedDict()
         self._open(version)
 
     # ---------------------------------------------------------------- lifecycle
@@ -142,9 +144,22 @@ class Connection:
         return local.cursor
 
     def check(self, statement: str) -> str:
-        """The statement as DuckDB will run it (patterns compiled), or a :class:`SqlError`."""
+        """The statement as DuckDB will run it (patterns compiled), or a :class:`SqlError`.
+
+        Statements that passed are remembered (the last 512, for this snapshot's catalog): a
+        client repeating one parameterised statement pays for parsing and qualifying once."""
+        key = (self._generation, statement)
+        with self._lock:
+            hit = self._checked.get(key)
+            if hit is not None:
+                self._checked.move_to_end(key)
+                return hit
         sql = compile_patterns(statement)
         check(sql, self.columns)
+        with self._lock:
+            self._checked[key] = sql
+            while len(self._checked) > 512:
+                self._checked.popitem(last=False)
         return sql
 
     def sql(self, statement: str, params: dict | None = None, *,
