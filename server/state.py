@@ -25,12 +25,22 @@ class State:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def refresh(self) -> bool:
-        """Move to the newest lake snapshot (POST /admin/refresh)."""
+        """Move to the newest lake snapshot (``POST /refresh``): open it beside the current
+        one, read it in, then swap; the old snapshot closes a grace period later, after the
+        requests still reading it (each bounded by the query time limit) have finished."""
         with self.lock:
-            changed = self.con.refresh()
-            if changed:
-                self.bench = new_benchmarks(self.settings, self.con)
-            return changed
+            newest = self.con.lake.snapshot(None).lake_version
+            if newest == self.con.version:
+                return False
+            con = Connection(self.con.lake, newest)
+            bench = new_benchmarks(self.settings, con)
+            if self.settings.preload_rows:
+                bench.sessions.preload()
+            old, self.con, self.bench = self.con, con, bench
+        grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.close)
+        grace.daemon = True
+        grace.start()
+        return True
 
 
 def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:

@@ -304,3 +304,26 @@ def test_openapi_conforms(demo_server):
         except Exception as exc:  # schemathesis groups its findings in an ExceptionGroup
             failures.append(f"{operation.method} {operation.path}: {exc}")
     assert not failures, "\n".join(failures[:5])
+
+
+def test_refresh_moves_to_the_newest_snapshot(tmp_path, hand_lake):
+    import shutil
+
+    from conftest import HAND
+    from graphlake.pipeline import ingest_path
+
+    lake = tmp_path / "lake"
+    shutil.copytree(hand_lake, lake)
+    with LiveServer(Settings(lake=lake)) as srv, Client(srv.url) as client:
+        before = client.health()["lake_version"]
+        n = client.sql("SELECT count(*) FROM sessions").rows[0][0]
+        other = tmp_path / "more" / "hand-2"
+        shutil.copytree(HAND, other)
+        (other / "graph.json").write_text(
+            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"'))
+        ingest_path("kolab", other.parent, lake)
+        assert client.sql("SELECT count(*) FROM sessions").rows[0][0] == n  # still pinned
+        moved = client._request("POST", "/refresh").json()
+        assert moved["lake_version"] > before
+        assert client.sql("SELECT count(*) FROM sessions").rows[0][0] == n + 1
+        assert len(list(client.iter_instances("kolab-2a", condition="graph"))) == 4

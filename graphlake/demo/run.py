@@ -61,7 +61,9 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     console.print(rich_table(overview.rename_columns(
         ["corpus", "sessions", "tasks", "events", "human", "R_A", "R_M", "success"])))
     console.print(f"\nlake: {lake.root}\nnext: graphlake sql \"SELECT label, count(*) FROM "
-                  f"adoptions GROUP BY 1\" --lake {lake.root}")
+                  f"adoptions GROUP BY 1\" --lake {lake.root}\n"
+                  f"      graphlake serve --lake {lake.root}   (then python "
+                  "docs/examples/evaluate_majority.py)")
     return res
 
 

@@ -20,6 +20,15 @@ def health(state: Annotated[State, Depends(get_state)]):
             "lake": str(state.settings.lake)}
 
 
+@router.post("/refresh", response_model=Health)
+def refresh(state: Annotated[State, Depends(get_state)]):
+    """Move the service to the newest lake snapshot (after an ingest); answers the version it
+    now reads. Requests already running finish on the snapshot they started with."""
+    state.refresh()
+    return {"status": "ok", "lake_version": state.con.version,
+            "lake": str(state.settings.lake)}
+
+
 @cache
 def _payload(size: int) -> bytes:
     body = b'{"pad":"' + b"x" * max(0, size - 10) + b'"}'
