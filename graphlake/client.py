@@ -17,6 +17,8 @@ from typing import Any
 
 import httpx
 
+from graphlake.server.models import Instance  # the service's own response model
+
 
 class ServiceError(Exception):
     """The service answered with an error; ``status`` and ``code`` as it sent them."""
@@ -24,20 +26,6 @@ class ServiceError(Exception):
     def __init__(self, status: int, code: str, message: str):
         super().__init__(f"{status} {code}: {message}")
         self.status, self.code, self.message = status, code, message
-
-
-@dataclass(frozen=True)
-class Instance:
-    id: str
-    protocol: str
-    condition: str
-    spec_hash: str
-    corpus: str
-    session_id: str
-    lake_version: int
-    params: dict
-    prompt: str
-    inputs: dict
 
 
 @dataclass(frozen=True)
@@ -127,18 +115,18 @@ class Client:
                   cursor: str | None = None, **params) -> tuple[list[Instance], str | None]:
         page = self.get(f"/benchmarks/{protocol}/instances", condition=condition,
                         limit=limit, cursor=cursor, **params)
-        return [Instance(**i) for i in page["items"]], page["next_cursor"]
+        return [Instance.model_validate(i) for i in page["items"]], page["next_cursor"]
 
     def iter_instances(self, protocol: str, *, condition: str | None = None,
                        page_size: int = 200, **params) -> Iterator[Instance]:
         for item in self.pages(f"/benchmarks/{protocol}/instances", limit=page_size,
                                condition=condition, **params):
-            yield Instance(**item)
+            yield Instance.model_validate(item)
 
     def instance(self, protocol: str, instance_id: str, *, condition: str | None = None,
                  **params) -> Instance:
-        return Instance(**self.get(f"/benchmarks/{protocol}/instances/{instance_id}",
-                                   condition=condition, **params))
+        return Instance.model_validate(self.get(
+            f"/benchmarks/{protocol}/instances/{instance_id}", condition=condition, **params))
 
     def score(self, protocol: str, predictions: list[dict] | None = None, *,
               baseline: str | None = None, **params) -> dict:
