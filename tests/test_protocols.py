@@ -173,3 +173,70 @@ def test_corpus_slices_equal_point_queries(demo_lake):
             assert a == b and a is not None
         assert point._corpora and all(v is None for v in point._corpora.values())
         assert whole.get("kolab", "no-such-session") is None
+
+
+@pytest.fixture(scope="module")
+def trace_bench(tmp_path_factory):
+    """Almanac, HAS-Bench and tau2 fixtures in one lake (the golden-corpora inputs)."""
+    from test_golden_corpora import CORPORA
+
+    from graphlake.pipeline import ingest_path
+
+    root = tmp_path_factory.mktemp("traces")
+    for corpus in ("almanac", "hasbench", "tau2"):
+        ingest_path(corpus, CORPORA[corpus](root), root / "lake")
+    con = Connection(root / "lake")
+    yield Benchmarks(con)
+    con.close()
+
+
+@pytest.mark.parametrize("protocol", ["almanac-next-action", "almanac-mental-model",
+                                      "hasbench-prefix", "tau2-prefix"])
+def test_golden_trace_contexts(trace_bench, protocol):
+    from graphlake.protocols import SPECS
+
+    got = {}
+    for condition in SPECS[protocol].conditions:
+        items = trace_bench.instances(protocol, condition=condition, limit=1000).items
+        assert items, (protocol, condition)
+        for item in items:
+            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"],
+                                                "inputs": item["inputs"]}
+    path = GOLDEN / f"{protocol}.json"
+    if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
+        path.write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
+    assert got == json.loads(path.read_text())
+
+
+def test_prefix_cut_at_a_chosen_event(trace_bench):
+    (item,) = trace_bench.instances("tau2-prefix", limit=5).items
+    events = [e["event_id"] for e in trace_bench.sessions.get(
+        "tau2", item["session_id"]).events]
+    chosen = trace_bench.instances("tau2-prefix", params={"event": events[2]}).items[0]
+    assert chosen["inputs"]["cutoff_event"] == events[2]
+    assert [e["event_id"] for e in chosen["inputs"]["trace"]] == events[:2]
+    assert trace_bench.instances("tau2-prefix", params={"event": "nope"}).items == []
+
+
+def test_almanac_scoring_by_hand(trace_bench):
+    gold = trace_bench.gold("almanac-next-action")
+    ids = sorted(gold)
+    kinds = [gold[i]["gold"] for i in ids]
+    assert sorted(kinds) == ["draw", "draw", "erase", "undo"]
+    preds = [{"id": i, "label": "draw"} for i in ids]
+    res = trace_bench.score("almanac-next-action", preds)
+    # draw: P 2/4, R 1, F1 2/3; the four other action types 0
+    assert res["accuracy"] == pytest.approx(0.5)
+    assert res["per_class_recall"] == pytest.approx(
+        {"message": 0, "draw": 1, "erase": 0, "undo": 0, "reset": 0})
+    assert res["macro_f1"] == pytest.approx(2 / 3 / 5)
+    draws = [i for i in ids if gold[i]["gold"] == "draw" and gold[i]["gold_cells"]]
+    assert draws
+    cell = gold[draws[0]]["gold_cells"][0]
+    res = trace_bench.score("almanac-next-action", [
+        {"id": draws[0], "label": "DRAW", "cells": [cell, [cell[0] + 2, cell[1]]]}])
+    # one cell on the route (1) and one two rows away, whose nearest gold cell is at
+    # distance 1 or 2 depending on the route: checked against the definition
+    from graphlake.protocols.scoring import chebyshev_score
+    total, n = chebyshev_score([cell, [cell[0] + 2, cell[1]]], gold[draws[0]]["gold_cells"])
+    assert n == 2 and res["drawing_score"] == pytest.approx(total / 2) and total >= 1

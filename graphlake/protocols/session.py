@@ -21,7 +21,9 @@ from graphlake.query.connection import Connection
 #: What a context may need from a session: (table alias, columns, FROM, ORDER BY). Each runs
 #: either for one session or, sorted by session, for a whole corpus at once (``SessionStore``).
 _PARTS = {
-    "info": ("s", "title, goal, domain, condition, split, attrs", "sessions s", "s.session_id"),
+    "info": ("s", "title, goal, domain, condition, split, attrs, (SELECT any_value(sc.goal) "
+             "FROM scenarios sc WHERE sc.corpus = s.corpus AND sc.scenario_id = s.scenario_id) "
+             "AS scenario_goal", "sessions s", "s.session_id"),
     "steps": ("s", "step_id, ordinal, badge, name, action, t_start, t_end", "steps s",
               "s.ordinal, s.step_id"),
     "occurrences": (
@@ -97,7 +99,10 @@ class SessionData:
 
     @property
     def goal(self) -> str:
-        return self.info.get("goal") or self.info.get("title") or ""
+        """The session's goal, else its scenario's (tau2: the user's reason for calling),
+        else its title."""
+        i = self.info
+        return i.get("goal") or i.get("scenario_goal") or i.get("title") or ""
 
     @property
     def profession(self) -> str:

@@ -44,11 +44,13 @@ SPECS = {s.id: s for s in (
     *(ProtocolSpec(
         id=f"{corpus}-prefix", description=f"Forecast whether a {name} run passes from its "
         "trace up to a chosen event", task="outcome", unit="one session with an outcome",
-        window="session start -> the event at `fraction` of the trace",
+        window="session start -> the event at `fraction` of the trace (or `event`)",
         cutoff="that event (the prefix holds strictly earlier events)",
         labels=("PASS", "FAIL"), conditions=("trace",), source=source,
         params=(Param("fraction", "float", 0.5, "share of the trace before the cut-off "
-                      "event, in (0, 1]"),))
+                      "event, in (0, 1]"),
+                Param("event", "str", None, "cut at this event_id instead (sessions without "
+                      "it have no instance)")))
       for corpus, name, source in (("hasbench", "HAS-Bench", "HAS-Bench 4.1, 4.3"),
                                    ("tau2", "tau2-bench", "tau2-bench results (reward)"))),
 )}
@@ -91,8 +93,11 @@ def targets_sql(spec: ProtocolSpec, params: dict) -> tuple[str, dict]:
         gold = "CASE WHEN max(value) >= 1 THEN 'PASS' ELSE 'FAIL' END"
         label = "pass"
     return (f"SELECT corpus, session_id, session_id AS target, {gold} AS gold "
-            "FROM annotations WHERE corpus = $c AND kind = 'outcome' AND label = $l "
-            "AND value IS NOT NULL GROUP BY corpus, session_id", {"c": corpus, "l": label})
+            "FROM annotations a WHERE corpus = $c AND kind = 'outcome' AND label = $l "
+            "AND value IS NOT NULL AND ($event IS NULL OR EXISTS (SELECT 1 FROM events e "
+            "WHERE e.corpus = a.corpus AND e.session_id = a.session_id "
+            "AND e.event_id = $event)) GROUP BY corpus, session_id",
+            {"c": corpus, "l": label, "event": params["event"]})
 
 
 def _line(e: dict, roles: dict) -> str:
@@ -144,6 +149,8 @@ def _prefix(spec, data: SessionData, params: dict, roles: dict) -> tuple[str, di
     frac = min(max(params["fraction"], 1e-9), 1.0)
     events = data.events
     k = min(len(events) - 1, max(0, math.ceil(frac * len(events)) - 1)) if events else 0
+    if params.get("event") is not None:
+        k = next(i for i, e in enumerate(events) if e["event_id"] == params["event"])
     cut = events[k] if events else None
     prefix = events[:k]
     inputs = {"cutoff_event": cut["event_id"] if cut else None,

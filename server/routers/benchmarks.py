@@ -32,6 +32,7 @@ _PARAM_DOCS = [
     ("k", "integer", "kolab-1c: preceding steps (1-3)"),
     ("frames", "integer", "video conditions: frames listed"),
     ("fraction", "number", "*-prefix: share of the trace before the cut-off, in (0, 1]"),
+    ("event", "string", "*-prefix: cut at this event_id instead"),
     ("role", "string", "almanac-*: guide, follower or all"),
     ("dimension", "string", "almanac-mental-model: team_goal, partner_intent or "
                             "self_reasoning"),
