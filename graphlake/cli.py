@@ -611,7 +611,7 @@ def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt 
         rows = [{"id": s["id"], "instances": b.count(s["id"]), "task": s["task"],
                  "labels": ", ".join(s["labels"]) or "(categories)",
                  "conditions": ", ".join(s["conditions"]), "description": s["description"]}
-                for s in b.list()]
+                for s in b.specs()]
     except GraphlakeError as exc:
         _fail(exc)
     _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)

@@ -83,7 +83,7 @@ class Benchmarks:
             raise ProtocolError(f"unknown benchmark {pid!r}; the benchmarks are "
                                 f"{', '.join(self.registry)} (GET /benchmarks)") from None
 
-    def list(self) -> list[dict]:
+    def specs(self) -> list[dict]:
         return [spec.summary() for spec, _m in self.registry.values()]
 
     # ------------------------------------------------------------------ index

@@ -53,7 +53,7 @@ ParamsDep = Annotated[ProtocolParams, Depends(protocol_params)]
 @router.get("", response_model=Page[Benchmark])
 def list_benchmarks(state: StateDep):
     """Every protocol with its label set, conditions, window, cut-off and spec hash."""
-    return {"items": state.bench.list(), "next_cursor": None}
+    return {"items": state.bench.specs(), "next_cursor": None}
 
 
 @router.get("/{protocol}", response_model=Benchmark)
