@@ -550,8 +550,9 @@ def serve(
     Binds to 127.0.0.1 by default; a non-loopback --host is refused without --token.
 
     Example: graphlake serve --port 8000, then
-    curl localhost:8000/benchmarks/kolab-1b/instances?condition=graph-chat
+    curl 'localhost:8000/benchmarks/kolab-1b/instances?condition=graph-chat'
     """
+    import json
     import os
 
     from graphlake.server.settings import is_loopback
@@ -564,10 +565,14 @@ def serve(
     if not lk.exists():
         _fail(ValueError(f"no lake at {lk.root}; build one with `graphlake demo` or "
                          "`graphlake ingest`, or pass --lake DIR"))
+    try:
+        lk.snapshot(version)  # an unknown --version fails here, not in every worker
+    except GraphlakeError as exc:
+        _fail(exc)
     import uvicorn
 
     os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
-                       "GRAPHLAKE_SERVE_CONFIG": __import__("json").dumps({
+                       "GRAPHLAKE_SERVE_CONFIG": json.dumps({
                            "version": version, "token": token, "max_rows": max_rows,
                            "query_timeout_s": timeout, "max_body_bytes": max_body,
                            "preload_rows": preload_rows})})
