@@ -327,3 +327,37 @@ def test_refresh_moves_to_the_newest_snapshot(tmp_path, hand_lake):
         assert moved["lake_version"] > before
         assert client.sql("SELECT count(*) FROM sessions").rows[0][0] == n + 1
         assert len(list(client.iter_instances("kolab-2a", condition="graph"))) == 4
+
+
+def test_graphlake_serve_command(demo_lake):
+    """The real command: uvicorn imports graphlake.server.main with the CLI's settings."""
+    import os
+    import socket
+    import time
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    proc = subprocess.Popen([sys.executable, "-m", "graphlake.cli", "serve", "--lake",
+                             str(demo_lake), "--port", str(port), "--token", "t0k",
+                             "--max-rows", "3"], env={**os.environ},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                resp = httpx.get(url + "/health", headers={"Authorization": "Bearer t0k"})
+                break
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "graphlake serve did not start"
+                time.sleep(0.2)
+        assert resp.json()["status"] == "ok"
+        assert httpx.get(url + "/health").status_code == 401
+        with Client(url, token="t0k") as client:
+            assert client.sql("SELECT * FROM nodes").truncated is True  # --max-rows 3
+    finally:
+        proc.terminate()
+        proc.wait(30)
