@@ -15,7 +15,6 @@ class Settings:
     max_rows: int = 10_000               # rows one /sql or /queries answer may hold
     query_timeout_s: float = 30.0        # a statement running longer is stopped (HTTP 408)
     max_body_bytes: int = 1_000_000      # larger request bodies are refused (HTTP 413)
-    max_page: int = 1000                 # largest ?limit= of a list
     session_cache: int = 1024            # sessions kept in memory for contexts
     preload_rows: int = 20_000_000       # corpora up to this many occurrences + events are read
                                          # into memory at startup (0: per-session queries)
