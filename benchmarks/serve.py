@@ -187,7 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     soak_s = args.soak if args.soak is not None else (30 if args.quick else 300)
     args.work.mkdir(parents=True, exist_ok=True)
     lake = build_lake(args.work, sessions)
-    iids, sids, n_instances = sample_targets(lake, 5000)
+    iids, sids, n_instances = sample_targets(lake, 50_000)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     server = start_server(lake, port)
