@@ -240,3 +240,30 @@ def test_almanac_scoring_by_hand(trace_bench):
     from graphlake.protocols.scoring import chebyshev_score
     total, n = chebyshev_score([cell, [cell[0] + 2, cell[1]]], gold[draws[0]]["gold_cells"])
     assert n == 2 and res["drawing_score"] == pytest.approx(total / 2) and total >= 1
+
+
+@pytest.mark.parametrize("protocol", ["kolab-1a", "kolab-1b", "kolab-2a", "kolab-2b"])
+def test_sql_contexts_equal_the_python_slices(demo_lake, protocol):
+    """The rows kolab_sql picks for every instance (of the protocols it precomputes) are the
+    rows SessionData.graph and .chat pick for the same window, as 1c and 1d use them."""
+    from graphlake.protocols.kolab_sql import ordered_context
+    from graphlake.protocols.render import render_chat, render_graph
+    from graphlake.protocols.session import SessionCache
+
+    with Connection(demo_lake) as con:
+        bench, sessions = Benchmarks(con), SessionCache(con)
+        params = {"k": 2} if protocol == "kolab-1c" else {}
+        rows = bench.gold(protocol, params).values()
+        assert rows
+        for ref in rows:
+            data = sessions.get(ref["corpus"], ref["session_id"])
+            keep = frozenset([ref["ai_node"]]) if protocol < "kolab-2" else frozenset()
+            nodes, edges = data.graph(ref["t0"], ref["cutoff"], keep)
+            sql_nodes, sql_edges, sql_turns = ordered_context(ref)
+            assert render_graph(sql_nodes, sql_edges) == render_graph(nodes, edges), \
+                (protocol, ref["target"])
+            assert sql_edges == [{k: e[k] for k in ("src", "dst", "kind")} for e in edges]
+            turns = data.chat(ref["t0"], ref["cutoff"])
+            assert [t["event_id"] for t in turns] == [t["event_id"] for t in sql_turns]
+            assert render_chat(turns) == render_chat(sql_turns)
+            assert ref["goal"] == data.goal and ref["profession"] == data.profession

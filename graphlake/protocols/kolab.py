@@ -16,11 +16,12 @@ The cut-off is the window's end. A triple without a source node starts at the AI
 from __future__ import annotations
 
 from graphlake.protocols import prompts
+from graphlake.protocols.kolab_sql import PRECOMPUTED, ordered_context, with_contexts
 from graphlake.protocols.render import clock, render_chat, render_graph
-from graphlake.protocols.session import SessionData
 from graphlake.protocols.spec import KOLAB_CONDITIONS, Param, ProtocolSpec
 
 ADOPTION_LABELS = ("ADOPT", "MODIFY", "REJECT")
+NODE_FIELDS = ("node_id", "step_id", "actor_type", "actor", "label", "detail", "t_start")
 RATING_LABELS = ("1", "2", "3", "4", "5")
 _CORPUS = Param("corpus", "str", "kolab", "corpus whose adoption triples / ratings to use")
 _FRAMES = Param("frames", "int", 8, "evenly spaced frames listed for video conditions")
@@ -88,93 +89,87 @@ GROUP BY r.corpus, r.session_id, r.step_id
 
 
 def targets_sql(spec: ProtocolSpec, params: dict) -> tuple[str, dict]:
-    """SQL for every instance of ``spec`` in the lake (corpus, session_id, target, gold and
-    what the window needs); the gold label never leaves the server."""
+    """SQL for every instance of ``spec`` in the lake (corpus, session_id, target, gold), with
+    its window and the rows its context holds (``kolab_sql``); the gold label never leaves
+    the server."""
+    k = params.get("k") if spec.id == "kolab-1c" else None
     if spec.task == "rating":
         item = "collaboration" if spec.id == "kolab-2a" else "output_quality"
-        return _RATING_TARGETS, {"corpus": params["corpus"], "item": item}
+        return (with_contexts(spec.id, _RATING_TARGETS, rating=True),
+                {"corpus": params["corpus"], "item": item, "k": k})
     sql = _ADOPTION_TARGETS
     if spec.id in ("kolab-1c", "kolab-1d"):
         sql = _LAST_STEP.format(inner=sql)
-    return sql, {"corpus": params["corpus"]}
+    return with_contexts(spec.id, sql, rating=False), {"corpus": params["corpus"], "k": k}
 
 
-def window(spec: ProtocolSpec, data: SessionData, ref: dict, params: dict) -> tuple[float, float]:
-    """(t0, cutoff) of the instance: Table 4's clip window."""
-    if spec.task == "rating":
-        s = data.step(ref["target"])
-        return s["t_start"], s["t_end"]
-    t0 = ref["t_source"]
-    if spec.id == "kolab-1a":
-        end = ref["response_t_end"]
-        return t0, end if end is not None else ref["ai_t_end"]
-    if spec.id == "kolab-1c":
-        last = data.step(ref["ai_step"])
-        earlier = [s for s in data.steps if s["ordinal"] is not None and last is not None
-                   and s["ordinal"] < last["ordinal"] and s["t_start"] is not None]
-        k_back = earlier[-params["k"]:] if earlier else []
-        if k_back:
-            t0 = min(t0, k_back[0]["t_start"])
-    if spec.id == "kolab-1d":
-        starts = [s["t_start"] for s in data.steps if s["t_start"] is not None]
-        t0 = min([0.0, *starts])
-    return t0, ref["ai_t_end"]
+def needs_session(spec: ProtocolSpec) -> bool:
+    """Whether ``build`` cuts the context from the session's rows (1c, 1d) rather than from the
+    rows the index already holds (``kolab_sql.PRECOMPUTED``)."""
+    return spec.id not in PRECOMPUTED
 
 
-def build(spec: ProtocolSpec, data: SessionData, ref: dict, condition: str,
-          params: dict) -> tuple[str, dict]:
-    """The prompt and the inputs of one instance in one condition."""
-    modes = set(condition.split("-"))
-    t0, cutoff = window(spec, data, ref, params)
+def context_rows(spec: ProtocolSpec, data, ref: dict):
+    """The instance's nodes, action edges and chat turns, in render order."""
+    if spec.id in PRECOMPUTED:
+        return ordered_context(ref)
     keep = frozenset([ref["ai_node"]]) if spec.task == "adoption" else frozenset()
+    nodes, edges = data.graph(ref["t0"], ref["cutoff"], keep)
+    nodes = [{k: n.get(k) for k in NODE_FIELDS}
+             for n in sorted(nodes, key=lambda n: (n["t_start"], n["node_id"]))]
+    turns = [{k: m[k] for k in ("event_id", "t", "actor_type", "text")}
+             for m in data.chat(ref["t0"], ref["cutoff"])]
+    return nodes, [{k: e[k] for k in ("src", "dst", "kind")} for e in edges], turns
+
+
+def build(spec: ProtocolSpec, data, ref: dict, condition: str,
+          params: dict) -> tuple[str, dict]:
+    """The prompt and the inputs of one instance in one condition: the window, session facts
+    and (1a, 1b, 2a, 2b) context rows come with the index row; ``data``, the session's rows,
+    is read only for 1c and 1d."""
+    modes = set(condition.split("-"))
+    t0, cutoff = ref["t0"], ref["cutoff"]
+    goal, profession = ref["goal"] or "", ref["profession"]
     inputs: dict = {"window": {"t0": t0, "t1": cutoff}, "cutoff": cutoff,
-                    "goal": data.goal, "profession": data.profession}
+                    "goal": goal, "profession": profession}
     graph_nodes = graph_edges = chat_text = ""
+    nodes, edges, turns = context_rows(spec, data, ref)
     if "graph" in modes:
-        nodes, edges = data.graph(t0, cutoff, keep)
         g = render_graph(nodes, edges)
         graph_nodes, graph_edges = g.nodes, g.edges
+        order = {nid: i for i, nid in enumerate(g.node_ids)}
         inputs["graph"] = {"text": g.text, "node_ids": g.node_ids,
-                           "nodes": [_node_out(n) for n in sorted(
-                               nodes, key=lambda n: g.node_ids.index(n["node_id"]))],
-                           "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]}
-                                     for e in edges]}
+                           "nodes": sorted(nodes, key=lambda n: order[n["node_id"]]),
+                           "edges": edges}
     if "chat" in modes:
-        turns = data.chat(t0, cutoff)
         chat_text = render_chat(turns)
-        inputs["chat"] = {"text": chat_text, "turns": [
-            {"event_id": m["event_id"], "t": m["t"], "actor_type": m["actor_type"],
-             "text": m["text"]} for m in turns]}
+        inputs["chat"] = {"text": chat_text, "turns": turns}
     if "video" in modes:
-        inputs["video"] = video_inputs(data, t0, cutoff, params["frames"])
+        inputs["video"] = video_inputs(ref["media_id"], ref["media_duration_s"], t0, cutoff,
+                                       params["frames"])
     if spec.task == "rating":
-        name = data.step_name(ref["target"])
+        name = ref["target_step_name"]
         inputs["step"] = {"step_id": ref["target"], "name": name}
         prompt = prompts.rating_prompt(modes, quality=spec.id == "kolab-2b",
-                                       profession=data.profession, goal=data.goal,
-                                       step_name=name, graph_nodes=graph_nodes,
-                                       graph_edges=graph_edges, chat=chat_text)
+                                       profession=profession, goal=goal, step_name=name,
+                                       graph_nodes=graph_nodes, graph_edges=graph_edges,
+                                       chat=chat_text)
         return prompt, inputs
-    ai_step = data.step_name(ref["ai_step"])
+    ai_step = ref["ai_step_name"]
     inputs["target"] = {"ai_node": ref["ai_node"], "ai_step": ref["ai_step"],
                         "ai_step_name": ai_step, "t_start": ref["ai_t_start"],
                         "t_end": ref["ai_t_end"]}
     user_step = None
     if spec.id == "kolab-1a":
-        user_step = data.step_name(ref["response_step"])
+        user_step = ref["user_step_name"]
         inputs["target"]["user_step"] = ref["response_step"]
         inputs["target"]["user_step_name"] = user_step
     prompt = prompts.adoption_prompt(
-        modes, recognition=spec.id == "kolab-1a", profession=data.profession, goal=data.goal,
+        modes, recognition=spec.id == "kolab-1a", profession=profession, goal=goal,
         ai_step=ai_step, user_step=user_step, start=clock(ref["ai_t_start"]),
         end=clock(ref["ai_t_end"]), graph_nodes=graph_nodes, graph_edges=graph_edges,
         chat=chat_text)
     return prompt, inputs
-
-
-def _node_out(n: dict) -> dict:
-    return {k: n.get(k) for k in ("node_id", "step_id", "actor_type", "actor", "label",
-                                  "detail", "t_start")}
 
 
 def frame_times(t0: float, t1: float, n: int) -> list[float]:
@@ -186,18 +181,17 @@ def frame_times(t0: float, t1: float, n: int) -> list[float]:
     return [round(t0 + (i + 0.5) * step, 3) for i in range(n)]
 
 
-def video_inputs(data: SessionData, t0: float, t1: float, n_frames: int) -> dict:
+def video_inputs(media_id: str | None, duration_s: float | None, t0: float, t1: float,
+                 n_frames: int) -> dict:
     """The clip window and its frame URLs on the session's recording (recording time is
     session time); ``available`` is false when the session has no recording."""
-    out = {"t0": t0, "t1": t1, "available": bool(data.media)}
-    if not data.media:
+    out = {"t0": t0, "t1": t1, "available": media_id is not None}
+    if media_id is None:
         return out
-    m = data.media[0]
-    mid = m["media_id"]
     out.update({
-        "media_id": mid, "duration_s": m["duration_s"],
-        "clip_url": f"/media/{mid}/clip?t0={t0}&t1={t1}",
-        "frames": [{"t": t, "url": f"/media/{mid}/frame.jpg?t={t}"}
+        "media_id": media_id, "duration_s": duration_s,
+        "clip_url": f"/media/{media_id}/clip?t0={t0}&t1={t1}",
+        "frames": [{"t": t, "url": f"/media/{media_id}/frame.jpg?t={t}"}
                    for t in frame_times(t0, t1, n_frames)],
     })
     return out

@@ -89,14 +89,18 @@ class Benchmarks:
     # ------------------------------------------------------------------ index
     def warm(self, pid: str, params: dict | None = None) -> bool:
         """True when an instance of ``pid`` can be built without a query: its index is built
-        and its corpora are held in memory (the server then builds it on the event loop)."""
-        spec, _m = self.spec(pid)
+        and, where its contexts are cut from session rows, its corpora are held in memory
+        (the server then builds it on the event loop)."""
+        spec, module = self.spec(pid)
         try:
             key = self._key(pid, spec.bind(params))
         except ProtocolError:
             return False
         idx = self._indexes.get(key)
-        return idx is not None and all(self.sessions.in_memory(c) for c in idx.corpora)
+        if idx is None:
+            return False
+        return not module.needs_session(spec) or all(
+            self.sessions.in_memory(c) for c in idx.corpora)
 
     def _key(self, pid: str, params: dict) -> tuple:
         return (self.con.version, pid, tuple(sorted(params.items())))
@@ -154,7 +158,8 @@ class Benchmarks:
 
     def _build(self, spec: ProtocolSpec, ref: dict, condition: str, params: dict) -> dict:
         _spec, module = self.spec(spec.id)
-        data = self.sessions.get(ref["corpus"], ref["session_id"])
+        data = self.sessions.get(ref["corpus"], ref["session_id"]) \
+            if module.needs_session(spec) else None
         prompt, inputs = module.build(spec, data, ref, condition, params)
         return {"id": ref["id"], "protocol": spec.id, "condition": condition,
                 "spec_hash": spec.hash, "corpus": ref["corpus"],

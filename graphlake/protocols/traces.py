@@ -70,6 +70,11 @@ WHERE a.k > 1 AND ($role = 'all' OR a.role = $role) {where}
 _CELLS = ("list_sort(list(DISTINCT [c.row, c.col]) FILTER (WHERE c.delta > 0))")
 
 
+def needs_session(spec: ProtocolSpec) -> bool:
+    """Contexts are cut from the session's rows."""
+    return True
+
+
 def targets_sql(spec: ProtocolSpec, params: dict) -> tuple[str, dict]:
     """SQL for every instance of ``spec`` (corpus, session_id, target, gold, ...)."""
     if spec.task == "next_action":
