@@ -22,6 +22,8 @@ from graphlake.protocols.spec import ProtocolError, ProtocolSpec
 from graphlake.query.connection import Connection
 
 MAX_PAGE = 1000
+#: Index columns that hold answers: scoring reads them (``gold``), contexts never see them.
+GOLD_COLUMNS = frozenset({"gold", "gold_cells"})
 
 
 @dataclass
@@ -57,9 +59,17 @@ class _Index:
     def after(self, last: str | None) -> int:
         return 0 if last is None else int(np.searchsorted(self.ids, last, side="right"))
 
+    def __post_init__(self):
+        # one contiguous array per column: indexing it is about twice as fast as indexing a
+        # chunked column
+        self.table = self.table.combine_chunks()
+        self._cols = [(name, col.chunk(0) if col.num_chunks else col)
+                      for name, col in zip(self.table.column_names, self.table.columns,
+                                           strict=True) if name not in GOLD_COLUMNS]
+
     def row(self, i: int) -> dict:
-        return {name: col[i].as_py() for name, col in zip(self.table.column_names,
-                                                          self.table.columns, strict=True)}
+        """Instance ``i`` as the builders see it: every index column but the gold ones."""
+        return {name: col[i].as_py() for name, col in self._cols}
 
 
 class Benchmarks:
