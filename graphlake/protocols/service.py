@@ -97,20 +97,32 @@ class Benchmarks:
         return [spec.summary() for spec, _m in self.registry.values()]
 
     # ------------------------------------------------------------------ index
-    def warm(self, pid: str, params: dict | None = None) -> bool:
-        """True when an instance of ``pid`` can be built without a query: its index is built
-        and, where its contexts are cut from session rows, its corpora are held in memory
-        (the server then builds it on the event loop)."""
-        spec, module = self.spec(pid)
-        try:
-            key = self._key(pid, spec.bind(params))
-        except ProtocolError:
-            return False
-        idx = self._indexes.get(key)
+    def _warm_index(self, spec: ProtocolSpec, bound: dict) -> _Index | None:
+        """The protocol's index when an instance can be built without a query: the index is
+        built and, where contexts are cut from session rows, its corpora are in memory."""
+        idx = self._indexes.get(self._key(spec.id, bound))
         if idx is None:
-            return False
-        return not module.needs_session(spec) or all(
-            self.sessions.in_memory(c) for c in idx.corpora)
+            return None
+        _spec, module = self.registry[spec.id]
+        if module.needs_session(spec) and not all(self.sessions.in_memory(c)
+                                                  for c in idx.corpora):
+            return None
+        return idx
+
+    def instance_if_warm(self, pid: str, iid: str, *, condition: str | None = None,
+                         params: dict | None = None) -> dict | None:
+        """``instance(...)`` when it needs no query, else None: the server builds these on
+        its event loop and hands the others to a thread."""
+        spec, _m = self.spec(pid)
+        bound = spec.bind(params)
+        idx = self._warm_index(spec, bound)
+        if idx is None:
+            return None
+        condition = spec.check_condition(condition)
+        i = idx.find(iid)
+        if i is None:
+            self._missing(pid, iid)
+        return self._build(spec, idx.row(i), condition, bound)
 
     def _key(self, pid: str, params: dict) -> tuple:
         return (self.con.version, pid, tuple(sorted(params.items())))
@@ -157,10 +169,12 @@ class Benchmarks:
         idx = self.index(pid, bound)
         i = idx.find(iid)
         if i is None:
-            raise LookupError(f"{pid} has no instance {iid!r} at lake version "
-                              f"{self.con.version}; list them with GET /benchmarks/{pid}/"
-                              "instances")
+            self._missing(pid, iid)
         return self._build(spec, idx.row(i), condition, bound)
+
+    def _missing(self, pid: str, iid: str):
+        raise LookupError(f"{pid} has no instance {iid!r} at lake version {self.con.version}; "
+                          f"list them with GET /benchmarks/{pid}/instances")
 
     def count(self, pid: str, params: dict | None = None) -> int:
         spec, _m = self.spec(pid)

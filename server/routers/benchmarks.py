@@ -82,9 +82,10 @@ async def get_instance(state: StateDep, protocol: str, instance_id: str, params:
                        condition: str | None = None):
     """One instance in one condition."""
     bench, bound = state.bench, params.for_protocol(state, protocol)
-    if bench.warm(protocol, bound):  # pure CPU work on rows in memory: no thread hop
-        return json_response(bench.instance(protocol, instance_id, condition=condition,
-                                            params=bound))
+    # rows in memory: pure CPU work, done on the event loop without a thread hop
+    found = bench.instance_if_warm(protocol, instance_id, condition=condition, params=bound)
+    if found is not None:
+        return json_response(found)
     return json_response(await run_in_threadpool(
         bench.instance, protocol, instance_id, condition=condition, params=bound))
 
