@@ -48,6 +48,10 @@ def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
                       preload_rows=settings.preload_rows)
 
 
+def get_state_now(request: Request) -> State:
+    return request.app.state.graphlake
+
+
 async def get_state(request: Request) -> State:  # async: no thread hop per request
     return request.app.state.graphlake
 

@@ -137,10 +137,8 @@ def build(spec: ProtocolSpec, data, ref: dict, condition: str,
     if "graph" in modes:
         g = render_graph(nodes, edges)
         graph_nodes, graph_edges = g.nodes, g.edges
-        order = {nid: i for i, nid in enumerate(g.node_ids)}
-        inputs["graph"] = {"text": g.text, "node_ids": g.node_ids,
-                           "nodes": sorted(nodes, key=lambda n: order[n["node_id"]]),
-                           "edges": edges}
+        inputs["graph"] = {"text": g.text, "node_ids": g.node_ids, "nodes": nodes,
+                           "edges": edges}  # nodes already in render order
     if "chat" in modes:
         chat_text = render_chat(turns)
         inputs["chat"] = {"text": chat_text, "turns": turns}

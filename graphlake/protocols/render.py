@@ -40,22 +40,16 @@ def order_nodes(nodes: list[dict]) -> list[dict]:
 def render_graph(nodes: list[dict], edges: list[dict]) -> RenderedGraph:
     """``nodes``: dicts with node_id, actor, label, detail, t_start; ``edges``: src, dst."""
     ordered = order_nodes(nodes)
-    short = {n["node_id"]: f"n{i}" for i, n in enumerate(ordered)}
+    rank = {n["node_id"]: i for i, n in enumerate(ordered)}
     lines = []
-    for n in ordered:
-        line = f"[{short[n['node_id']]}]({n.get('actor') or n.get('actor_type') or ''}) " \
-               f"{n.get('label') or ''}"
+    for i, n in enumerate(ordered):
+        line = f"[n{i}]({n.get('actor') or n.get('actor_type') or ''}) {n.get('label') or ''}"
         if n.get("detail"):
             line += f": {n['detail']}"
         lines.append(line)
-    seen, edge_lines = set(), []
-    for e in sorted(edges, key=lambda e: (int(short.get(e["src"], "n-1")[1:]),
-                                          int(short.get(e["dst"], "n-1")[1:]))):
-        if e["src"] in short and e["dst"] in short:
-            pair = (short[e["src"]], short[e["dst"]])
-            if pair not in seen:
-                seen.add(pair)
-                edge_lines.append(f"{pair[0]} -> {pair[1]}")
+    pairs = sorted({(rank[e["src"]], rank[e["dst"]]) for e in edges
+                    if e["src"] in rank and e["dst"] in rank})
+    edge_lines = [f"n{a} -> n{b}" for a, b in pairs]
     return RenderedGraph("\n".join(lines), "\n".join(edge_lines),
                          [n["node_id"] for n in ordered])
 

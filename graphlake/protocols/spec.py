@@ -70,6 +70,10 @@ class ProtocolSpec:
     prompt_parts: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
     @cached_property
+    def param_names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.params)
+
+    @cached_property
     def hash(self) -> str:
         body = json.dumps(asdict(self), sort_keys=True, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:16]

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from graphlake.server.models import Benchmark, Instance, Page, Score, ScoreRequest
-from graphlake.server.state import State, get_state, json_response
+from graphlake.server.state import State, get_state, get_state_now, json_response
 
 router = APIRouter(prefix="/benchmarks", tags=["benchmarks"])
 StateDep = Annotated[State, Depends(get_state)]
@@ -17,9 +17,13 @@ StateDep = Annotated[State, Depends(get_state)]
 class ProtocolParams(dict):
     """The protocols' parameters given as query parameters (each protocol reads its own)."""
 
+    @classmethod
+    def from_query(cls, query) -> ProtocolParams:
+        return cls({n: query.get(n) for n, _t, _d in _PARAM_DOCS})
+
     def for_protocol(self, state: State, pid: str) -> dict:
         spec, _m = state.bench.spec(pid)
-        names = {p.name for p in spec.params}
+        names = spec.param_names
         return {k: v for k, v in self.items() if v is not None and k in names}
 
 
@@ -43,8 +47,7 @@ PARAMS_OPENAPI = {"parameters": [
 
 
 async def protocol_params(request: Request) -> ProtocolParams:
-    q = request.query_params
-    return ProtocolParams({n: q.get(n) for n, _t, _d in _PARAM_DOCS})
+    return ProtocolParams.from_query(request.query_params)
 
 
 ParamsDep = Annotated[ProtocolParams, Depends(protocol_params)]
@@ -78,10 +81,14 @@ def list_instances(state: StateDep, protocol: str, params: ParamsDep,
 
 @router.get("/{protocol}/instances/{instance_id}", response_model=Instance,
             openapi_extra=PARAMS_OPENAPI)
-async def get_instance(state: StateDep, protocol: str, instance_id: str, params: ParamsDep,
+async def get_instance(request: Request, protocol: str, instance_id: str,
                        condition: str | None = None):
     """One instance in one condition."""
-    bench, bound = state.bench, params.for_protocol(state, protocol)
+    # the evaluation hot path: no dependencies to solve, parameters read as protocol_params
+    # reads them
+    state = get_state_now(request)
+    bench = state.bench
+    bound = ProtocolParams.from_query(request.query_params).for_protocol(state, protocol)
     # rows in memory: pure CPU work, done on the event loop without a thread hop
     found = bench.instance_if_warm(protocol, instance_id, condition=condition, params=bound)
     if found is not None:
