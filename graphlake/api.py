@@ -180,14 +180,14 @@ class GraphLake:
         """The session's action graph as a ``networkx.MultiDiGraph``."""
         from graphlake.query.export import session_graph
 
-        return session_graph(self.lake, corpus, session, version=self.version)
+        return session_graph(self._con or self.lake, corpus, session, version=self.version)
 
     def rustworkx(self, corpus: str, session: str):
         """The session's action graph as a ``rustworkx.PyDiGraph`` (multigraph); node payloads
         are the node rows, ``graph.attrs["index"]`` maps node_id to node index."""
         from graphlake.query.export import session_graph_rx
 
-        return session_graph_rx(self.lake, corpus, session, version=self.version)
+        return session_graph_rx(self._con or self.lake, corpus, session, version=self.version)
 
     def betweenness(self, corpus: str, session: str, *, output: str = "arrow"):
         """Betweenness centrality of every node of a session (rustworkx): the actions most

@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from graphlake.protocols import prompts
 from graphlake.protocols.kolab_sql import PRECOMPUTED, ordered_context, with_contexts
-from graphlake.protocols.render import clock, render_chat, render_graph
+from graphlake.protocols.render import NODE_FIELDS, clock, render_chat, render_graph
 from graphlake.protocols.spec import KOLAB_CONDITIONS, Param, ProtocolSpec
 
 ADOPTION_LABELS = ("ADOPT", "MODIFY", "REJECT")
-NODE_FIELDS = ("node_id", "step_id", "actor_type", "actor", "label", "detail", "t_start")
 RATING_LABELS = ("1", "2", "3", "4", "5")
 _CORPUS = Param("corpus", "str", "kolab", "corpus whose adoption triples / ratings to use")
 _FRAMES = Param("frames", "int", 8, "evenly spaced frames listed for video conditions")

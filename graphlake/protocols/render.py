@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: The fields of a node in a context or a graph answer, in this order.
+NODE_FIELDS = ("node_id", "step_id", "actor_type", "actor", "label", "detail", "t_start")
+
 
 def clock(seconds: float | None) -> str:
     """Seconds from the session start as ``HH:MM:SS`` (the Kolab time format)."""

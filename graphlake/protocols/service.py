@@ -192,16 +192,24 @@ class Benchmarks:
 
     # ------------------------------------------------------------------ scoring
     def gold(self, pid: str, params: dict | None = None) -> dict[str, dict]:
-        """id -> the instance's index row (gold label included): for scoring only."""
+        """id -> the instance's whole index row, gold label included (for inspection and
+        tests; scoring reads only the answers, see ``_answers``)."""
         spec, _m = self.spec(pid)
         return {r["id"]: r for r in self.index(pid, spec.bind(params)).table.to_pylist()}
+
+    def _answers(self, pid: str, params: dict | None) -> dict[str, dict]:
+        """id -> its gold columns: what scoring needs, without converting the contexts."""
+        spec, _m = self.spec(pid)
+        table = self.index(pid, spec.bind(params)).table
+        table = table.select([c for c in ("id", *GOLD_COLUMNS) if c in table.column_names])
+        return {r["id"]: r for r in table.to_pylist()}
 
     def baseline(self, pid: str, name: str, params: dict | None = None) -> list[dict]:
         """Predictions of a built-in baseline for every instance: ``majority`` (the most
         frequent gold class, Kolab's "Adopt") or ``mode`` (the most frequent rating)."""
         if name not in ("majority", "mode"):
             raise ProtocolError(f"unknown baseline {name!r}; choose majority or mode")
-        rows = self.gold(pid, params)
+        rows = self._answers(pid, params)
         if not rows:
             return []
         label = scoring.majority([r["gold"] for r in rows.values()])
@@ -209,7 +217,7 @@ class Benchmarks:
 
     def score(self, pid: str, predictions: list[dict], params: dict | None = None) -> dict:
         spec, _m = self.spec(pid)
-        rows = self.gold(pid, params)
+        rows = self._answers(pid, params)
         unknown, invalid, duplicate, seen = [], [], [], {}
         for p in predictions:
             iid = str(p.get("id"))

@@ -147,16 +147,9 @@ class SessionData:
         return [e for e in self.events
                 if e["kind"] == "message" and e["t"] is not None and t0 <= e["t"] < cutoff]
 
-    def events_before(self, cutoff_seq: int | None = None, cutoff_t: float | None = None):
-        """Events strictly before an event (by order) or a time."""
-        out = []
-        for e in self.events:
-            if cutoff_t is not None and (e["t"] is None or e["t"] >= cutoff_t):
-                continue
-            if cutoff_seq is not None and not (e["seq"] is not None and e["seq"] < cutoff_seq):
-                continue
-            out.append(e)
-        return out
+    def events_before(self, cutoff_seq: int) -> list[dict]:
+        """Events strictly before the event at ``cutoff_seq`` in the source's order."""
+        return [e for e in self.events if e["seq"] is not None and e["seq"] < cutoff_seq]
 
 
 def _json(text):

@@ -7,28 +7,27 @@ networkx is optional: install it with ``pip install "graphlake[graph]"``.
 from __future__ import annotations
 
 from graphlake.errors import GraphlakeError, attempt_import
-from graphlake.query.engine import run_sql
+from graphlake.query.connection import Connection, as_lake
 
 NODE_COLUMNS = ("actor_type", "actor", "label", "step_id", "t_start", "t_end", "n_occurrences",
                 "out_degree", "in_degree")
 
 
-def _q(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _session_rows(lake, corpus: str, session_id: str, version: int | None):
-    """(nodes, edges) of one session's action graph as row dicts, edges in edge_id order."""
-    where = f"corpus = {_q(corpus)} AND session_id = {_q(session_id)}"
-    nodes = run_sql(f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes WHERE {where}",
-                    lake, version=version, max_rows=None).table.to_pylist()
+    """(nodes, edges) of one session's action graph as row dicts, edges in edge_id order.
+    ``lake`` is a lake (opened here, once) or an open :class:`Connection` (used as it is)."""
+    if not isinstance(lake, Connection):
+        with Connection(as_lake(lake), version) as con:
+            return _session_rows(con, corpus, session_id, version)
+    p = {"c": corpus, "s": session_id}
+    nodes = lake.rows(f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes "
+                      "WHERE corpus = $c AND session_id = $s", p)
     if not nodes:
         raise GraphlakeError(f"no nodes for {corpus} session {session_id!r}; list sessions with "
                              f"graphlake sql \"SELECT session_id FROM sessions WHERE corpus = "
                              f"'{corpus}'\"")
-    edges = run_sql(f"SELECT src, dst, kind, edge_id FROM edges WHERE {where} "
-                    "AND level = 'action' ORDER BY edge_id", lake, version=version,
-                    max_rows=None).table.to_pylist()
+    edges = lake.rows("SELECT src, dst, kind, edge_id FROM edges WHERE corpus = $c "
+                      "AND session_id = $s AND level = 'action' ORDER BY edge_id", p)
     return nodes, edges
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
-from graphlake.protocols.render import render_chat, render_dot, render_graph
+from graphlake.protocols.render import NODE_FIELDS, render_chat, render_dot, render_graph
 from graphlake.server.errors import NotFound
 from graphlake.server.models import Chat, Event, Graph, Media, Page, Session
 from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
@@ -126,8 +126,7 @@ def _graph(state, corpus, session_id, step, t0, t1, node, hops, format):
     return json_response({
         "corpus": corpus, "session_id": session_id,
         "selection": {"step": step, "t0": t0, "t1": t1, "node": node, "hops": hops},
-        "nodes": [{k: n.get(k) for k in ("node_id", "step_id", "actor_type", "actor", "label",
-                                          "detail", "t_start")}
+        "nodes": [{k: n.get(k) for k in NODE_FIELDS}
                   for n in sorted(nodes, key=lambda n: order[n["node_id"]])],
         "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]} for e in edges],
         "text": g.text, "node_ids": g.node_ids})
