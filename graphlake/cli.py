@@ -698,6 +698,17 @@ def _progress():
                     TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
 
 
+def _register_vision() -> None:
+    """``frames`` and ``search`` live in cli_vision (their heavy imports stay lazy)."""
+    from graphlake.cli_vision import frames_app, search_app
+
+    app.add_typer(frames_app, name="frames")
+    app.add_typer(search_app, name="search")
+
+
+_register_vision()
+
+
 def main() -> None:  # console-script entry point
     app()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import orjson
 
 from graphlake.demo.kolab_gen import KolabGenerator
-from graphlake.demo.video import have_pyav, write_recording
+from graphlake.demo.video import have_pyav, write_demo_recording
 
 _JSON = orjson.OPT_INDENT_2
 
@@ -41,9 +41,8 @@ def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7) -> Path:
         _write_json(folder / "survey.json", s.survey)
         (folder / "workflow.md").write_text(s.workflow_md)
         (folder / "chat.jsonl").write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in s.chat))
-        if i == 0 and have_pyav():  # one short screen recording, one shade per segment
-            shades = [40 + 35 * k for k in range(len(s.graph["steps"]))]
-            write_recording(folder / "recording.mp4", shades)
+        if i == 0 and have_pyav():  # the session's screen recording, rendered from its graph
+            write_demo_recording(folder / "recording.mp4", s.graph, s.chat)
     (root / "exported_graph_truncated.json").write_text('{"session_id": "kolab-broken", "steps": [')
     return root
 

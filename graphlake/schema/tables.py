@@ -183,6 +183,21 @@ MEDIA = _table(
     _f("sha256", STR, "Hex sha256 of the file's bytes."),
 )
 
+FRAMES = _table(
+    "frames", "sampled frame of a recording, read by OCR (its vectors live in LanceDB)",
+    ("corpus", "session_id", "frame_id"),
+    _f("frame_id", STR, "'<first 16 hex of media_id>-<milliseconds>': unique in the lake.", False),
+    _f("media_id", STR, "The recording (see media.media_id)."),
+    _f("t", F64, "When the frame is shown (seconds from session start = recording start)."),
+    _f("t_end", F64, "When the next kept frame starts, or the recording ends: the screen "
+       "looked like this frame over [t, t_end)."),
+    _f("kind", STR, "Why it was kept: grid (a sampling target) or change (a settled change)."),
+    _f("text", STR, "What OCR read on the screen, one line per text line."),
+    _f("ocr_score", F64, "Mean OCR confidence of the lines (0-1); null when no text."),
+    _f("phash", I64, "64-bit difference hash of the picture (Hamming distance = similarity)."),
+    _f("thumbnail", STR, "Where the service serves its JPEG thumbnail."),
+)
+
 DOCUMENTS = _table(
     "documents", "text document attached to a session (workflow plan, transcript)",
     ("corpus", "session_id", "doc_id"),
@@ -244,7 +259,7 @@ REJECTS = _table(
 TABLES: dict[str, TableSpec] = {
     t.name: t
     for t in (SESSIONS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
-              ANNOTATIONS, MEDIA, DOCUMENTS, SCENARIOS, LANDMARKS, CANVAS_CELLS, REJECTS)
+              ANNOTATIONS, MEDIA, FRAMES, DOCUMENTS, SCENARIOS, LANDMARKS, CANVAS_CELLS, REJECTS)
 }
 
 
