@@ -79,16 +79,17 @@ class WorkflowClock:
 
     def __init__(self, con: Connection, corpus: str, session_id: str):
         p = {"c": corpus, "s": session_id}
-        steps = con.execute("SELECT step_id, t_start, t_end FROM steps WHERE corpus = $c "
-                            "AND session_id = $s AND t_start IS NOT NULL ORDER BY t_start",
-                            p, max_rows=None, timeout_s=None).table.to_pydict()
-        occ = con.execute("SELECT node_id, t_start, t_end, actor_type FROM node_occurrences "
-                          "WHERE corpus = $c AND session_id = $s AND t_start IS NOT NULL",
-                          p, max_rows=None, timeout_s=None).table.to_pydict()
-        episodes = con.execute(
-            "SELECT coalesce(source_t_start, ai_t_start) AS t0, "
-            "coalesce(response_t_end, ai_t_end) AS t1 FROM adoptions "
-            "WHERE corpus = $c AND session_id = $s", p, max_rows=None, timeout_s=None).table.to_pydict()
+
+        def columns(sql: str) -> dict[str, list]:
+            return con.execute(sql, p, max_rows=None, timeout_s=None).table.to_pydict()
+
+        steps = columns("SELECT step_id, t_start, t_end FROM steps WHERE corpus = $c "
+                        "AND session_id = $s AND t_start IS NOT NULL ORDER BY t_start")
+        occ = columns("SELECT node_id, t_start, t_end, actor_type FROM node_occurrences "
+                      "WHERE corpus = $c AND session_id = $s AND t_start IS NOT NULL")
+        episodes = columns("SELECT coalesce(source_t_start, ai_t_start) AS t0, "
+                           "coalesce(response_t_end, ai_t_end) AS t1 FROM adoptions "
+                           "WHERE corpus = $c AND session_id = $s")
         self.steps = steps
         text_cols = ("node_id", "actor_type")
         self.occ = {k: np.array(v, dtype=object if k in text_cols else float)
