@@ -120,6 +120,33 @@ class GraphLake:
             text += f" COLUMNS ({columns})"
         return self.sql(f"SELECT * FROM GRAPH_TABLE ({text}) AS g", output=output)
 
+    # ---------------------------------------------------------------- search
+    def search_frames(self, query: str | None = None, *, image=None, k: int = 10,
+                      **filters) -> list[dict]:
+        """Frames of the indexed recordings matching ``query`` (words or a paraphrase) or
+        ``image`` (a path, bytes or an RGB array), best first, each with the step, the nodes
+        running and the chat turn before it. Filters: ``corpus``, ``session``, ``t0``,
+        ``t1``, ``step``, ``actor`` ("human" / "ai"), ``during_ai``. Needs ``graphlake
+        frames index`` first (vision extra)."""
+        from graphlake.search import SearchFilters, search_frames
+
+        return search_frames(self.lake.root, self._duck(), query, image=image,
+                             filters=SearchFilters(**filters), k=k)
+
+    def search_text(self, query: str, *, k: int = 10, **filters) -> list[dict]:
+        """Node labels, details and chat turns matching ``query``, with the same context and
+        filters as :meth:`search_frames` (``during_ai`` aside)."""
+        from graphlake.search import SearchFilters, search_text
+
+        return search_text(self.lake.root, self._duck(), query,
+                           filters=SearchFilters(**filters), k=k)
+
+    def _duck(self):
+        if self._con is None:
+            raise GraphlakeError("search runs on the DuckDB engine: connect without "
+                                 "engine='spark'")
+        return self._con
+
     # ---------------------------------------------------------------- primitives
     def _macro(self, name: str, args: dict, output: str):
         names = ", ".join(f"${k}" for k in args)

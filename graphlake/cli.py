@@ -11,11 +11,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graphlake.config import ENV_LAKE, resolve_lake_dir
 from graphlake.errors import GraphlakeError
 
 app = typer.Typer(
@@ -38,12 +36,8 @@ export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT, O
                          no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
-console = Console()
-err_console = Console(stderr=True)
+from graphlake.cli_common import LakeOpt, _fail, _lake, _progress, console, err_console  # noqa: E402,I001
 
-LakeOpt = Annotated[Path | None, typer.Option(
-    "--lake", envvar=ENV_LAKE, help="Lake directory [default: $GRAPHLAKE_LAKE or the user data "
-    "directory].", show_default=False)]
 VersionOpt = Annotated[int | None, typer.Option(
     "--version", help="Read this lake version instead of the latest (time travel; see "
     "`graphlake lake history`).")]
@@ -63,17 +57,6 @@ TranspileOpt = Annotated[bool, typer.Option(
 EngineOpt = Annotated[str, typer.Option(
     "--engine", help="duckdb (default, in-process) or spark (PySpark over the same lake files; "
     "needs the spark extra and Java 17; local[2] unless $GRAPHLAKE_SPARK_MASTER).")]
-
-
-def _lake(path: Path | None):
-    from graphlake.lake import Lake
-
-    return Lake(resolve_lake_dir(path))
-
-
-def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-    raise typer.Exit(2)
 
 
 def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) -> None:
@@ -689,13 +672,6 @@ def bench_score(
         flat = {k: (orjson.dumps(v).decode() if isinstance(v, dict | list) else v)
                 for k, v in result.items()}
         _emit(pa.Table.from_pylist([flat]), fmt, None, False, 0)
-
-
-def _progress():
-    from rich.progress import TimeRemainingColumn
-
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
 
 
 def _register_vision() -> None:

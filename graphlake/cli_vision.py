@@ -13,7 +13,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from graphlake.cli import LakeOpt, _fail, _lake, console, err_console
+from graphlake.cli_common import LakeOpt, _fail, _lake, _progress, console, err_console
 from graphlake.errors import GraphlakeError
 
 frames_app = typer.Typer(help="Screen recordings as data: sample, OCR and embed their frames "
@@ -49,6 +49,9 @@ def frames_index(
     = False,
     no_texts: Annotated[bool, typer.Option(
         "--no-texts", help="Skip embedding node labels and chat for `search text`.")] = False,
+    batch: Annotated[int, typer.Option(
+        "--batch", min=1, help="Frames read and written together; a kill loses at most one "
+        "batch.")] = 16,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ):
     """Sample, read (OCR) and embed the frames of every recording in the lake.
@@ -62,7 +65,6 @@ def frames_index(
 
     Example: graphlake frames index --lake demo/lake && graphlake search frames "churn"
     """
-    from graphlake.cli import _progress
     from graphlake.vision.indexer import FrameIndexer
 
     lk = _lake(lake)
@@ -80,7 +82,7 @@ def frames_index(
             desc = "texts (label, chat)" if key == "texts" else f"frames {what}"
             progress.update(tasks[key], completed=done, total=total or None, description=desc)
 
-        indexer = FrameIndexer(lk, every=every, model=model, on_progress=report)
+        indexer = FrameIndexer(lk, every=every, model=model, batch=batch, on_progress=report)
         if rebuild:
             indexer.store.drop()
         if progress is not None:

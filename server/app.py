@@ -12,7 +12,7 @@ from graphlake.query.connection import Connection
 from graphlake.server import errors
 from graphlake.server.middleware import GuardMiddleware
 from graphlake.server.models import ErrorResponse
-from graphlake.server.routers import benchmarks, corpora, health, media, sessions, sql
+from graphlake.server.routers import benchmarks, corpora, health, media, search, sessions, sql
 from graphlake.server.settings import Settings
 from graphlake.server.state import State, new_benchmarks
 
@@ -20,7 +20,8 @@ DESCRIPTION = """
 graphlake serves a human-agent collaboration lake to model evaluators: benchmark protocols
 (Kolab 1a-2b in seven input conditions, Almanac, HAS-Bench and tau2 prefixes) as deterministic,
 leakage-safe instances; scoring with the papers' metrics; sessions, graphs, events, chat and
-recordings sliced by step, window or hops; and read-only SQL over the lake.
+recordings sliced by step, window or hops; frame and text search with workflow context; and
+read-only SQL over the lake.
 
 Every list is cursor-paginated (`?limit=&cursor=`, answers `{"items": [...], "next_cursor"}`);
 every error is `{"error": {"status", "code", "message"}}`.
@@ -48,7 +49,7 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     errors.install(app)
     # routes are matched in order: after health (the load benchmark's ceiling) comes the
     # evaluation hot path
-    for module in (health, benchmarks, sessions, media, sql, corpora):
+    for module in (health, benchmarks, sessions, media, search, sql, corpora):
         app.include_router(module.router)
     app.add_middleware(GuardMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes)

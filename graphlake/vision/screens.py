@@ -87,6 +87,7 @@ def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration
     screens = sorted(screens, key=lambda s: s.t0)
     rendered = [render_screen(s, size) for s in screens]
     starts = np.array([s.t0 for s in screens])
+    scale = size[0] / 1280  # the capture is a scaled-down 1280x720 screen
     with av.open(str(path), "w") as container:
         rate = Fraction(fps).limit_denominator(1000)
         stream = container.add_stream("libx264", rate=rate)
@@ -99,11 +100,11 @@ def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration
         for i in range(int(round(duration * fps))):
             t = i / fps
             k = max(int(np.searchsorted(starts, t, side="right")) - 1, 0)
-            if jitter:  # a mouse pointer drifting across the document pane
+            if jitter:  # a mouse pointer (8x12 on a 1280x720 screen) drifting over it
                 img = rendered[k].copy()
-                x = int((40 + 7 * i) % (size[0] // 2))
-                y = int(size[1] * 0.8 + 10 * np.sin(i / 5))
-                img[y:y + 12, x:x + 8] = 0
+                x = int((40 + 7 * i) * scale % (size[0] // 2))
+                y = int(size[1] * 0.8 + 10 * scale * np.sin(i / 5))
+                img[y:y + max(1, round(12 * scale)), x:x + max(1, round(8 * scale))] = 0
                 frame = av.VideoFrame.from_ndarray(img, format="rgb24")
             else:
                 if k not in still:

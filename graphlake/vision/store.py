@@ -192,8 +192,12 @@ class FrameStore:
         built = []
         from lancedb.index import FTS
 
-        table.create_index("text", config=FTS(with_position=False), replace=True)
-        built.append("fts(text)")
+        if name == "frames":  # OCR drops narrow spaces ("Floorplan"): match trigrams
+            fts = FTS(base_tokenizer="ngram", ngram_min_length=3, ngram_max_length=3)
+        else:  # clean text: words, stemmed
+            fts = FTS()
+        table.create_index("text", config=fts, replace=True)
+        built.append(f"fts({name}.text)")
         existing = {ix.name: ix for ix in table.list_indices()}
         for column in ("session_id", "media_id"):
             indexed = any(column in ix.columns for ix in existing.values())
