@@ -134,7 +134,7 @@ def test_frames_as_jpeg(http):
     assert jpg.headers["content-type"] == "image/jpeg" and jpg.content[:2] == b"\xff\xd8"
     with av.open(io.BytesIO(jpg.content), format="mjpeg") as c:
         frame = next(c.decode(video=0))
-    assert (frame.width, frame.height) == (96, 64)
+    assert (frame.width, frame.height) == (1280, 720)  # the demo recording, at full size
 
 
 @pytest.mark.parametrize("path", ["/media/..%2F..%2Fetc%2Fpasswd", "/media/../../etc/passwd",

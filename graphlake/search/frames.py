@@ -50,7 +50,7 @@ def _where(table, where: str | None):
 def vector_ranking(table, column: str, vector: np.ndarray, where: str | None, n: int,
                    columns: list[str]) -> list[dict]:
     q = (table.search(vector.astype(np.float32), vector_column_name=column)
-         .distance_type("cosine").select(columns).limit(n))
+         .distance_type("cosine").select([*columns, "_distance"]).limit(n))
     if where:
         q = q.where(where, prefilter=True)
     if st.has_ann_index(table, column) and _where(table, where) > st.EXACT_MAX_ROWS:
@@ -63,7 +63,8 @@ def vector_ranking(table, column: str, vector: np.ndarray, where: str | None, n:
 def fts_ranking(table, text: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
     if not text.strip():
         return []
-    q = table.search(text, query_type="fts", fts_columns="text").select(columns).limit(n)
+    q = (table.search(text, query_type="fts", fts_columns="text")
+         .select([*columns, "_score"]).limit(n))
     if where:
         q = q.where(where, prefilter=True)
     try:

@@ -13,9 +13,8 @@ something new:
   128x72 grey cells (10x10 pixels each on a 1280x720 screen). A picture is new when at least
   ``MIN_CELLS`` cells moved by more than ``change`` grey levels against the last kept picture:
   one short word covers 16-40 cells, a mouse pointer seen in two places at most 12 and
-  encoder noise none, so a pointer
-  drifting over a still screen does not count and a screen that stays still for ten minutes is
-  kept once.
+  encoder noise none, so a pointer drifting over a still screen does not count and a screen
+  that stays still for ten minutes is kept once.
 * **Changes are kept once they settle.** A change seen at a checkpoint is kept when the next
   checkpoint shows the same picture (the first moment of the new screen, not the middle of a
   window animation); a grid target that differs is kept as it is, so a screen that never

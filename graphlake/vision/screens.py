@@ -10,7 +10,7 @@ from frame to frame (as in a real capture) and the sampler's near-duplicate test
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cache
@@ -80,12 +80,15 @@ def render_screen(screen: Screen, size: tuple[int, int] = (1280, 720)) -> np.nda
 
 def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration: float, *,
                            fps: float = 10, size: tuple[int, int] = (1280, 720),
-                           gop_seconds: float = 2.0, jitter: bool = True) -> Path:
-    """Encode ``screens`` into an H.264 MP4 of ``duration`` seconds at ``fps``."""
+                           gop_seconds: float = 2.0, jitter: bool = True,
+                           render: Callable[[Screen, tuple[int, int]], np.ndarray] | None = None,
+                           ) -> Path:
+    """Encode ``screens`` into an H.264 MP4 of ``duration`` seconds at ``fps``, each drawn by
+    ``render`` (:func:`render_screen` unless given)."""
     av = attempt_import("av", "vision")
     path = Path(path)
     screens = sorted(screens, key=lambda s: s.t0)
-    rendered = [render_screen(s, size) for s in screens]
+    rendered = [(render or render_screen)(s, size) for s in screens]
     starts = np.array([s.t0 for s in screens])
     scale = size[0] / 1280  # the capture is a scaled-down 1280x720 screen
     with av.open(str(path), "w") as container:
