@@ -1,6 +1,7 @@
 """Frame search: text, paraphrase or picture in, the moments of the recordings out.
 
-A text query is ranked three ways: LanceDB full-text search (BM25) over the OCR text, MiniLM
+A text query is ranked three ways: LanceDB full-text search over the OCR text (trigram BM25
+candidates, kept when they hold most of the query's trigrams; see :func:`fts_ranking`), MiniLM
 similarity of the query and the OCR text (so a paraphrase finds the screen), and, when the
 frames have OpenCLIP vectors, CLIP similarity of the query and the picture (half weight: CLIP
 reads screens poorly). A picture query is read by the same OCR and ranked by its text as
@@ -28,6 +29,8 @@ from graphlake.vision.sampler import dhash_of_image, hamming
 
 NPROBES = 32
 REFINE = 10
+#: Share of a query's letter trigrams a frame's OCR text must hold to count as a text match.
+MIN_COVERAGE = 0.6
 #: Hamming distance (of 64 bits) beyond which two pictures are not considered alike.
 MAX_HAMMING = 16
 HIT_COLUMNS = ["frame_id", "corpus", "session_id", "media_id", "t", "kind", "text"]
@@ -60,7 +63,24 @@ def vector_ranking(table, column: str, vector: np.ndarray, where: str | None, n:
     return q.to_list()
 
 
-def fts_ranking(table, text: str, where: str | None, n: int, columns: list[str]) -> list[dict]:
+def trigrams(text: str) -> set[str]:
+    """Letter trigrams of the text with case and whitespace dropped (OCR loses spaces)."""
+    s = "".join(text.lower().split())
+    return {s[i:i + 3] for i in range(len(s) - 2)}
+
+
+def coverage(query: str, text: str | None) -> float:
+    """Share of the query's trigrams found in ``text``: 1.0 when the words are on screen."""
+    q = trigrams(query)
+    return len(q & trigrams(text or "")) / len(q) if q else 0.0
+
+
+def fts_ranking(table, text: str, where: str | None, n: int, columns: list[str],
+                min_coverage: float | None = None) -> list[dict]:
+    """BM25 hits, best first. With ``min_coverage`` (the trigram-indexed frames), only hits
+    holding that share of the query's trigrams count, ordered by that share: trigram BM25
+    scores any shared trigram, which for a paraphrase is noise that would outvote the
+    vectors in the fusion; the words actually on screen cover the query almost fully."""
     if not text.strip():
         return []
     q = (table.search(text, query_type="fts", fts_columns="text")
@@ -68,9 +88,15 @@ def fts_ranking(table, text: str, where: str | None, n: int, columns: list[str])
     if where:
         q = q.where(where, prefilter=True)
     try:
-        return q.to_list()
+        hits = q.to_list()
     except (ValueError, RuntimeError, OSError):  # no FTS index yet, or an unparsable query
         return []
+    if min_coverage is None:
+        return hits
+    scored = [(coverage(text, h.get("text")), h) for h in hits]
+    kept = [(c, h) for c, h in scored if c >= min_coverage]
+    kept.sort(key=lambda ch: (-ch[0], -ch[1].get("_score", 0.0)))
+    return [h for _, h in kept]
 
 
 def _meta_spec(table, key: str) -> str | None:
@@ -84,7 +110,9 @@ def text_rankings(table, query: str, where, n: int, columns: list[str],
 
     rows: dict[str, dict] = {}
     rankings = {}
-    fts = fts_ranking(table, query, where, n, columns)
+    on_frames = "frame_id" in columns
+    fts = fts_ranking(table, query, where, n, columns,
+                      min_coverage=MIN_COVERAGE if on_frames else None)
     rankings["fts"] = ([r["frame_id" if "frame_id" in r else "text_id"] for r in fts], 1.0)
     spec = _meta_spec(table, st.META_TEXT_SPEC) or DEFAULT_TEXT_MODEL
     vec = text_embedder(spec).encode([query])[0]

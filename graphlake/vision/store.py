@@ -198,20 +198,22 @@ class FrameStore:
             fts = FTS()
         table.create_index("text", config=fts, replace=True)
         built.append(f"fts({name}.text)")
+        from lancedb.index import BTree
+
         existing = {ix.name: ix for ix in table.list_indices()}
         for column in ("session_id", "media_id"):
             indexed = any(column in ix.columns for ix in existing.values())
             if column in table.schema.names and not indexed:
-                table.create_scalar_index(column, index_type="BTREE")
-                built.append(f"btree({column})")
+                table.create_index(column, config=BTree())
+                built.append(f"btree({name}.{column})")
         n = table.count_rows()
         if n >= ANN_MIN_ROWS:
             for column in vector_columns(table.schema):
                 if any(column in ix.columns for ix in existing.values()):
                     continue
                 build_ann_index(table, column, n)
-                built.append(f"ann({column})")
-            table.optimize()  # folds rows added since into the existing indexes
+                built.append(f"ann({name}.{column})")
+        table.optimize()  # compacts the small appends, folds new rows into existing indexes
         return built
 
 
@@ -227,6 +229,8 @@ def has_ann_index(table, column: str) -> bool:
 def build_ann_index(table, column: str, n_rows: int) -> None:
     """IVF partitions with HNSW graphs over scalar-quantised vectors: the recall of a graph
     index at the memory of 8-bit codes (benchmarks/frames.py measured it against IVF_PQ)."""
+    from lancedb.index import HnswSq
+
     partitions = max(1, int(n_rows ** 0.5 // 4))
-    table.create_index(metric="cosine", vector_column_name=column, index_type="IVF_HNSW_SQ",
-                       num_partitions=partitions, replace=True)
+    table.create_index(column, config=HnswSq(distance_type="cosine",
+                                             num_partitions=partitions), replace=True)
