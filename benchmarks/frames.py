@@ -307,25 +307,30 @@ def report(samp: dict, ocr: dict, emb: dict, quality: dict, vec: list[dict], sec
            label: str) -> str:
     lines = [f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, frames benchmark ({label})", "",
              f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
-             f"{platform.python_version()}. Recording: {seconds / 60:.0f} min, 1280x720, "
-             "10 fps, H.264.", "",
-             "| stage | graphlake | baseline | ratio |", "|---|---|---|---|"]
-    if "ffmpeg_s" in samp:
-        lines.append(f"| decode + sample (every 2 s + scene changes) | {samp['ours_s']:.1f} s "
-                     f"| ffmpeg CLI {samp['ffmpeg_s']:.1f} s | "
-                     f"{samp['ours_s'] / samp['ffmpeg_s']:.2f}x ffmpeg's time |")
-    else:
-        lines.append(f"| decode + sample | {samp['ours_s']:.1f} s | ffmpeg not installed | |")
-    lines += [
-        f"| near-duplicates skipped | {samp['skipped_share']:.1%} of {samp['checked']:,} "
-        f"checked frames ({samp['frames_kept']} kept) | | |",
-        f"| OCR (RapidOCR, kept frames) | {ocr['ocr_fps']:.2f} frames/s over "
-        f"{ocr['ocr_frames']} frames | | |",
-        f"| MiniLM text embedding | {emb['texts_per_s']:.0f} texts/s ({emb['texts']:,} "
-        "OCR-like texts) | | |", "",
-        "Search on a recording graphlake was not tuned on (dark IDE-like screens, monospace, "
-        "1920x1080, 10 screens of 30 s; top hit in the right screen's time range): "
-        + ", ".join(f"{k} queries {a}/{b}" for k, (a, b) in quality.items()) + ".", "",
+             f"{platform.python_version()}."]
+    if samp:
+        lines += [f"Recording: {seconds / 60:.0f} min, 1280x720, 10 fps, H.264.", "",
+                  "| stage | graphlake | baseline | ratio |", "|---|---|---|---|"]
+        if "ffmpeg_s" in samp:
+            lines.append(
+                f"| decode + sample (every 2 s + scene changes) | {samp['ours_s']:.1f} s | "
+                f"ffmpeg CLI {samp['ffmpeg_s']:.1f} s | "
+                f"{samp['ours_s'] / samp['ffmpeg_s']:.2f}x ffmpeg's time |")
+        else:
+            lines.append(f"| decode + sample | {samp['ours_s']:.1f} s | ffmpeg not installed | |")
+        lines += [
+            f"| near-duplicates skipped | {samp['skipped_share']:.1%} of {samp['checked']:,} "
+            f"checked frames ({samp['frames_kept']} kept) | | |",
+            f"| OCR (RapidOCR, kept frames) | {ocr['ocr_fps']:.2f} frames/s over "
+            f"{ocr['ocr_frames']} frames | | |",
+            f"| MiniLM text embedding | {emb['texts_per_s']:.0f} texts/s ({emb['texts']:,} "
+            "OCR-like texts) | | |", "",
+            "Search on a recording graphlake was not tuned on (dark IDE-like screens, monospace, "
+            "1920x1080, 10 screens of 30 s; top hit in the right screen's time range): "
+            + ", ".join(f"{k} queries {a}/{b}" for k, (a, b) in quality.items()) + "."]
+    if not vec:
+        return "\n".join(lines) + "\n"
+    lines += ["",
         "| vectors | search | queries | p50 ms | p99 ms | recall@10 | index build s |",
         "|---|---|---|---|---|---|---|"]
     for r in vec:
@@ -360,10 +365,8 @@ def main() -> None:
         for dim in (384, 512):
             vec += bench_vectors(n, dim, compare_pq=args.compare_pq)
             print(vec[-6:], flush=True)
-    if args.only:
-        print("(partial run: not written)")
-        return
-    text = report(samp, ocr, emb, quality, vec, seconds, "quick" if args.quick else "full")
+    label = ("quick" if args.quick else "full") + (f", {args.only} only" if args.only else "")
+    text = report(samp, ocr, emb, quality, vec, seconds, label)
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as fh:

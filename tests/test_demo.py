@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 from pathlib import Path
 
 from conftest import cli
@@ -39,3 +40,9 @@ def test_demo_runs_and_prints_the_headline_analyses(tmp_path):
     rej = run_sql("SELECT record_kind FROM rejects WHERE corpus = 'kolab' ORDER BY 1",
                   tmp_path / "lake").table.column("record_kind").to_pylist()
     assert rej == ["edge", "file", "node", "node_time", "user_response"]
+    # the demo recording was sampled, read and embedded, and searched with its workflow
+    if importlib.util.find_spec("lancedb") and importlib.util.find_spec("rapidocr_onnxruntime"):
+        assert 'graphlake search frames "summary of sources"' in out
+        assert "Summarize sources" in out.split("summary of sources", 1)[1]
+        n = run_sql("SELECT count(*) AS n FROM frames", tmp_path / "lake").table.to_pylist()
+        assert n[0]["n"] > 20

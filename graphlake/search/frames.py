@@ -27,7 +27,7 @@ from graphlake.search.fusion import rrf
 from graphlake.vision import store as st
 from graphlake.vision.sampler import dhash_of_image, hamming
 
-NPROBES = 32
+NPROBES = 20
 REFINE = 10
 #: Share of a query's letter trigrams a frame's OCR text must hold to count as a text match.
 MIN_COVERAGE = 0.6
