@@ -1,1 +1,4 @@
-"""Video I/O on the vision extra (PyAV): frames and clips of a recording at session times."""
+"""Recordings as data (the vision extra): frames and clips at session times (``video``), which
+frames to read (``sampler``), reading them (``ocr``), embedding them (``embed``), the LanceDB
+tables beside the lake (``store``) and the ``graphlake frames index`` run (``indexer``);
+``screens`` renders screen recordings for the demo, the tests and the benchmarks."""

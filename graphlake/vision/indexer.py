@@ -122,8 +122,8 @@ class Recording:
 
 
 def recordings(con: Connection, session: str | None) -> list[Recording]:
-    where = "kind IN ('screen_recording', 'video')"
-    params = {}
+    where = "list_contains($kinds, kind)"
+    params: dict = {"kinds": list(RECORDING_KINDS)}
     if session:
         where += " AND session_id = $s"
         params["s"] = session
@@ -278,8 +278,10 @@ class FrameIndexer:
               FROM nodes
               UNION ALL
               SELECT corpus, session_id, 'chat', event_id, t, step_id, actor_type, text
-              FROM events WHERE channel IN ('chat') AND text IS NOT NULL AND text <> ''
-            ) {filt} ORDER BY corpus, session_id, source, ref_id""", params, max_rows=None,
+              FROM events WHERE list_contains($channels, channel) AND text IS NOT NULL
+                AND text <> ''
+            ) {filt} ORDER BY corpus, session_id, source, ref_id""",
+            {**params, "channels": list(CHAT_CHANNELS)}, max_rows=None,
             timeout_s=None).table
         rows = rows.filter(pa.compute.not_equal(rows.column("text"), ""))
         if rows.num_rows == 0:
