@@ -38,8 +38,23 @@ def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -
     return out
 
 
+def plain_numbers(table: pa.Table) -> pa.Table:
+    """Decimal columns as JSON numbers: scale 0 (DuckDB's HUGEINT sums and counts) as 64-bit
+    integers, other scales as doubles. Left as decimals they would print as strings."""
+    cols = []
+    for field, col in zip(table.schema, table.columns, strict=True):
+        if pa.types.is_decimal(field.type):
+            try:
+                col = col.cast(pa.int64() if field.type.scale == 0 else pa.float64())
+            except pa.ArrowInvalid:  # beyond 64 bits: keep the exact digits as text
+                col = col.cast(pa.string())
+        cols.append(col)
+    return pa.table(cols, names=table.column_names)
+
+
 def to_json_bytes(table: pa.Table) -> bytes:
-    return orjson.dumps(table.to_pylist(), option=orjson.OPT_NON_STR_KEYS, default=str)
+    return orjson.dumps(plain_numbers(table).to_pylist(), option=orjson.OPT_NON_STR_KEYS,
+                        default=str)
 
 
 def write(table: pa.Table, fmt: str, output: Path | None = None,
