@@ -190,6 +190,12 @@ def test_named_queries(http):
     res = http.post("/queries/collab_metrics", json={"params": {"corpus": "kolab"}}).json()
     assert res["rows"] and "burstiness" in " ".join(res["columns"])
     _error(http.post("/queries/nope", json={}), 404)
+    # a sum of integers is a HUGEINT (an Arrow decimal): it answers as a JSON integer
+    res = http.post("/queries/adoption_summary", json={"params": {}})
+    assert res.status_code == 200, res.text
+    body = res.json()
+    i = body["columns"].index("n_group")
+    assert body["rows"] and all(type(r[i]) is int for r in body["rows"])
 
 
 def test_benchmarks_listed(http):

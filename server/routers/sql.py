@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, Request, Response
 
 from graphlake.query import named
+from graphlake.query.output import plain_numbers
 from graphlake.server.errors import NotFound
 from graphlake.server.models import NamedQueryInfo, NamedQueryRequest, SqlRequest, SqlResponse
 from graphlake.server.state import State, get_state, json_response
@@ -40,7 +41,7 @@ def answer(request: Request, state: State, result) -> Response:
         pq.write_table(result.table, sink)
         return Response(sink.getvalue(), media_type=PARQUET, headers=headers)
     cols = result.table.column_names
-    data = result.table.to_pydict()
+    data = plain_numbers(result.table).to_pydict()  # HUGEINT sums as numbers, not Decimal
     rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
     return json_response({"columns": cols, "rows": rows, "truncated": result.truncated,
                           "lake_version": result.snapshot.lake_version})
