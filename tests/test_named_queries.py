@@ -156,3 +156,16 @@ def test_json_output_is_typed(demo_lake, name):
             assert all(type(v) is int for v in values), (name, field.name, values[:3])
         elif pa.types.is_floating(field.type) or pa.types.is_decimal(field.type):
             assert all(isinstance(v, int | float) for v in values), (name, field.name)
+
+
+def test_parquet_and_arrow_answers_carry_counts_as_integers(demo_lake, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from graphlake.query.output import write
+
+    q = named.get("adoption_summary")
+    table = run_sql(q.sql, demo_lake, params=q.bind({}), max_rows=None).table
+    assert pa.types.is_decimal(table.schema.field("n_group").type)  # what DuckDB hands over
+    write(table, "parquet", tmp_path / "out.parquet")
+    assert pq.read_schema(tmp_path / "out.parquet").field("n_group").type == pa.int64()

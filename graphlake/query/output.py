@@ -59,7 +59,9 @@ def to_json_bytes(table: pa.Table) -> bytes:
 
 def write(table: pa.Table, fmt: str, output: Path | None = None,
           console: Console | None = None) -> None:
-    """Write ``table`` in ``fmt`` to ``output`` (a file) or stdout."""
+    """Write ``table`` in ``fmt`` to ``output`` (a file) or stdout; counts come out as
+    integers and rates as doubles in every format."""
+    table = plain_numbers(table)
     if fmt == "table":
         (console or Console()).print(rich_table(table))
         return

@@ -29,19 +29,20 @@ _BINARY = {200: {"content": {ARROW: {}, PARQUET: {}}}}
 
 def answer(request: Request, state: State, result) -> Response:
     accept = request.headers.get("accept", "")
+    table = plain_numbers(result.table)  # HUGEINT sums as integers in every format
     headers = {"X-Graphlake-Truncated": str(result.truncated).lower(),
                "X-Graphlake-Lake-Version": str(result.snapshot.lake_version)}
     if ARROW in accept:
         sink = io.BytesIO()
-        with pa.ipc.new_stream(sink, result.table.schema) as writer:
-            writer.write_table(result.table)
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
         return Response(sink.getvalue(), media_type=ARROW, headers=headers)
     if PARQUET in accept:
         sink = io.BytesIO()
-        pq.write_table(result.table, sink)
+        pq.write_table(table, sink)
         return Response(sink.getvalue(), media_type=PARQUET, headers=headers)
-    cols = result.table.column_names
-    data = plain_numbers(result.table).to_pydict()  # HUGEINT sums as numbers, not Decimal
+    cols = table.column_names
+    data = table.to_pydict()
     rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
     return json_response({"columns": cols, "rows": rows, "truncated": result.truncated,
                           "lake_version": result.snapshot.lake_version})
