@@ -145,10 +145,10 @@ def _load_image(image) -> np.ndarray:
 
 def image_rankings(table, image, where, n: int) -> tuple[dict, dict, str]:
     from graphlake.vision.embed import image_embedder
-    from graphlake.vision.ocr import ScreenReader
+    from graphlake.vision.ocr import screen_reader
 
     rgb = _load_image(image)
-    text, _ = ScreenReader().read(rgb)
+    text, _ = screen_reader().read(rgb)
     rankings, rows = (text_rankings(table, text, where, n, HIT_COLUMNS, clip_weight=0)
                       if text else ({}, {}))
     rankings.pop("image_vector", None)

@@ -27,8 +27,9 @@ def search_text(lake_root, con: Connection, query: str, *,
     table = open_table(lake_root, "texts")
     rankings, rows = text_rankings(table, query, filters.where("texts"), max(4 * k, 50),
                                    TEXT_COLUMNS)
+    fused = rrf(rankings)[:k]
     hits = []
-    for text_id, score, found in rrf(rankings)[:k]:
+    for text_id, score, found in fused:
         r = rows[text_id]
         hits.append({"session_id": r["session_id"], "corpus": r["corpus"],
                      "source": r["source"], "ref_id": r["ref_id"], "t": r["t"],
@@ -37,7 +38,7 @@ def search_text(lake_root, con: Connection, query: str, *,
     with_t = [h for h in hits if h["t"] is not None]
     for hit, ctx in zip(with_t, workflow_context(con, with_t), strict=True):
         hit.update(ctx)
-    for hit, text_id in zip(hits, [t for t, _, _ in rrf(rankings)[:k]], strict=True):
+    for hit, (text_id, _, _) in zip(hits, fused, strict=True):
         if hit["t"] is None:  # untimed rows (a node without times): the step it declares
             hit.update({"step_id": rows[text_id]["step_id"], "nodes": [], "node_ids": [],
                         "chat_before": None})

@@ -154,9 +154,9 @@ class FrameIndexer:
     @property
     def ocr(self):
         if self._ocr is None:
-            from graphlake.vision.ocr import ScreenReader
+            from graphlake.vision.ocr import screen_reader
 
-            self._ocr = ScreenReader()
+            self._ocr = screen_reader()
         return self._ocr
 
     def _meta(self) -> dict[str, str]:

@@ -8,6 +8,7 @@ MiniLM see whole lines.
 
 from __future__ import annotations
 
+from functools import cache
 from importlib import metadata
 
 import numpy as np
@@ -71,3 +72,9 @@ def _bands(lines: list[tuple]) -> list[tuple]:
         else:
             bands.append([line])
     return [line for band in bands for line in sorted(band, key=lambda x: x[2])]
+
+
+@cache
+def screen_reader() -> ScreenReader:
+    """One engine per process: image searches in the service reuse it."""
+    return ScreenReader()
