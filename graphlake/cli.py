@@ -85,6 +85,10 @@ def ingest(
         "co_occurrences) for a later `graphlake lake refresh`, e.g. between the runs of a bulk "
         "load. Queries stay correct meanwhile: they compute those views from their SQL.")]
     = False,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Also delete the sessions (and tasks, runs) read earlier from files "
+        "under PATH that are no longer there. Without it, a source that is gone stays.")]
+    = False,
 ):
     """Ingest PATH with the CORPUS ingestor as one new lake version, then refresh the
     materialized views for the sessions it added to (a second version).
@@ -92,15 +96,20 @@ def ingest(
     Prints, per table, how many records were accepted, how many of those were new to the lake
     (re-ingesting the same files adds nothing), and how many were rejected. Rejected records
     are kept with their raw payload and a reason: `graphlake sql "SELECT * FROM rejects"`.
+
+    A session whose source changed since it was ingested (a row edited, added or gone) is
+    replaced whole, in the same lake version; `graphlake sql --version N` still reads it as
+    it was.
     """
-    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh)
+    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh,
+                      prune=prune)
 
 
 def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
-                      refresh: bool = True):
+                      refresh: bool = True, prune: bool = False):
     """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
     try:
-        stats, snap = _run_ingest(corpus, path, lk, quiet)
+        stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
         print_ingest_report(corpus, stats, snap, lk)
         if refresh and snap is not None:
             print_refresh_report(_refresh(lk))
@@ -109,11 +118,11 @@ def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
     return stats, snap
 
 
-def _run_ingest(corpus: str, path: Path, lk, quiet: bool):
+def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False):
     from graphlake.pipeline import ingest_path
 
     if quiet:
-        return ingest_path(corpus, path, lk)
+        return ingest_path(corpus, path, lk, prune=prune)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), console=err_console, transient=True) as progress:
         task = progress.add_task(f"ingest {corpus}", total=None)
@@ -121,7 +130,7 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool):
         def tick(done, total, _path):
             progress.update(task, completed=done, total=total)
 
-        return ingest_path(corpus, path, lk, on_unit=tick)
+        return ingest_path(corpus, path, lk, on_unit=tick, prune=prune)
 
 
 def _refresh(lk, full: bool = False):
@@ -145,15 +154,22 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
     from graphlake.schema import TABLES
 
     t = Table(title=f"{corpus}: {stats.units} source units", header_style="bold")
-    for col in ("table", "accepted", "new", "rejected"):
+    cols = ("table", "accepted", "new", "rejected") + (("removed",) if stats.removed else ())
+    for col in cols:
         t.add_column(col, justify="left" if col == "table" else "right")
     for name in TABLES:
         if name == "rejects":
             continue
-        a, n, r = stats.accepted[name], stats.added[name], stats.rejected[name]
-        if a or r:
-            t.add_row(name, str(a), str(n), str(r) if r else "")
+        a, n, r, d = (stats.accepted[name], stats.added[name], stats.rejected[name],
+                      stats.removed[name])
+        if a or r or d:
+            t.add_row(name, str(a), str(n), str(r) if r else "",
+                      *((str(d) if d else "",) if stats.removed else ()))
     console.print(t)
+    if stats.replaced_sessions or stats.pruned_sessions:
+        console.print(f"{stats.replaced_sessions} sessions replaced (their source changed), "
+                      f"{stats.pruned_sessions} pruned (their source is gone); older lake "
+                      "versions still hold them")
     total_rej = sum(stats.rejected.values())
     if snap is None:
         console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")

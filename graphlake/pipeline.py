@@ -54,19 +54,23 @@ def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[Source
 
 
 def _worker(corpus: str, staging: str, start: int, units: list[SourceUnit],
-            flush_rows: int) -> StagingSummary:
-    em = StagingEmitter(corpus, Path(staging), f"u{start:09d}", flush_rows)
+            flush_rows: int, default_run: dict) -> StagingSummary:
+    em = StagingEmitter(corpus, Path(staging), f"u{start:09d}", flush_rows, default_run)
     return _parse_units(corpus, em, start, units)
 
 
 def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
                 on_unit: Callable[[int, int, Path], None] | None = None,
                 workers: int | None = None,
-                flush_rows: int = 50_000) -> tuple[IngestStats, Snapshot | None]:
+                flush_rows: int = 50_000,
+                prune: bool = False) -> tuple[IngestStats, Snapshot | None]:
     """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version.
 
     ``workers`` processes parse units in parallel (default: one per core for large inputs).
-    ``on_unit(done, total, path)`` reports progress. Returns the counts and the new snapshot
+    ``on_unit(done, total, path)`` reports progress. A session already in the lake whose
+    source changed is replaced; with ``prune``, sessions read earlier from files under
+    ``path`` that are gone now are deleted (both in the same lake version, and older
+    versions keep them). Returns the counts and the new snapshot
     (None when nothing was new). The materialized views are not refreshed here (a run stays
     one version): call :func:`graphlake.lake.derived.refresh` after, as ``graphlake ingest``
     does; until then queries compute those views from their SQL.
@@ -74,7 +78,7 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     units = ingest.get(corpus).units(Path(path))
     total = len(units)
-    run = LakeRun(lake, corpus, str(Path(path).resolve()))
+    run = LakeRun(lake, corpus, str(Path(path).resolve()), prune=prune)
     workers = default_workers(units) if workers is None else workers
     done = 0
 
@@ -95,7 +99,8 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             with ProcessPoolExecutor(workers, mp_context=get_context(method)) as pool:
                 futures = {pool.submit(_worker, corpus, str(run.staging), start,
-                                       units[start:start + chunk], flush_rows):
+                                       units[start:start + chunk], flush_rows,
+                                       run.default_run):
                            units[start:start + chunk]
                            for start in range(0, total, chunk)}
                 for fut in as_completed(futures):

@@ -94,20 +94,53 @@ class Emitter(Protocol):
                record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None: ...
 
 
-class EmitterBase:
-    """Counting and reject-row construction shared by every emitter."""
+def run_row(run_id: str, name: str, source: str, *, started_at: datetime | None = None,
+            agent=None, agent_model=None, user_simulator=None, user_model=None, policy=None,
+            settings: dict | None = None, attrs: dict | None = None) -> dict:
+    """A ``runs`` row (session_id '' like scenarios: a run is above any one session)."""
+    return {"session_id": "", "run_id": run_id, "name": name, "source": source,
+            "started_at": started_at, "agent": agent, "agent_model": agent_model,
+            "user_simulator": user_simulator, "user_model": user_model, "policy": policy,
+            "settings": to_json(settings) if settings else None,
+            "attrs": to_json(attrs) if attrs else None}
 
-    def __init__(self, corpus: str):
+
+def source_run(corpus: str, source: str) -> dict:
+    """The run of a source that records no run of its own: the ingest source itself, named
+    by its folder or file name and identified by a hash of its resolved path."""
+    return run_row(f"{Path(source).name or 'source'}:{stable_id(corpus, source)[:12]}",
+                   Path(source).name, source, settings={"ingestor": corpus})
+
+
+class EmitterBase:
+    """Counting and reject-row construction shared by every emitter.
+
+    ``default_run`` (a :func:`run_row`) is the run of sessions whose ingestor names none:
+    their ``run_id`` is filled in and the run's row is emitted once.
+    """
+
+    def __init__(self, corpus: str, default_run: dict | None = None):
         self.corpus = corpus
         self.unit = 0  # index of the source unit being parsed (set by the driver)
         self.accepted: Counter[str] = Counter()
         self.rejected: Counter[str] = Counter()
+        self.default_run = default_run
+        self._default_run_emitted = False
 
     def _store(self, table: str, row: dict) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def _use_default_run(self) -> str:
+        """The default run's id; its row is emitted the first time it is used."""
+        if not self._default_run_emitted:
+            self._default_run_emitted = True
+            self.row("runs", dict(self.default_run))
+        return self.default_run["run_id"]
+
     def row(self, table: str, row: dict) -> None:
         row["corpus"] = self.corpus
+        if table == "sessions" and row.get("run_id") is None and self.default_run:
+            row["run_id"] = self._use_default_run()
         self.accepted[table] += 1
         self._store(table, row)
 
@@ -202,9 +235,13 @@ def json_lines(path: Path,
 
 @dataclass
 class IngestStats:
-    """Accepted / rejected counts per table for one run, plus how many rows were new."""
+    """Accepted / rejected counts per table for one run, how many rows were new, and what a
+    changed source replaced: rows removed per table, sessions replaced and pruned."""
 
     accepted: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     added: Counter = field(default_factory=Counter)
+    removed: Counter = field(default_factory=Counter)
+    replaced_sessions: int = 0
+    pruned_sessions: int = 0
     units: int = 0

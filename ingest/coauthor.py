@@ -4,9 +4,12 @@ One ``.jsonl`` file is one session; every line (an editor or suggestion event) b
 ``events`` row. On top, each suggestion episode
 
     suggestion-get (user) -> suggestion-open (api: the candidates) -> hover* ->
-    suggestion-select (user) + text-insert (api)   or   suggestion-close (user)
+    suggestion-select (user) + text-insert (api, or user in later studies' logs)
+    or   suggestion-close (user)
 
-becomes three workflow nodes (the writer's request, the AI's suggestions, the writer's
+(a ``suggestion-reopen`` brings the last candidates back: after a close the same episode goes
+on; after a select, choosing again is an episode of its own, so every accepted suggestion has
+one) becomes three workflow nodes (the writer's request, the AI's suggestions, the writer's
 response) and one ``adoption`` annotation, so Kolab's retention metrics run unchanged:
 
 * **adopt**: a suggestion was selected and the writer never edited inside the inserted span;
@@ -91,6 +94,26 @@ class Episode:
     span: list[int] | None = None  # [start, end) of the inserted suggestion
     modified: bool = False
     lines: dict[str, int] = field(default_factory=dict)
+    reopened_from: int | None = None  # the episode whose candidates a reopen brought back
+    reopens: int = 0  # times a dismissed list was reopened before the decision
+
+    def chosen_text(self) -> str | None:
+        for s in self.suggestions:
+            if isinstance(s, dict) and s.get("index") == self.chosen:
+                text = s.get("trimmed") if s.get("trimmed") is not None else s.get("original")
+                return text if isinstance(text, str) else None
+        return None
+
+    def is_chosen_insert(self, text: str | None) -> bool:
+        """Whether a writer-sourced insert is the chosen suggestion landing in the document
+        (logs of later studies insert it with eventSource "user"): its text is the chosen
+        candidate's, or, where the candidates are unknown, more than one typed character."""
+        chosen = self.chosen_text()
+        if not text:
+            return False
+        if chosen is None:
+            return len(text) > 1
+        return text.strip() == chosen.strip()
 
 
 def _track(spans: list[Episode], kind: str, pos: int, n: int) -> None:
@@ -146,6 +169,7 @@ class _Session:
         self.t_last = 0.0
         self.episodes: list[Episode] = []
         self.open: Episode | None = None
+        self.last: Episode | None = None  # the latest episode with candidates (for reopen)
         self.settings: dict = {}
 
     def reject(self, lineno: int, reason: str, raw, table: str = "events") -> None:
@@ -191,7 +215,7 @@ class _Session:
                 return
             inserted = "".join(op["insert"] for op in delta["ops"]
                                if isinstance(op, dict) and isinstance(op.get("insert"), str))
-            self.edits(source, edits)
+            self.edits(source, edits, inserted)
         node = self.episode_step(name, source, t, ev, lineno)
         human = source == "user"
         self.out.row("events", {
@@ -208,10 +232,11 @@ class _Session:
                                 else {})),
         })
 
-    def edits(self, source, edits) -> None:
+    def edits(self, source, edits, inserted: str | None) -> None:
         ep = self.open
-        if source == "api" and ep is not None and ep.selected and ep.span is None \
-                and edits and edits[0][0] == "insert":
+        if ep is not None and ep.selected and ep.span is None and edits \
+                and edits[0][0] == "insert" and (source == "api" or (
+                    source == "user" and ep.is_chosen_insert(inserted))):
             _, pos, n = edits[0]  # the selected suggestion landing in the document
             ep.span = [pos, pos + n]
             self.open = None
@@ -226,21 +251,46 @@ class _Session:
                     _track([e], kind, pos, n)
                     e.modified = was
 
+    def _new_episode(self, t: float, lineno: int, base: Episode | None = None) -> Episode:
+        ep = Episode(len(self.episodes), t, lineno)
+        if base is not None:  # choosing again from a reopened list: its candidates, shown now
+            ep.reopened_from, ep.t_open, ep.suggestions = base.k, t, base.suggestions
+        self.episodes.append(ep)
+        self.open = ep
+        return ep
+
     def episode_step(self, name, source, t, ev, lineno) -> str | None:
         if name == "suggestion-get" and source == "user":
-            self.open = Episode(len(self.episodes), t, lineno)
-            self.episodes.append(self.open)
-            return f"ep{self.open.k}/request"
+            return f"ep{self._new_episode(t, lineno).k}/request"
+        if name == "suggestion-reopen":
+            base = self.open if self.open is not None and self.open.t_open is not None \
+                else self.last
+            if base is None:
+                return None
+            if base.selected:  # a second choice from the same candidates: its own episode
+                ep = self._new_episode(t, lineno, base)
+                if ev.get("currentSuggestions"):
+                    ep.suggestions = ev["currentSuggestions"]
+                return f"ep{ep.k}/request"
+            if base.dismissed:  # closed, then brought back: the decision is still to come
+                base.dismissed, base.t_decide = False, None
+                base.reopens += 1
+            self.open = base
+            return f"ep{base.k}/suggestion"
         ep = self.open
         if ep is None:
             return None
         if name == "suggestion-open":
             ep.t_open = t
             ep.suggestions = ev.get("currentSuggestions") or []
+            self.last = ep
             return f"ep{ep.k}/suggestion"
         if name == "suggestion-select" and source == "user":
+            if ep.selected:  # selected again without a reopen event: a new choice too
+                ep = self._new_episode(t, lineno, ep)
             ep.t_decide, ep.selected = t, True
             ep.chosen = ev.get("currentSuggestionIndex")
+            self.last = ep
             return f"ep{ep.k}/response"
         if name == "suggestion-close" and source == "user" and not ep.selected:
             ep.t_decide, ep.dismissed = t, True
@@ -289,7 +339,8 @@ class _Session:
                      edges: list[tuple[str, str]]) -> str | None:
         """Nodes, edges and the adoption annotation of one episode; returns its last node."""
         sid, out, k = self.sid, self.out, ep.k
-        nodes = [(f"ep{k}/request", "human", "writer", "Ask for suggestions", ep.t_get,
+        ask = "Ask for suggestions" if ep.reopened_from is None else "Reopen the suggestions"
+        nodes = [(f"ep{k}/request", "human", "writer", ask, ep.t_get,
                   ep.t_open if ep.t_open is not None else ep.t_get, None)]
         if ep.t_open is not None:
             end = ep.t_decide if ep.t_decide is not None else ep.t_open
@@ -323,12 +374,8 @@ class _Session:
                 "response_node": f"ep{k}/response", "source_seq": 0, "ai_seq": 0,
                 "response_seq": 0, "label": label, "annotator": "derived from the log",
                 "attrs": to_json({"chosen_index": ep.chosen, "span": ep.span,
-                                  "chosen_text": self.chosen_text(ep)})})
+                                  "chosen_text": ep.chosen_text(),
+                                  **({"reopened_from": f"ep{ep.reopened_from}"}
+                                     if ep.reopened_from is not None else {}),
+                                  **({"reopens": ep.reopens} if ep.reopens else {})})})
         return chain[-1]
-
-    @staticmethod
-    def chosen_text(ep: Episode):
-        for s in ep.suggestions:
-            if isinstance(s, dict) and s.get("index") == ep.chosen:
-                return s.get("trimmed")
-        return None

@@ -31,6 +31,8 @@ from graphlake.ingest.base import (
     iso_time,
     json_lines,
     load_yaml,
+    run_row,
+    stable_id,
     to_json,
 )
 from graphlake.ingest.base import RecordError as _Bad
@@ -44,6 +46,9 @@ TASK_KNOWN = frozenset({"task_id", "coordination_mode", "relationships", "agents
                         "evaluation_criteria"})
 RUN_KNOWN = frozenset({"type", "run_id", "task_id", "domain", "agency_level", "started_at",
                        "participants"})
+#: Fields of a run line that describe the one episode, not the settings it ran under.
+RUN_EPISODE_FIELDS = frozenset({"type", "run_id", "task_id", "domain", "started_at",
+                                "participants", "persona"})
 ACTION_KNOWN = frozenset({"actor", "kind", "text", "tool", "arguments"})
 EVENT_KNOWN = frozenset({"type", "run_id", "event_id", "step", "t", "channel", "initiator",
                          "actor", "request_id", "status", "text"})
@@ -127,6 +132,24 @@ class _Trace:
     def __init__(self, path: Path, out: Emitter):
         self.path, self.out, self.src = path, out, str(path)
         self.runs: dict[str, dict] = {}  # run_id -> {participant id: kind}
+        self.settings_runs: set[str] = set()  # graphlake runs (run settings) emitted
+
+    def settings_run(self, rec: dict) -> str:
+        """The graphlake run of a HAS-Bench episode: its trace file plus its run settings
+        (agent and user-simulator models, agency level, channels and any other setting the
+        line carries). Episodes of one file with equal settings are one run."""
+        settings = {k: v for k, v in rec.items() if k not in RUN_EPISODE_FIELDS}
+        run_id = f"{self.path.stem}:{stable_id(self.path.name, to_json(settings))[:10]}"
+        if run_id not in self.settings_runs:
+            self.settings_runs.add(run_id)
+            self.out.row("runs", run_row(
+                run_id, f"{self.path.stem} {rec.get('agent_model') or ''} "
+                f"{rec.get('agency_level') or ''}".strip(), self.src,
+                agent_model=_s(rec.get("agent_model")),
+                user_model=_s(rec.get("user_simulator")),
+                user_simulator="simulated user" if rec.get("user_simulator") else None,
+                settings=settings))
+        return run_id
 
     def run(self) -> None:
         for lineno, rec in json_lines(self.path, self.reject):
@@ -181,7 +204,7 @@ class _Trace:
         self.out.row("sessions", {
             "session_id": rid, "scenario_id": str(rec["task_id"]), "title": str(rec["task_id"]),
             "domain": _s(rec.get("domain")), "condition": level, "participants": list(kinds),
-            "started_at": started, "source_file": self.src,
+            "started_at": started, "source_file": self.src, "run_id": self.settings_run(rec),
             "attrs": attrs_json(rec, RUN_KNOWN)})
         for p in parts:
             ai = p["kind"] == "ai"

@@ -253,7 +253,8 @@ SELECT {c}, r.session_id, r.title, r.goal, NULL::VARCHAR AS condition, NULL::VAR
                             [])) AS participants,
        NULL::TIMESTAMPTZ AS started_at,
        greatest(se.t, oe.t) AS duration_s, f.path AS source_file,
-       NULL::VARCHAR AS scenario_id, NULL::VARCHAR AS attrs, r._idx
+       NULL::VARCHAR AS scenario_id, NULL::VARCHAR AS run_id, NULL::VARCHAR AS attrs,
+       r._idx
 FROM raw r JOIN files f ON f._idx = r._idx
 LEFT JOIN (SELECT _idx, max(end_seconds) AS t FROM st GROUP BY _idx) se ON se._idx = r._idx
 LEFT JOIN (SELECT _idx, max(b) AS t FROM occ GROUP BY _idx) oe ON oe._idx = r._idx

@@ -1,10 +1,20 @@
-"""tau2-bench ingestor: results files and task files, exactly as tau2-bench publishes them.
+"""tau2-bench ingestor: results files, run folders and task files, as tau2-bench writes them.
 
-A results file is ``{timestamp, info, tasks[], simulations[]}``; a task file is a list of
-tasks. Every simulation becomes a session between three participants: ``assistant`` (the LLM
+tau2 saves a run in one of two layouts (``Results.save`` in ``src/tau2/data_model/
+simulation.py``): a monolithic results file ``{timestamp, info, tasks[], simulations[]}``, or
+a run folder holding ``results.json`` (the same metadata with a ``simulation_index`` instead
+of the simulations) and ``simulations/<id>.json``, one file per simulation. A task file is a
+list of tasks.
+
+Every run becomes a ``runs`` row whose ``run_id`` is tau2's own run identity
+(``src/tau2/data_model/run_identity.py``: sha256 of the results timestamp and the sorted
+simulation ids, 16 hex characters), so graphlake and tau2 name a run alike wherever the files
+move. Every simulation becomes a session between three participants: ``assistant`` (the LLM
 agent), ``user`` (the LLM user simulator, a simulated human in HAS-Bench terms) and ``tool``
-(the environment). Every task becomes a ``scenarios`` row; sessions point at it through
-``scenario_id``. Mapping details: ``docs/tau2.md``.
+(the environment). Half-duplex simulations hold ``messages``; full-duplex (voice) ones hold
+``ticks``, whose speech chunks are joined into utterances with a start and an end, so speech
+that overlaps stays two overlapping intervals. Every task becomes a ``scenarios`` row; sessions
+point at it through ``scenario_id``. Mapping details: ``docs/tau2.md``.
 
 Files are streamed with ijson (one simulation in memory at a time), so a results file of any
 size ingests with bounded memory.
@@ -12,16 +22,32 @@ size ingests with bounded memory.
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime
 from pathlib import Path
 
 import ijson
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, attrs_json, file_units, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    SourceUnit,
+    attrs_json,
+    file_units,
+    load_json,
+    run_row,
+    to_json,
+)
 from graphlake.ingest.base import RecordError as _Bad
 
-SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "reward_info"})
+RESULTS_NAME = "results.json"
+SIMULATIONS_DIR = "simulations"
+SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "ticks",
+                       "reward_info"})
+TICK_KNOWN = frozenset({"tick_id", "timestamp", "agent_chunk", "user_chunk", "agent_tool_calls",
+                        "user_tool_calls", "agent_tool_results", "user_tool_results",
+                        "tick_duration_seconds"})
+CHUNK_KNOWN = frozenset({"role", "content", "timestamp", "contains_speech", "utterance_ids"})
 MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requestor"})
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
 TASK_KNOWN = frozenset({"id", "description", "user_scenario", "evaluation_criteria"})
@@ -50,10 +76,27 @@ class Tau2Ingestor:
     help = "tau2-bench results files ({info, tasks, simulations}) or task files ([task, ...])."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        return file_units(path, "json", "a tau2 results or tasks .json file")
+        """Run folders (``results.json`` beside ``simulations/``) as one unit each, and every
+        other file on its own."""
+        path = Path(path)
+        if path.is_file() and path.name == RESULTS_NAME and \
+                (path.parent / SIMULATIONS_DIR).is_dir():
+            path = path.parent
+        runs = sorted({p.parent for p in ([path / RESULTS_NAME] if path.is_dir() else [])
+                       + (list(path.rglob(RESULTS_NAME)) if path.is_dir() else [])
+                       if p.is_file() and (p.parent / SIMULATIONS_DIR).is_dir()})
+        inside = [(d / RESULTS_NAME, d / SIMULATIONS_DIR) for d in runs]
+        files = [u for u in file_units(path, "json", "a tau2 results or tasks .json file, or "
+                                       "a run folder") if not runs or not any(
+                     u.path == meta or u.path.is_relative_to(sims) for meta, sims in inside)]
+        return sorted([*files, *(SourceUnit(d, "run_dir") for d in runs)],
+                      key=lambda u: str(u.path))
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
+        if unit.kind == "run_dir":
+            self._run_dir(unit.path, out)
+            return
         if unit.kind != "json":
             out.reject(source_file=src, target_table="sessions", record_kind="file",
                        record_ref="$", reason="not a tau2 file: expected a .json results or "
@@ -73,7 +116,11 @@ class Tau2Ingestor:
             info = info if isinstance(info, dict) else {}
             domain = (info.get("environment_info") or {}).get("domain_name")
             self._tasks(unit.path, "tasks.item", out, domain)
-            self._simulations(unit.path, info, out)
+            ids = [i for _, i in self._items(unit.path, "simulations.item.id")
+                   if isinstance(i, str)]
+            run = self._run(unit.path, unit.path.stem, self._one(unit.path, "timestamp"),
+                            info, ids, self._top_level_extras(unit.path), out)
+            self._simulations(unit.path, info, run, out)
         else:
             out.reject(source_file=src, target_table="sessions", record_kind="file",
                        record_ref="$", reason="neither a tau2 results file (an object with "
@@ -102,6 +149,90 @@ class Tau2Ingestor:
     def _items(path: Path, prefix: str):
         with path.open("rb") as fh:
             yield from enumerate(ijson.items(fh, prefix, use_float=True))
+
+    @staticmethod
+    def _top_level_extras(path: Path) -> dict:
+        """Small top-level fields besides the four tau2 defines (e.g. ``format_version``)."""
+        extras = {}
+        with path.open("rb") as fh:
+            for key, value in ijson.kvitems(fh, "", use_float=True):
+                if key not in ("timestamp", "info", "tasks", "simulations"):
+                    extras[key] = value
+        return extras
+
+    # -- runs --------------------------------------------------------------------------------
+    @staticmethod
+    def _run(path: Path, name: str, timestamp, info: dict, sim_ids: list[str], extras: dict,
+             out: Emitter) -> str:
+        """Emit the run's row; return its id (tau2's run identity, see the module doc)."""
+        digest = hashlib.sha256((timestamp if isinstance(timestamp, str) else "").encode())
+        for sim_id in sorted(sim_ids):
+            digest.update(b"\0" + sim_id.encode())
+        run_id = digest.hexdigest()[:16]
+        agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
+        env = info.get("environment_info") or {}
+        try:
+            started = _ts(timestamp) if timestamp is not None else None
+        except _Bad:
+            started = None
+        out.row("runs", run_row(
+            run_id, name, str(path), started_at=started,
+            agent=_s(agent.get("implementation")), agent_model=_s(agent.get("llm")),
+            user_simulator=_s(user.get("implementation")), user_model=_s(user.get("llm")),
+            policy=_s(env.get("policy")),
+            settings={**{k: v for k, v in info.items()
+                         if k not in ("agent_info", "user_info", "environment_info")},
+                      "domain": env.get("domain_name")},
+            attrs={"agent_info": agent, "user_info": user,
+                   "environment_info": {k: v for k, v in env.items() if k != "policy"},
+                   **({"timestamp": timestamp} if started is None and timestamp else {}),
+                   **extras}))
+        return run_id
+
+    def _run_dir(self, folder: Path, out: Emitter) -> None:
+        """A run folder: ``results.json`` metadata, then each ``simulations/<id>.json``."""
+        meta_path = folder / RESULTS_NAME
+        try:
+            meta = load_json(meta_path.read_bytes())
+        except ValueError as exc:
+            out.reject(source_file=str(meta_path), target_table="sessions", record_kind="file",
+                       record_ref="$", reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                       raw=meta_path.read_bytes()[: 1 << 20])
+            return
+        if not isinstance(meta, dict):
+            out.reject(source_file=str(meta_path), target_table="sessions", record_kind="file",
+                       record_ref="$", reason="a run folder's results.json must be an object "
+                       "with info and tasks", raw=meta)
+            return
+        info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
+        domain = (info.get("environment_info") or {}).get("domain_name")
+        self._tasks(meta_path, "tasks.item", out, domain)
+        files = sorted((folder / SIMULATIONS_DIR).glob("*.json"))
+        index = meta.get("simulation_index")
+        indexed = [e.get("id") for e in index if isinstance(e, dict)] \
+            if isinstance(index, list) else None
+        # tau2 identifies a folder run by its index, else by the simulation file names
+        ids = [i for i in indexed if isinstance(i, str)] if indexed else [f.stem for f in files]
+        extras = {k: v for k, v in meta.items()
+                  if k not in ("timestamp", "info", "tasks", "simulations")}
+        run = self._run(folder, folder.name, meta.get("timestamp"), info, ids, extras, out)
+        for missing in sorted(set(ids) - {f.stem for f in files}):
+            out.reject(source_file=str(meta_path), target_table="sessions",
+                       record_kind="simulation", record_ref=f"$.simulation_index[id={missing}]",
+                       reason=f"simulation {missing} is in the run's index but "
+                       f"{SIMULATIONS_DIR}/{missing}.json is missing; restore the file and "
+                       "re-ingest", raw=next((e for e in index if isinstance(e, dict)
+                                              and e.get("id") == missing), missing),
+                       session_id=missing)
+        for f in files:
+            try:
+                sim = load_json(f.read_bytes())
+            except ValueError as exc:
+                out.reject(source_file=str(f), target_table="sessions", record_kind="simulation",
+                           record_ref="$", reason=f"not valid JSON ({exc}); fix it and "
+                           "re-ingest", raw=f.read_bytes()[: 1 << 20], session_id=f.stem)
+                continue
+            self._one_simulation(sim, info, run, str(f), "$", out)
 
     # -- tasks -> scenarios ------------------------------------------------------------------
     def _tasks(self, path: Path, prefix: str, out: Emitter, domain: str | None) -> None:
@@ -133,35 +264,45 @@ class Tau2Ingestor:
             })
 
     # -- simulations -> sessions, participants, events, annotations --------------------------
-    def _simulations(self, path: Path, info: dict, out: Emitter) -> None:
-        src = str(path)
+    def _simulations(self, path: Path, info: dict, run: str, out: Emitter) -> None:
         for k, sim in self._items(path, "simulations.item"):
-            try:
-                self._simulation(sim, info, src, out)
-            except _Bad as exc:
-                out.reject(source_file=src, target_table="sessions", record_kind="simulation",
-                           record_ref=f"$.simulations[{k}]", reason=str(exc), raw=sim,
-                           session_id=sim.get("id") if isinstance(sim, dict) else None)
+            self._one_simulation(sim, info, run, str(path), f"$.simulations[{k}]", out)
 
-    def _simulation(self, sim, info: dict, src: str, out: Emitter) -> None:
+    def _one_simulation(self, sim, info: dict, run: str, src: str, ref: str,
+                        out: Emitter) -> None:
+        try:
+            self._simulation(sim, info, run, src, out)
+        except _Bad as exc:
+            out.reject(source_file=src, target_table="sessions", record_kind="simulation",
+                       record_ref=ref, reason=str(exc), raw=sim,
+                       session_id=sim.get("id") if isinstance(sim, dict) else None)
+
+    def _simulation(self, sim, info: dict, run: str, src: str, out: Emitter) -> None:
         if not isinstance(sim, dict) or not isinstance(sim.get("id"), str) or not sim["id"]:
             raise _Bad("a simulation needs an 'id'")
-        if not isinstance(sim.get("messages"), list):
-            raise _Bad(f"simulation {sim['id']}: 'messages' must be a list")
+        messages, ticks = sim.get("messages"), sim.get("ticks")
+        if not isinstance(messages, list) and not isinstance(ticks, list):
+            raise _Bad(f"simulation {sim['id']}: needs a 'messages' list (half-duplex) or a "
+                       "'ticks' list (full-duplex)")
         sid = sim["id"]
         start = _ts(sim.get("start_time"))
-        run = {k: v for k, v in info.items() if k not in ("user_info", "agent_info")}
         agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
         domain = (info.get("environment_info") or {}).get("domain_name")
+        attrs = {k: v for k, v in sim.items() if k not in SIM_KNOWN}
+        tick_rows = []
+        if not isinstance(messages, list):
+            reader = _TickReader(sid, start, src, out)
+            tick_rows = reader.read(ticks)
+            if reader.tick_fields:
+                attrs["tick_fields"] = reader.tick_fields
         out.row("sessions", {
             "session_id": sid, "title": _s(sim.get("task_id")), "domain": _s(domain),
             "participants": ["assistant", "user", "tool"], "started_at": start,
             "duration_s": float(sim["duration"]) if isinstance(sim.get("duration"), int | float)
-            else None, "source_file": src,
+            else None, "source_file": src, "run_id": run,
             "scenario_id": scenario_id(domain, sim["task_id"]) if sim.get("task_id") is not None
             else None,
-            "attrs": to_json({**{k: v for k, v in sim.items() if k not in SIM_KNOWN},
-                              "run": run}),
+            "attrs": to_json(attrs) if attrs else None,
         })
         for pid, (kind, _), who in (("assistant", ROLES["assistant"], agent),
                                     ("user", ROLES["user"], user), ("tool", ROLES["tool"], {})):
@@ -172,17 +313,20 @@ class Tau2Ingestor:
                 "name": _s(who.get("llm")) if who else _s(domain),
                 "attrs": to_json({**who, "simulated": True}) if pid == "user"
                 else (to_json(who) if who else None)})
-        for i, msg in enumerate(sim["messages"]):
-            try:
-                rows = self._message(sid, i, msg, start)
-            except _Bad as exc:
-                out.reject(source_file=src, target_table="events", record_kind="message",
-                           record_ref=f"$.simulations[id={sid}].messages[{i}]",
-                           reason=f"simulation {sid} message #{i}: {exc}", raw=msg,
-                           session_id=sid)
-                continue
-            for r in rows:
-                out.row("events", r)
+        if isinstance(messages, list):
+            for i, msg in enumerate(messages):
+                try:
+                    rows = self._message(sid, i, msg, start)
+                except _Bad as exc:
+                    out.reject(source_file=src, target_table="events", record_kind="message",
+                               record_ref=f"$.simulations[id={sid}].messages[{i}]",
+                               reason=f"simulation {sid} message #{i}: {exc}", raw=msg,
+                               session_id=sid)
+                    continue
+                for r in rows:
+                    out.row("events", r)
+        for r in tick_rows:
+            out.row("events", r)
         for row in _outcomes(sid, sim.get("reward_info")):
             out.row("annotations", row)
 
@@ -198,33 +342,146 @@ class Tau2Ingestor:
         atype, initiator = ROLES[role]
         base = {"session_id": sid, "t": t, "timestamp": ts}
         if role == "tool":
-            req = msg.get("requestor")
-            return [{**base, "event_id": f"m{i}", "seq": i * 100, "actor": "tool",
-                     "actor_type": "system", "kind": "tool_result",
-                     "channel": "control" if req == "user" else "tool",
-                     "initiator": "human" if req == "user" else "agent",
-                     "request_id": _s(msg.get("id")),
-                     "status": "error" if msg.get("error") else "answered",
-                     "text": _s(msg.get("content")), "attrs": attrs_json(msg, MSG_KNOWN)}]
+            return [_tool_result(base, f"m{i}", i * 100, msg)]
         rows = [{**base, "event_id": f"m{i}", "seq": i * 100, "actor": role, "actor_type": atype,
                  "kind": "message", "channel": "chat", "initiator": initiator,
                  "text": _s(msg.get("content")), "attrs": attrs_json(msg, MSG_KNOWN)}]
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
             raise _Bad("tool_calls must be a list")
-        for j, call in enumerate(calls, 1):
-            if not isinstance(call, dict) or not call.get("name"):
-                raise _Bad(f"tool call #{j} has no name")
-            req = call.get("requestor") or role
-            rows.append({**base, "event_id": f"m{i}/call{j}", "seq": i * 100 + j,
-                         "actor": req, "actor_type": ROLES.get(req, ("ai", "agent"))[0],
-                         "kind": "tool_call",
-                         "channel": "control" if req == "user" else "tool",
-                         "initiator": "human" if req == "user" else "agent",
-                         "request_id": _s(call.get("id")), "text": _s(call["name"]),
-                         "payload": to_json(call.get("arguments")),
-                         "attrs": attrs_json(call, TOOL_CALL_KNOWN)})
+        rows.extend(_tool_call(base, f"m{i}/call{j}", i * 100 + j, call, role, j)
+                    for j, call in enumerate(calls, 1))
         return rows
+
+
+def _tool_call(base: dict, event_id: str, seq: int, call, role: str, j: int) -> dict:
+    """A tool call; one requested by the user is a human-side control action (HAS-Bench 3.2)."""
+    if not isinstance(call, dict) or not call.get("name"):
+        raise _Bad(f"tool call #{j} has no name")
+    req = call.get("requestor") or role
+    return {**base, "event_id": event_id, "seq": seq, "actor": req,
+            "actor_type": ROLES.get(req, ("ai", "agent"))[0], "kind": "tool_call",
+            "channel": "control" if req == "user" else "tool",
+            "initiator": "human" if req == "user" else "agent",
+            "request_id": _s(call.get("id")), "text": _s(call["name"]),
+            "payload": to_json(call.get("arguments")),
+            "attrs": attrs_json(call, TOOL_CALL_KNOWN)}
+
+
+def _tool_result(base: dict, event_id: str, seq: int, msg) -> dict:
+    if not isinstance(msg, dict):
+        raise _Bad("a tool result must be an object")
+    req = msg.get("requestor")
+    return {**base, "event_id": event_id, "seq": seq, "actor": "tool", "actor_type": "system",
+            "kind": "tool_result", "channel": "control" if req == "user" else "tool",
+            "initiator": "human" if req == "user" else "agent",
+            "request_id": _s(msg.get("id")),
+            "status": "error" if msg.get("error") else "answered",
+            "text": _s(msg.get("content")), "attrs": attrs_json(msg, MSG_KNOWN)}
+
+
+class _TickReader:
+    """Full-duplex ticks -> events. tau2 records, every tick, the chunk each side spoke, the
+    tool calls each side made and their results (``Tick`` in ``src/tau2/data_model/
+    message.py``). A side's consecutive speaking ticks become one ``message`` event from the
+    first tick's time to the end of the last (``t``, ``t_end``), its text the chunks joined as
+    tau2 joins them (a space only between different utterances). Both sides speaking at once
+    gives two overlapping intervals. A tick that cannot be read is rejected alone.
+
+    Fields without a column are kept: a chunk's in its utterance's ``attrs.chunk_fields``, a
+    tick's own (wall-clock time, transcript) in :attr:`tick_fields`, which the session keeps.
+    """
+
+    SIDES = (("agent", "assistant"), ("user", "user"))
+
+    def __init__(self, sid: str, start: datetime, src: str, out: Emitter):
+        self.sid, self.start, self.src, self.out = sid, start, src, out
+        self.open: dict[str, dict] = {}
+        self.tick_fields: dict[str, dict] = {}
+
+    def read(self, ticks: list) -> list[dict]:
+        rows: list[dict] = []
+        for i, tick in enumerate(ticks):
+            try:
+                rows.extend(self._tick(i, tick))
+            except _Bad as exc:
+                self.out.reject(source_file=self.src, target_table="events", record_kind="tick",
+                                record_ref=f"$.ticks[{i}]", session_id=self.sid, raw=tick,
+                                reason=f"simulation {self.sid} tick #{i}: {exc}")
+        for side in list(self.open):
+            rows.append(self._close(side))
+        return rows
+
+    def _tick(self, i: int, tick) -> list[dict]:
+        if not isinstance(tick, dict):
+            raise _Bad("expected an object with tick_id and timestamp")
+        ts = _ts(tick.get("timestamp"))
+        t = (ts - self.start).total_seconds()
+        dur = tick.get("tick_duration_seconds")
+        t_end = t + (float(dur) if isinstance(dur, int | float) else 0.0)
+        tid = tick.get("tick_id", i)
+        base = {"session_id": self.sid, "t": t, "timestamp": ts}
+        rows: list[dict] = []
+        for k, (side, role) in enumerate(self.SIDES):
+            chunk = tick.get(f"{side}_chunk")
+            if chunk is not None and not isinstance(chunk, dict):
+                raise _Bad(f"{side}_chunk must be an object")
+            text = (chunk.get("content") if not chunk.get("is_audio")
+                    else chunk.get("audio_script_gold")) if chunk else None
+            speaking = bool(chunk) and chunk.get("contains_speech", True) is not False \
+                and isinstance(text, str) and bool(text)
+            if speaking:
+                fields = {k: v for k, v in chunk.items() if k not in CHUNK_KNOWN
+                          or (k == "timestamp" and v != tick.get("timestamp"))}
+                self._extend(side, role, i, tid, t, t_end, ts, text, chunk, fields)
+            else:
+                if side in self.open:
+                    rows.append(self._close(side))
+                if chunk:  # a silent chunk: nothing to show, but keep what it carries
+                    tick = {**tick, f"{side}_chunk_silent": {
+                        k: v for k, v in chunk.items() if k not in ("role", "timestamp")}}
+            seq = i * 1000 + k * 100
+            calls = tick.get(f"{side}_tool_calls") or []
+            results = tick.get(f"{side}_tool_results") or []
+            if not isinstance(calls, list) or not isinstance(results, list):
+                raise _Bad(f"{side}_tool_calls and {side}_tool_results must be lists")
+            rows.extend(_tool_call(base, f"tick{tid}/{role}/call{j}", seq + j, call, role, j)
+                        for j, call in enumerate(calls, 1))
+            rows.extend(_tool_result(base, f"tick{tid}/{role}/result{j}", seq + 50 + j, res)
+                        for j, res in enumerate(results, 1))
+        extra = {k: v for k, v in tick.items() if k not in TICK_KNOWN}
+        if extra:
+            self.tick_fields[str(tid)] = extra
+        return rows
+
+    def _extend(self, side, role, i, tid, t, t_end, ts, text, chunk, fields) -> None:
+        cur = self.open.get(side)
+        ids = set(chunk.get("utterance_ids") or [])
+        if cur is None:
+            atype, initiator = ROLES[role]
+            cur = self.open[side] = {
+                "session_id": self.sid, "event_id": f"tick{tid}/{role}", "seq": i * 1000 + 1,
+                "t": t, "t_end": t_end, "timestamp": ts, "actor": role, "actor_type": atype,
+                "kind": "message", "channel": "chat", "initiator": initiator,
+                "_parts": [], "_ids": set(), "_ticks": [tid, tid], "_fields": []}
+        elif cur["_ids"] and ids and cur["_ids"].isdisjoint(ids):
+            cur["_parts"].append(" ")
+        cur["_parts"].append(text)
+        cur["_ids"] = ids or cur["_ids"]
+        cur["t_end"], cur["_ticks"][1] = t_end, tid
+        if fields:
+            cur["_fields"].append({"tick_id": tid, **fields})
+
+    def _close(self, side: str) -> dict:
+        row = self.open.pop(side)
+        attrs = {"mode": "full_duplex", "ticks": row.pop("_ticks")}
+        fields = row.pop("_fields")
+        if fields:
+            attrs["chunk_fields"] = fields
+        row["text"] = "".join(row.pop("_parts"))
+        row.pop("_ids")
+        row["attrs"] = to_json(attrs)
+        return row
 
 
 def scenario_id(domain: str | None, task_id) -> str:

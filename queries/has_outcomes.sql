@@ -1,38 +1,43 @@
 -- name: has_outcomes
--- title: Outcome metrics per agent and condition (HAS-Bench 4.3): pass@k, task score, delivery, safety
--- description: One row per (corpus, domain, condition, agent). A run succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n runs, c successes), averaged over scenarios with at least k runs; the ratio is computed as the product over j < k of (n-c-j) / (n-j), which needs no log-gamma and so runs on Spark too. Task score averages each run's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: runs that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none).
+-- title: Outcome metrics per run, agent and condition (HAS-Bench 4.3): pass@k, task score, delivery, safety
+-- description: One row per (corpus, run, domain, condition, agent); runs are kept apart unless pool is true, and the runs column always names the runs a row covers. An episode succeeds when its 'pass' or 'reward' outcome is 1. pass@k is the unbiased estimator 1 - C(n-c, k) / C(n, k) per scenario (n episodes, c successes), averaged over scenarios with at least k episodes; the ratio is computed as the product over j < k of (n-c-j) / (n-j), which needs no log-gamma and so runs on Spark too. Task score averages each episode's partial credits (reward_breakdown / dimension outcomes, else the reward). Delivery: episodes that ended by a stop rather than a step or error limit, or whose 'delivered' outcome is 1. Safety: mean of 'safety' outcomes (NULL when the corpus records none). For tau2-bench's own pass^k and avg_reward see tau2_metrics.
 -- param: corpus text = NULL | Only this corpus (all when omitted).
 -- param: k int = 1 | The k of pass@k.
+-- param: pool bool = false | Pool the runs of one agent, domain and condition into one row (run_id is then '(pooled)'; runs lists what was pooled).
 WITH per_run AS (
-    SELECT * FROM run_outcomes WHERE corpus = coalesce($corpus, corpus)
+    SELECT *, CASE WHEN $pool THEN '(pooled)' ELSE coalesce(run_id, '(none)') END AS grp
+    FROM run_outcomes WHERE corpus = coalesce($corpus, corpus)
 ),
 per_task AS (
-    SELECT corpus, domain, condition, agent, scenario_id, count(*) AS n,
+    SELECT corpus, grp, domain, condition, agent, scenario_id, count(*) AS n,
            count(*) FILTER (WHERE success) AS c
-    FROM per_run GROUP BY ALL
+    FROM per_run GROUP BY corpus, grp, domain, condition, agent, scenario_id
 ),
 ks AS (SELECT unnest(generate_series(0, $k - 1)) AS j),
 per_task_pass AS (
     -- C(n-c, k) / C(n, k) = prod_{j<k} (n-c-j) / (n-j); every factor is positive when n-c >= k
-    SELECT t.corpus, t.domain, t.condition, t.agent, t.scenario_id, t.n,
+    SELECT t.corpus, t.grp, t.domain, t.condition, t.agent, t.scenario_id, t.n,
            CASE WHEN t.n < $k THEN NULL
                 WHEN t.n - t.c < $k THEN 1.0
                 ELSE 1.0 - exp(sum(ln((t.n - t.c - ks.j) / (t.n - ks.j)))) END AS pass_at_k
     FROM per_task t CROSS JOIN ks
-    GROUP BY t.corpus, t.domain, t.condition, t.agent, t.scenario_id, t.n, t.c
+    GROUP BY t.corpus, t.grp, t.domain, t.condition, t.agent, t.scenario_id, t.n, t.c
 ),
 per_group AS (
-    SELECT corpus, domain, condition, agent, avg(score) AS task_score,
-           avg(delivered::INT) AS delivery_rate, avg(safety) AS safety_rate
-    FROM per_run GROUP BY corpus, domain, condition, agent
+    SELECT corpus, grp, domain, condition, agent, avg(score) AS task_score,
+           avg(delivered::INT) AS delivery_rate, avg(safety) AS safety_rate,
+           count(DISTINCT run_id) AS n_runs,
+           string_agg(DISTINCT coalesce(run_id, '(none)'), ', '
+                      ORDER BY coalesce(run_id, '(none)')) AS runs
+    FROM per_run GROUP BY corpus, grp, domain, condition, agent
 )
-SELECT t.corpus, t.domain, t.condition, t.agent,
-       count(*) AS n_scenarios, sum(t.n)::BIGINT AS n_runs,
+SELECT t.corpus, t.grp AS run_id, t.domain, t.condition, t.agent,
+       count(*) AS n_scenarios, sum(t.n)::BIGINT AS n_episodes,
        avg(t.pass_at_k) AS pass_at_k,
-       g.task_score, g.delivery_rate, g.safety_rate
+       g.task_score, g.delivery_rate, g.safety_rate, g.n_runs, g.runs
 FROM per_task_pass t
-JOIN per_group g ON g.corpus = t.corpus AND g.domain = t.domain
+JOIN per_group g ON g.corpus = t.corpus AND g.grp = t.grp AND g.domain = t.domain
      AND g.condition = t.condition AND g.agent = t.agent
-GROUP BY t.corpus, t.domain, t.condition, t.agent, g.task_score, g.delivery_rate,
-         g.safety_rate
-ORDER BY t.corpus, t.domain, t.condition, t.agent
+GROUP BY t.corpus, t.grp, t.domain, t.condition, t.agent, g.task_score, g.delivery_rate,
+         g.safety_rate, g.n_runs, g.runs
+ORDER BY t.corpus, t.domain, t.condition, t.agent, t.grp

@@ -163,3 +163,40 @@ def test_never_raises_and_every_line_is_accounted_for(tmp_path_factory, lines):
     events = len(out.tables.get("events", []))
     line_rejects = sum(1 for r in out.tables.get("rejects", []) if r["record_kind"] == "event")
     assert events + line_rejects == n_lines
+
+
+REOPEN = Path(__file__).parent / "fixtures" / "coauthor"
+
+
+def test_reopen_reselect_and_writer_sourced_inserts_label_every_accepted_suggestion():
+    """A select after a reopen, a second select from reopened candidates and a chosen text
+    inserted with eventSource "user" (later studies' logs) each get their node and label."""
+    out = parse(REOPEN)
+    assert not out.tables.get("rejects")
+    selects = [e for e in out.tables["events"] if e["kind"] == "suggestion-select"]
+    labels = {a["annotation_id"]: (a["label"], json.loads(a["attrs"]))
+              for a in out.tables["annotations"]}
+    accepted = [k for k, (label, _) in labels.items() if label in ("adopt", "modify")]
+    assert len(accepted) == len(selects) == 4  # one label per accepted suggestion
+    assert {k: v[0] for k, v in labels.items()} == {
+        "ep0/adoption": "adopt",    # closed, reopened, then chosen: one episode
+        "ep1/adoption": "adopt",    # chosen ...
+        "ep2/adoption": "adopt",    # ... and another chosen from the reopened list
+        "ep3/adoption": "modify",   # inserted by the writer, then edited inside
+        "ep4/adoption": "reject"}
+    assert labels["ep0/adoption"][1]["reopens"] == 1
+    assert labels["ep2/adoption"][1]["reopened_from"] == "ep1"
+    assert labels["ep3/adoption"][1]["chosen_text"] == " Walking is healthy."
+    # the select events point at the response node of their own episode
+    assert [e["node_id"] for e in selects] == ["ep0/response", "ep1/response", "ep2/response",
+                                               "ep3/response"]
+    nodes = {n["node_id"]: n["label"] for n in out.tables["nodes"]}
+    assert nodes["ep2/request"] == "Reopen the suggestions"
+
+
+@needs_data
+def test_every_select_of_the_sample_is_labelled(lake):
+    (row,) = run_sql("SELECT (SELECT count(*) FROM events WHERE kind = 'suggestion-select') "
+                     "AS selects, (SELECT count(*) FROM adoptions WHERE label <> 'reject') "
+                     "AS accepted", lake).table.to_pylist()
+    assert row["selects"] == row["accepted"] == 12

@@ -48,7 +48,8 @@ def outcome_lake(tmp_path):
 
 def test_pass_at_k_task_score_and_delivery_by_hand(outcome_lake):
     (row,) = run_named("has_outcomes", outcome_lake)
-    assert (row["n_scenarios"], row["n_runs"], row["agent"]) == (2, 6, "agent-llm")
+    assert (row["n_scenarios"], row["n_episodes"], row["agent"]) == (2, 6, "agent-llm")
+    assert row["n_runs"] == 1 and row["runs"] == row["run_id"]
     # pass@1: mean of c/n per task = (1/3 + 2/3) / 2
     assert row["pass_at_k"] == pytest.approx(0.5)
     assert row["task_score"] == pytest.approx(0.5)
@@ -59,6 +60,27 @@ def test_pass_at_k_task_score_and_delivery_by_hand(outcome_lake):
     assert row2["pass_at_k"] == pytest.approx(5 / 6)
     # pass@4 is undefined with 3 runs per task
     assert run_named("has_outcomes", outcome_lake, k=4)[0]["pass_at_k"] is None
+
+
+def test_runs_are_kept_apart_unless_pooled(tmp_path):
+    """Two results files of one model (a plain and a retrying agent, 2 trials each) are two
+    runs: pass@3 is undefined for each; pooled they are 4 trials, and the row says so."""
+    src = tmp_path / "runs"
+    src.mkdir()
+    for day, (name, rewards) in enumerate((("plain", [1.0, 0.0]), ("retry", [1.0, 1.0])), 1):
+        doc = results([simulation(f"{name}{i}", "A", r) for i, r in enumerate(rewards)])
+        doc["timestamp"] = f"2025-01-0{day}T00:00:00"
+        (src / f"{name}.json").write_text(json.dumps(doc))
+    ingest_path("tau2", src, tmp_path / "lake")
+    rows = run_named("has_outcomes", tmp_path / "lake", k=2)
+    assert len(rows) == 2 and {r["n_episodes"] for r in rows} == {2}
+    assert [r["n_runs"] for r in rows] == [1, 1]
+    assert sorted(r["pass_at_k"] for r in rows) == [1.0, 1.0]
+    assert {r["pass_at_k"] for r in run_named("has_outcomes", tmp_path / "lake", k=3)} == {None}
+    (pooled,) = run_named("has_outcomes", tmp_path / "lake", k=3, pool="true")
+    assert (pooled["run_id"], pooled["n_runs"], pooled["n_episodes"]) == ("(pooled)", 2, 4)
+    assert sorted(pooled["runs"].split(", ")) == sorted(r["run_id"] for r in rows)
+    assert pooled["pass_at_k"] == 1.0  # 3 of 4 pass: any 3 tries hold a success
 
 
 def test_process_metrics_by_hand(tmp_path):

@@ -167,3 +167,54 @@ def test_never_raises_and_every_simulation_is_accounted_for(tmp_path_factory, do
     if isinstance(sims, list):
         kinds = [r["record_kind"] for r in out.tables.get("rejects", [])]
         assert len(out.tables.get("sessions", [])) + kinds.count("simulation") == len(sims)
+
+
+VOICE_RUN = Path(__file__).parent / "fixtures" / "tau2_runs" / "voice_run"
+
+
+def test_folder_run_with_full_duplex_ticks(tmp_path):
+    """tau2's folder layout (results.json + simulations/<id>.json) holding full-duplex
+    simulations: one run, four sessions, speech chunks joined into utterances whose
+    intervals overlap where both sides spoke at once."""
+    lake = tmp_path / "lake"
+    ingest_path("tau2", VOICE_RUN / "results.json", lake)  # the metadata file names the run
+    (run,) = q(lake, "SELECT * FROM runs")
+    assert (run["name"], run["agent"], run["agent_model"], run["user_model"]) == \
+        ("voice_run", "discrete_time_audio_native_agent", "gpt-realtime", "gpt-4.1")
+    assert run["policy"] == "Only look up orders the user names."
+    assert json.loads(run["settings"])["num_trials"] == 2
+    sessions = q(lake, "SELECT session_id, run_id, source_file FROM sessions ORDER BY 1")
+    assert [s["session_id"] for s in sessions] == ["voice-t1-0", "voice-t1-1", "voice-t2-0",
+                                                     "voice-t2-1"]
+    assert {s["run_id"] for s in sessions} == {run["run_id"]}
+    assert all(s["source_file"].endswith(f"simulations/{s['session_id']}.json")
+               for s in sessions)
+    speech = q(lake, "SELECT actor, t, t_end, text FROM events WHERE session_id = 'voice-t1-0' "
+                     "AND kind = 'message' ORDER BY t")
+    assert [(e["actor"], e["t"], e["t_end"], e["text"]) for e in speech] == [
+        ("assistant", 0.0, pytest.approx(0.8), "Hello, how can I help you today?"),
+        ("user", pytest.approx(0.4), pytest.approx(1.2), "Hi, I need to check my order."),
+        ("user", pytest.approx(1.4), pytest.approx(1.8), "It's W1. Thanks.")]
+    assert speech[1]["t"] < speech[0]["t_end"]  # overlapping speech stays two intervals
+    call = q(lake, "SELECT e.text, r.text AS result FROM events e JOIN events r USING "
+                   "(session_id, request_id) WHERE e.kind = 'tool_call' AND "
+                   "r.kind = 'tool_result' AND session_id = 'voice-t1-0'")
+    assert call == [{"text": "get_order", "result": '{"status": "shipped"}'}]
+    # a tick's own fields (a transcript, wall-clock time) are kept on the session
+    attrs = json.loads(q(lake, "SELECT attrs FROM sessions WHERE session_id = 'voice-t1-0'")
+                       [0]["attrs"])
+    assert attrs["tick_fields"]["9"]["user_transcript"] == "thanks"
+
+
+def test_folder_run_with_a_missing_simulation_file(tmp_path):
+    import shutil
+
+    run = tmp_path / "run"
+    shutil.copytree(VOICE_RUN, run)
+    (run / "simulations" / "voice-t2-1.json").unlink()
+    (run / "simulations" / "voice-t2-0.json").write_text("{broken")
+    out = parse(tmp_path)
+    assert [s["session_id"] for s in out.tables["sessions"]] == ["voice-t1-0", "voice-t1-1"]
+    assert any("voice-t2-1.json is missing" in r["reason"] for r in out.tables["rejects"])
+    assert any(r["source_file"].endswith("voice-t2-0.json") and "not valid JSON" in r["reason"]
+               for r in out.tables["rejects"])

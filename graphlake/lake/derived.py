@@ -174,13 +174,15 @@ def _files(lake: Lake, table: str, version: int | None) -> list[str]:
 
 def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None]
                       ) -> set[tuple[str, str]] | None:
-    """(corpus, session) of every row in input files added since ``recorded``; None when that
-    cannot be told (an old version's log is gone), which means: recompute everything."""
+    """(corpus, session) of every row in input files added or removed since ``recorded`` (a
+    re-ingest that replaced or pruned sessions removes files); None when that cannot be told
+    (an old version's log is gone), which means: recompute everything."""
     new_files: list[str] = []
     try:
         for t in inputs():
             old = set(_files(lake, t, recorded.get(t)))
-            new_files += [f for f in _files(lake, t, base.table_versions.get(t)) if f not in old]
+            now = set(_files(lake, t, base.table_versions.get(t)))
+            new_files += sorted(now - old) + sorted(old - now)
     except Exception:  # deltalake raises plain exceptions for versions it cannot load
         return None
     if not new_files:
@@ -189,6 +191,8 @@ def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None
     try:
         return set(con.execute("SELECT DISTINCT corpus, session_id FROM read_parquet(?, "
                                "union_by_name=true)", [new_files]).fetchall())
+    except duckdb.IOException:  # a removed file already vacuumed: recompute everything
+        return None
     finally:
         con.close()
 

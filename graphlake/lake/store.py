@@ -22,7 +22,7 @@ import json
 import os
 import shutil
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -45,6 +45,7 @@ SNAPSHOT_SCHEMA = pa.schema([
     pa.field("graphlake_version", pa.string()),
     pa.field("table_versions", pa.string()),  # JSON {table: delta version}
     pa.field("rows_added", pa.string()),      # JSON {table: rows}
+    pa.field("rows_removed", pa.string()),    # JSON {table: rows} a changed source replaced
 ])
 
 
@@ -59,6 +60,7 @@ class Snapshot:
     source: str | None
     table_versions: dict[str, int]
     rows_added: dict[str, int]
+    rows_removed: dict[str, int] = field(default_factory=dict)
 
 
 EMPTY = Snapshot(0, None, "empty", None, None, {}, {})
@@ -112,12 +114,16 @@ class Lake:
                              for f in SNAPSHOT_SCHEMA])
         rows = []
         for f in DeltaTable(str(self._snapshots_path)).file_uris():
-            for r in pq.ParquetFile(f).read().cast(SNAPSHOT_SCHEMA).cast(as_ints).to_pylist():
+            t = pq.ParquetFile(f).read()
+            if "rows_removed" not in t.column_names:  # written before graphlake replaced rows
+                t = t.append_column("rows_removed", pa.nulls(t.num_rows, pa.string()))
+            for r in t.cast(SNAPSHOT_SCHEMA).cast(as_ints).to_pylist():
                 r["committed_at"] = datetime.fromtimestamp(r["committed_at"] / 1e6, UTC)
                 rows.append(r)
         return [Snapshot(r["lake_version"], r["committed_at"], r["operation"], r["corpus"],
                          r["source"], json.loads(r["table_versions"]),
-                         json.loads(r["rows_added"] or "{}"))
+                         json.loads(r["rows_added"] or "{}"),
+                         json.loads(r.get("rows_removed") or "{}"))
                 for r in sorted(rows, key=lambda r: r["lake_version"])]
 
     def snapshot(self, version: int | None = None) -> Snapshot:
@@ -180,17 +186,19 @@ class Lake:
         return fixed
 
     def commit_snapshot(self, *, operation: str, corpus: str | None, source: str | None,
-                        table_versions: dict[str, int], rows_added: dict[str, int]) -> Snapshot:
+                        table_versions: dict[str, int], rows_added: dict[str, int],
+                        rows_removed: dict[str, int] | None = None) -> Snapshot:
         """Append the snapshot row that makes a run visible (the run's atomic commit)."""
         prev = self.snapshot()
         snap = Snapshot(prev.lake_version + 1, datetime.now(UTC), operation, corpus, source,
-                        table_versions, rows_added)
+                        table_versions, rows_added, rows_removed or {})
         row = pa.Table.from_pylist([{
             "lake_version": snap.lake_version, "committed_at": snap.committed_at,
             "operation": operation, "corpus": corpus, "source": source,
             "schema_version": SCHEMA_VERSION, "graphlake_version": graphlake.__version__,
             "table_versions": json.dumps(table_versions, sort_keys=True),
             "rows_added": json.dumps(rows_added, sort_keys=True),
+            "rows_removed": json.dumps(rows_removed or {}, sort_keys=True),
         }], schema=SNAPSHOT_SCHEMA)
         write_deltalake(str(self._snapshots_path), row, mode="append")
         return snap

@@ -10,9 +10,17 @@ At commit the run
 
 1. finds sessions that two units both claim (same ``session_id``): the first unit wins, the
    others become rejects carrying their whole file, and their rows are dropped;
-2. streams each table's staged files through DuckDB, dropping rows whose primary key is
-   already in the lake (deterministic ids make re-ingest a no-op) or repeats within the run;
-3. appends the survivors to the Delta tables and pins the new versions in one snapshot row.
+2. finds what changed: a session already in the lake whose rows differ from the staged ones
+   (a row changed or gone from its source) is *replaced*, its rows deleted from every table;
+   so is a session-less row (a scenario, a run) whose staged row differs. With ``prune``,
+   sessions read earlier from files under the ingested path that this run no longer finds
+   are deleted too;
+3. streams each table's staged files through DuckDB, dropping rows whose primary key is
+   already in the lake (deterministic ids make re-ingesting an unchanged source a no-op) or
+   repeats within the run;
+4. appends the survivors to the Delta tables and pins the new versions in one snapshot row.
+   Deletes and appends of a run become visible together, with that one row; older lake
+   versions keep reading the rows as they were (time travel).
 """
 
 from __future__ import annotations
@@ -23,16 +31,17 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats
+from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats, source_run
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 
@@ -42,8 +51,12 @@ _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
 
 
+def _sql_str(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
 def _sql_list(paths: list[str]) -> str:
-    return "[" + ", ".join("'" + p.replace("'", "''") + "'" for p in paths) + "]"
+    return "[" + ", ".join(map(_sql_str, paths)) + "]"
 
 
 @dataclass
@@ -58,8 +71,9 @@ class StagingSummary:
 class StagingEmitter(EmitterBase):
     """Buffers rows per table and spills them as Parquet parts into a run's staging folder."""
 
-    def __init__(self, corpus: str, staging: Path, prefix: str, flush_rows: int = 50_000):
-        super().__init__(corpus)
+    def __init__(self, corpus: str, staging: Path, prefix: str, flush_rows: int = 50_000,
+                 default_run: dict | None = None):
+        super().__init__(corpus, default_run)
         self.staging = Path(staging)
         self.prefix = prefix
         self.flush_rows = flush_rows
@@ -82,6 +96,10 @@ class StagingEmitter(EmitterBase):
         if rows.num_rows == 0:
             return
         self.accepted[table] += rows.num_rows
+        if table == "sessions" and self.default_run and rows.column("run_id").null_count:
+            i = rows.schema.get_field_index("run_id")
+            rows = rows.set_column(i, "run_id", pc.fill_null(
+                rows.column(i).cast(pa.string()), self._use_default_run()))
         if table == "sessions":
             self.sessions.extend(zip(rows.column("session_id").to_pylist(),
                                      rows.column(UNIT).to_pylist(),
@@ -119,17 +137,20 @@ class StagingEmitter(EmitterBase):
 class LakeRun:
     """One ingest run: a staging folder, its emitters, and the commit that publishes them."""
 
-    def __init__(self, lake: Lake, corpus: str, source: str, memory_limit: str = "1GB"):
+    def __init__(self, lake: Lake, corpus: str, source: str, memory_limit: str = "1GB",
+                 prune: bool = False):
         self.lake = lake
         self.corpus = corpus
         self.source = source
+        self.prune = prune
         self.memory_limit = memory_limit
         lake.init()
         self.staging = lake.meta_dir / "staging" / uuid.uuid4().hex
         self.staging.mkdir(parents=True)
+        self.default_run = source_run(corpus, source)
 
     def emitter(self, prefix: str = "p0", flush_rows: int = 50_000) -> StagingEmitter:
-        return StagingEmitter(self.corpus, self.staging, prefix, flush_rows)
+        return StagingEmitter(self.corpus, self.staging, prefix, flush_rows, self.default_run)
 
     def abort(self) -> None:
         """Forget everything staged (nothing was committed)."""
@@ -157,20 +178,34 @@ class LakeRun:
                         con.register("_losers", pa.table(
                             {"session_id": [s for s, _ in losers],
                              UNIT: pa.array([u for _, u in losers], pa.int32())}))
+                    sources = {t: self._source(con, t, bool(losers), stats) for t in TABLES
+                               if (self.staging / t).is_dir()}
+                    sessions_gone, keys_gone = self._changes(con, base, sources)
+                    stats.replaced_sessions = len(sessions_gone)
+                    if self.prune:
+                        pruned = self._pruned(con, base, sources, keys_gone) - sessions_gone
+                        stats.pruned_sessions = len(pruned)
+                        sessions_gone |= pruned
                     for table in TABLES:
-                        if not (self.staging / table).is_dir():
-                            continue
-                        added, version = self._append(con, table, base, bool(losers), stats)
+                        removed, version = self._delete(con, table, base, sessions_gone,
+                                                        keys_gone.get(table, []))
+                        if removed:
+                            stats.removed[table] = removed
+                            versions[table] = version
+                    after = replace(base, table_versions=dict(versions))
+                    for table, src in sources.items():
+                        added, version = self._append(con, table, after, src)
                         if added:
                             stats.added[table] = added
                             versions[table] = version
                 finally:
                     con.close()
                 snap = None
-                if stats.added:
+                if stats.added or stats.removed:
                     snap = self.lake.commit_snapshot(
                         operation="ingest", corpus=self.corpus, source=self.source,
-                        table_versions=versions, rows_added=dict(stats.added))
+                        table_versions=versions, rows_added=dict(stats.added),
+                        rows_removed=dict(stats.removed))
         finally:
             self.abort()
         return stats, snap
@@ -195,17 +230,12 @@ class LakeRun:
         stats.rejected.update(em.close().rejected)
         return losers
 
-    def _append(self, con, table: str, base: Snapshot, has_losers: bool, stats: IngestStats):
-        """Add one table's staged rows to the lake; return (rows added, new Delta version).
-
-        The common case (no duplicate sessions, no repeated keys, nothing already in the
-        lake) adopts the staged files as Delta data files: a metadata-only commit. Otherwise
-        DuckDB filters the rows and they are rewritten.
-        """
-        spec = TABLES[table]
+    def _source(self, con, table: str, has_losers: bool, stats: IngestStats
+                ) -> tuple[str, list, bool]:
+        """SQL reading one table's staged rows (without the rows of rejected duplicate
+        sessions), the staged files, and whether rows were dropped that way."""
         folder = self.staging / table
         files = sorted(str(p) for p in folder.glob("*.parquet"))
-        keys = ", ".join(spec.key)
         source = f"read_parquet({_sql_list(files)})"
         if has_losers:
             with_units = " UNION ALL ".join(
@@ -217,6 +247,110 @@ class LakeRun:
             stats.accepted[table] -= dropped
             source = (f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) "
                       f"ANTI JOIN _losers USING (session_id, {UNIT}))")
+        return source, files, has_losers
+
+    def _lake_rows(self, table: str, snap: Snapshot, source: str) -> str | None:
+        """SQL of this corpus's lake rows that the staged rows could collide with: rows of
+        the sessions they name, and session-less rows (scenarios, runs) with their keys."""
+        existing = self.lake.files(table, snap)
+        if not existing:
+            return None
+        spec = TABLES[table]
+        own = [k for k in spec.key if k not in ("corpus", "session_id")]
+        rows = (f"(SELECT {', '.join(spec.columns)} FROM read_parquet({_sql_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)})")
+        sql = (f"SELECT * FROM {rows} WHERE session_id <> '' AND session_id IN "
+               f"(SELECT DISTINCT session_id FROM {source})")
+        if own:
+            sql += (f" UNION ALL SELECT l.* FROM {rows} l SEMI JOIN (SELECT {', '.join(own)} "
+                    f"FROM {source} WHERE session_id = '') s USING ({', '.join(own)}) "
+                    "WHERE l.session_id = ''")
+        return f"({sql})"
+
+    def _changes(self, con, base: Snapshot, sources: dict
+                 ) -> tuple[set[str], dict[str, list[tuple]]]:
+        """What re-ingesting changed: the sessions with a lake row that the run no longer
+        has as it was (edited or gone), and per table the session-less keys likewise."""
+        sessions: set[str] = set()
+        keys: dict[str, list[tuple]] = {}
+        for table, (source, _files, _losers) in sources.items():
+            lake_rows = self._lake_rows(table, base, source)
+            if lake_rows is None:
+                continue
+            spec = TABLES[table]
+            cols = ", ".join(spec.columns)
+            stale = f"(SELECT * FROM {lake_rows} EXCEPT SELECT {cols} FROM {source})"
+            sessions |= {r[0] for r in con.sql(
+                f"SELECT DISTINCT session_id FROM {stale} WHERE session_id <> ''").fetchall()}
+            own = [k for k in spec.key if k not in ("corpus", "session_id")]
+            if own:
+                gone = con.sql(f"SELECT DISTINCT {', '.join(own)} FROM {stale} "
+                               "WHERE session_id = ''").fetchall()
+                if gone:
+                    keys[table] = gone
+        return sessions, keys
+
+    def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
+        """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
+        the ingested path that this run did not find: their sources are gone."""
+        root = self.source.rstrip("/")
+        under = (f"(source_file = {_sql_str(root)} OR starts_with(source_file, "
+                 f"{_sql_str(root + '/')}))")
+        found = {t: src for t, (src, _f, _l) in sources.items()}
+        gone: set[str] = set()
+        for table, column, key in (("sessions", "source_file", "session_id"),
+                                   ("scenarios", "source_file", "scenario_id"),
+                                   ("runs", "source", "run_id")):
+            existing = self.lake.files(table, base)
+            if not existing:
+                continue
+            cond = under.replace("source_file", column)
+            seen = (f" AND {key} NOT IN (SELECT {key} FROM {found[table]})"
+                    if table in found else "")
+            rows = [r[0] for r in con.sql(
+                f"SELECT DISTINCT {key} FROM read_parquet({_sql_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)} AND {cond}"
+                f"{seen}").fetchall()]
+            if table == "sessions":
+                gone |= set(rows)
+            elif rows:
+                keys.setdefault(table, []).extend((r,) for r in rows)
+        return gone
+
+    def _delete(self, con, table: str, base: Snapshot, sessions: set[str],
+                keys: list[tuple]) -> tuple[int, int | None]:
+        """Delete this corpus's rows of ``sessions`` and the session-less ``keys`` from one
+        table; return (rows deleted, new Delta version). No commit when none match."""
+        existing = self.lake.files(table, base)
+        if not existing or not (sessions or keys):
+            return 0, None
+        own = [k for k in TABLES[table].key if k not in ("corpus", "session_id")]
+        terms = []
+        if sessions:
+            terms.append(f"(session_id <> '' AND session_id IN "
+                         f"({', '.join(map(_sql_str, sorted(sessions)))}))")
+        for key in keys:
+            terms.append("(session_id = '' AND " + " AND ".join(
+                f"{c} = {_sql_str(str(v))}" for c, v in zip(own, key, strict=True)) + ")")
+        predicate = f"corpus = {_sql_str(self.corpus)} AND ({' OR '.join(terms)})"
+        n = con.sql(f"SELECT count(*) FROM read_parquet({_sql_list(existing)}, "
+                    f"union_by_name=true) WHERE {predicate}").fetchall()[0][0]
+        if not n:
+            return 0, None
+        dt = DeltaTable(str(self.lake.table_path(table)), version=base.table_versions[table])
+        dt.delete(predicate)
+        return n, DeltaTable(str(self.lake.table_path(table))).version()
+
+    def _append(self, con, table: str, base: Snapshot, staged: tuple[str, list, bool]):
+        """Add one table's staged rows to the lake; return (rows added, new Delta version).
+
+        The common case (no duplicate sessions, no repeated keys, nothing already in the
+        lake) adopts the staged files as Delta data files: a metadata-only commit. Otherwise
+        DuckDB filters the rows and they are rewritten.
+        """
+        spec = TABLES[table]
+        source, files, has_losers = staged
+        keys = ", ".join(spec.key)
         # DISTINCT ON carries whole rows through a hash table; checking the narrow keys
         # first is several times cheaper, and repeats within a run are rare
         repeats = con.sql(f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 "

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 #: Bumped whenever a column is added, renamed or retyped; stored in the lake at creation.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: runs table, sessions.run_id
 
 STR = pa.string()
 F64 = pa.float64()
@@ -69,6 +69,26 @@ SESSIONS = _table(
     _f("duration_s", F64, "Session length in seconds."),
     _f("source_file", STR, "Path of the file the session was read from."),
     _f("scenario_id", STR, "The task or scenario the session enacts (see scenarios)."),
+    _f("run_id", STR, "The run the session belongs to (see runs): a tau2 results file or "
+       "folder, a HAS-Bench trace file's run settings, else the ingest source."),
+)
+
+RUNS = _table(
+    "runs", "run: one execution of a benchmark or one ingested source, that sessions belong to",
+    ("corpus", "session_id", "run_id"),
+    _f("run_id", STR, "Content-derived id (tau2: tau2's own run identity, sha256 of the results "
+       "timestamp and sorted simulation ids; others: a hash of the source and settings); "
+       "session_id is '' for these rows.", False),
+    _f("name", STR, "Readable name: the results file or folder, trace file or source folder."),
+    _f("source", STR, "Path of the results file, folder or ingest source the run was read from."),
+    _f("started_at", TS, "When the run was made, where the source records it."),
+    _f("agent", STR, "Agent implementation (tau2 agent_info.implementation)."),
+    _f("agent_model", STR, "Model behind the agent."),
+    _f("user_simulator", STR, "User simulator implementation, for simulated-user benchmarks."),
+    _f("user_model", STR, "Model behind the user simulator."),
+    _f("policy", STR, "The domain policy the agent was given, verbatim, where recorded."),
+    _f("settings", STR, "JSON of the run's other settings (trials, step limits, seed, agency "
+       "level, channels, ...)."),
 )
 
 PARTICIPANTS = _table(
@@ -258,7 +278,7 @@ REJECTS = _table(
 
 TABLES: dict[str, TableSpec] = {
     t.name: t
-    for t in (SESSIONS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
+    for t in (SESSIONS, RUNS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
               ANNOTATIONS, MEDIA, FRAMES, DOCUMENTS, SCENARIOS, LANDMARKS, CANVAS_CELLS, REJECTS)
 }
 

@@ -1,7 +1,8 @@
 -- view: run_outcomes
--- description: one row per scenario run (sessions with a scenario_id): domain, condition, agent, termination, and the outcome: success (a 'pass' or 'reward' outcome of 1), partial-credit score, delivered, safety
+-- description: one row per scenario episode (sessions with a scenario_id): the run it belongs to (run_id, see runs), domain, condition, agent, termination, and the outcome: success (a 'pass' or 'reward' outcome of 1), partial-credit score, delivered, safety
 WITH runs AS (
-    SELECT s.corpus, s.session_id, s.scenario_id, coalesce(s.domain, '(none)') AS domain,
+    SELECT s.corpus, s.session_id, s.run_id, s.scenario_id,
+           coalesce(s.domain, '(none)') AS domain,
            coalesce(s.condition, '(none)') AS condition,
            coalesce(p.name, '(unknown)') AS agent,
            json_extract_string(s.attrs, '$.termination_reason') AS termination

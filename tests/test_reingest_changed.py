@@ -1,0 +1,98 @@
+"""Re-ingesting a changed source: its sessions are replaced in one lake version, older versions
+still read them as they were, and a source that is gone stays unless ``--prune``."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import FIXTURES, cli
+from graphlake.lake import Lake
+from graphlake.lake.derived import refresh
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+
+RUNS = FIXTURES / "tau2_runs"
+COAUTHOR = FIXTURES / "coauthor" / "reopen_0123456789abcdef0123456789abcdef.jsonl"
+
+
+def q(lake, sql, version=None):
+    return run_sql(sql, lake, version=version, max_rows=None).table.to_pylist()
+
+
+def test_changed_tau2_file_replaces_its_sessions_and_time_travel_keeps_the_old(tmp_path):
+    src = tmp_path / "runs"
+    shutil.copytree(RUNS, src)
+    lake = tmp_path / "lake"
+    ingest_path("tau2", src, lake)
+    v1 = Lake(lake).snapshot().lake_version
+    before = q(lake, "SELECT count(*) AS n FROM events")[0]["n"]
+
+    # edit one simulation: a new reward, one message fewer, a changed message text
+    path = src / "voice_run" / "simulations" / "voice-t2-1.json"
+    sim = json.loads(path.read_text())
+    sim["reward_info"]["reward"] = 1.0
+    sim["ticks"] = sim["ticks"][:6]  # the user's last utterance and the tool call are gone
+    sim["ticks"][0]["agent_chunk"]["content"] = "Good morning, "
+    path.write_text(json.dumps(sim))
+    stats, snap = ingest_path("tau2", src, lake)
+    assert snap is not None and stats.replaced_sessions == 1 and stats.pruned_sessions == 0
+    assert snap.lake_version == v1 + 1  # deletes and appends in one version
+    assert stats.removed["events"] == 5 and stats.added["events"] == 2
+    now = q(lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq")
+    assert [r["text"] for r in now] == ["Good morning, how can I help you today?",
+                                        "Hi, I need to check my order."]
+    assert q(lake, "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND "
+                   "label = 'reward'") == [{"value": 1.0}]
+    assert q(lake, "SELECT count(*) AS n FROM events")[0]["n"] == before - 3
+    # the other sessions are untouched, and the old version still reads the old rows
+    old = q(lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq",
+            version=v1)
+    assert len(old) == 5 and old[0]["text"] == "Hello, how can I help you today?"
+    assert q(lake, "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND "
+                   "label = 'reward'", version=v1) == [{"value": 0.0}]
+    # the same source once more: nothing changes
+    stats, snap = ingest_path("tau2", src, lake)
+    assert snap is None and not stats.removed and stats.replaced_sessions == 0
+
+
+def test_a_gone_source_stays_unless_pruned(tmp_path):
+    src = tmp_path / "runs"
+    shutil.copytree(RUNS, src)
+    lake = tmp_path / "lake"
+    ingest_path("tau2", src, lake)
+    n = q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"]
+    (src / "mock_llm_agent_retry_2trials.json").unlink()
+    stats, snap = ingest_path("tau2", src, lake)
+    assert snap is None and q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"] == n
+    out = cli("ingest", "tau2", str(src), "--prune", "--quiet", lake=lake)
+    assert "6 pruned" in out.stdout
+    assert q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"] == n - 6
+    assert q(lake, "SELECT name FROM runs ORDER BY name") == [
+        {"name": "mock_llm_agent_3trials"}, {"name": "voice_run"}]
+    assert q(lake, "SELECT count(*) AS n FROM annotations WHERE session_id LIKE 'sim-b%'") \
+        == [{"n": 0}]
+    assert q(lake, "SELECT count(*) AS n FROM sessions", version=1)[0]["n"] == n
+
+
+def test_materialized_views_follow_a_replaced_session(tmp_path):
+    src = tmp_path / "coauthor"
+    src.mkdir()
+    log = src / COAUTHOR.name
+    shutil.copy(COAUTHOR, log)
+    lake = tmp_path / "lake"
+    ingest_path("coauthor", src, lake)
+    refresh(Lake(lake))
+    labels = [r["label"] for r in q(lake, "SELECT label FROM adoptions ORDER BY ai_node")]
+    assert labels == ["adopt", "adopt", "adopt", "modify", "reject"]
+    # the writer's edit inside the fourth suggestion is gone from the log: now an adopt
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(ln for ln in lines if '"very "' not in ln) + "\n")
+    stats, snap = ingest_path("coauthor", src, lake)
+    assert stats.replaced_sessions == 1
+    refresh(Lake(lake))
+    labels = [r["label"] for r in q(lake, "SELECT label FROM adoptions ORDER BY ai_node")]
+    assert labels == ["adopt", "adopt", "adopt", "adopt", "reject"]
+    # read from the materialized table, not recomputed: it is current
+    info = cli("lake", "info", lake=lake).stdout
+    assert "stale" not in info
