@@ -182,10 +182,13 @@ class CollectingEmitter(EmitterBase):
 
 @dataclass(frozen=True)
 class SourceUnit:
-    """One thing an ingestor parses on its own: a file, or a session folder."""
+    """One thing an ingestor parses on its own: a file, or a session folder, with the other
+    files that belong to the same session wherever they lie (``companions``: e.g. a Map Task
+    dialogue's annotation layers, which the release keeps in one folder per layer)."""
 
     path: Path
     kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
+    companions: tuple[Path, ...] = ()
 
 
 class RecordError(ValueError):

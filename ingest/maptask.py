@@ -1,16 +1,28 @@
-"""Map Task ingestor: GMMT-annotated HCRC Map Task dialogues (Li, Gatt and Poesio, LREC 2026).
+"""Map Task ingestor: the HCRC Map Task release and its GMMT annotations (Li, Gatt and Poesio,
+LREC 2026).
 
-A dialogue ``<id>`` is ``<id>.reference_expressions.json`` (timed reference expressions by
-giver and follower) with, optionally, ``<id>.annotated.json`` beside it (per expression, each
-participant's interpretation and the status aligned / pending / misunderstood with a reason).
-Files ``landmarks_configuration*.csv`` say which landmarks each side's map shows. The two JSON
-files join on ``ref_id_unif``. Mapping: docs/maptask.md.
+The HCRC release (NXT format) keeps each annotation layer in a folder of its own, one file per
+dialogue and speaker: ``Data/timed-units/<id>.<g|f>.timed-units.xml`` (every word, silence
+and noise with its start and end) and ``Data/moves/<id>.<g|f>.moves.xml`` (the dialogue
+moves, instruct / explain / check / align / query / reply / acknowledge / ready / clarify, each
+spanning a range of timed units). GMMT adds ``<id>.reference_expressions.json`` (timed
+reference expressions by giver and follower) with, optionally, ``<id>.annotated.json`` beside
+it (per expression, each participant's interpretation and the status aligned / pending /
+misunderstood with a reason); the two join on ``ref_id_unif``. Files
+``landmarks_configuration*.csv`` say which landmarks each side's map shows.
+
+Every file of one dialogue found under the ingested path, in whichever layer folder, is read as
+one unit, so a dialogue is one session however its layers are spread. Mapping:
+docs/maptask.md.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import re
+import xml.etree.ElementTree as ET
+from collections import defaultdict
 from pathlib import Path
 
 from graphlake.ingest import register
@@ -24,6 +36,11 @@ RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker",
 ANN_KNOWN = frozenset({"ref_id_unif", "interpretations", "reason", "extra"})
 SIDES = ("giver", "follower")
 STEP = "dialogue"
+#: The NXT layers graphlake reads: <id>.<g|f>.<layer>.xml
+LAYER = re.compile(r"^(?P<dialogue>[^.]+)\.(?P<side>[gf])\.(?P<layer>timed-units|moves)\.xml$")
+SIDE_OF = {"g": "giver", "f": "follower"}
+#: An NXT child reference: file#id(first) or file#id(first)..id(last)
+HREF = re.compile(r"#id\(([^)]+)\)(?:\.\.id\(([^)]+)\))?")
 
 
 @register("maptask")
@@ -31,8 +48,9 @@ class MapTaskIngestor:
     """GMMT-annotated Map Task dialogues and landmark configurations."""
 
     name = "maptask"
-    help = ("GMMT Map Task: <id>.reference_expressions.json (+ <id>.annotated.json) and "
-            "landmarks_configuration*.csv, or a folder of them.")
+    help = ("HCRC Map Task release (Data/timed-units, Data/moves NXT XML) and GMMT: "
+            "<id>.reference_expressions.json (+ <id>.annotated.json), "
+            "landmarks_configuration*.csv; a folder of them.")
 
     def units(self, path: Path) -> list[SourceUnit]:
         path = Path(path)
@@ -43,10 +61,18 @@ class MapTaskIngestor:
         files = [path] if path.is_file() else sorted(
             p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
         names = {p.name for p in files}
+        layers: dict[str, list[Path]] = defaultdict(list)  # dialogue id -> its NXT files
+        for p in files:
+            m = LAYER.match(p.name)
+            if m:
+                layers[m["dialogue"]].append(p)
         units = []
         for p in files:
+            if LAYER.match(p.name):
+                continue
             if p.name.endswith(RE_SUFFIX):
-                units.append(SourceUnit(p, "dialogue"))
+                units.append(SourceUnit(p, "dialogue",
+                                        tuple(layers.pop(p.name[: -len(RE_SUFFIX)], ()))))
             elif p.name.endswith(ANN_SUFFIX):
                 partner = p.name[: -len(ANN_SUFFIX)] + RE_SUFFIX
                 if partner not in names and not (p.parent / partner).exists():
@@ -55,19 +81,25 @@ class MapTaskIngestor:
                 units.append(SourceUnit(p, "landmarks"))
             else:
                 units.append(SourceUnit(p, "other"))
+        for _dialogue, layer_files in sorted(layers.items()):  # release only, no GMMT
+            units.append(SourceUnit(layer_files[0], "release_dialogue", tuple(layer_files)))
         return units
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
         if unit.kind == "dialogue":
-            _Dialogue(unit.path, out).run()
+            _Dialogue(unit.path, out).run(unit.companions)
+        elif unit.kind == "release_dialogue":
+            _Dialogue(unit.path, out).release_only(unit.companions)
         elif unit.kind == "landmarks":
             _landmarks(unit.path, out)
         else:
             reason = ("annotations without their <id>.reference_expressions.json; put both "
                       "files side by side" if unit.kind == "orphan_annotations" else
-                      "not a GMMT file: expected <id>.reference_expressions.json, "
-                      "<id>.annotated.json or landmarks_configuration*.csv")
+                      "not a Map Task file graphlake reads: expected the release's "
+                      "<id>.<g|f>.timed-units.xml or <id>.<g|f>.moves.xml, GMMT's "
+                      "<id>.reference_expressions.json or <id>.annotated.json, or "
+                      "landmarks_configuration*.csv")
             out.reject(source_file=src, target_table="events", record_kind="file",
                        record_ref="$", reason=reason, raw=unit.path.read_bytes()[: 1 << 20])
 
@@ -99,7 +131,7 @@ class _Dialogue:
         self.out.reject(source_file=str(path), target_table=table, record_kind=kind,
                         record_ref=ref, reason=reason, raw=raw, session_id=sid)
 
-    def run(self) -> None:
+    def run(self, layers: tuple[Path, ...] = ()) -> None:
         obj = _read_json(self.path, self.out, "events")
         if obj is None:
             return
@@ -125,16 +157,25 @@ class _Dialogue:
                                    "step_id": STEP})
         if self.ann_path.is_file():
             self.annotations(sid, refs)
-        ends = [r["end_time"] for r in refs.values()]
+        ends = [r["end_time"] for r in refs.values()] + _Release(sid, self.out).read(layers)
         maps = sorted({str(r.get("lm_id_orig", "")).split("_")[0] for r in refs.values()
                        if r.get("lm_id_orig")})
         extra = {k: v for k, v in obj.items()
                  if k not in ("dialogue_id", "landmark_reference_expressions")}
+        self.session(sid, ends, {"maps": maps, **extra} if maps or extra else None)
+
+    def release_only(self, layers: tuple[Path, ...]) -> None:
+        """A dialogue of the HCRC release without GMMT annotations."""
+        sid = LAYER.match(self.path.name)["dialogue"]
+        ends = _Release(sid, self.out).read(layers)
+        if ends:
+            self.session(sid, ends, None)
+
+    def session(self, sid: str, ends: list[float], attrs: dict | None) -> None:
         self.out.row("sessions", {
             "session_id": sid, "title": f"Map Task dialogue {sid}", "domain": "map task",
             "participants": list(SIDES), "duration_s": max(ends) if ends else None,
-            "source_file": str(self.path),
-            "attrs": to_json({"maps": maps, **extra}) if maps or extra else None})
+            "source_file": str(self.path), "attrs": to_json(attrs) if attrs else None})
         for side in SIDES:
             self.out.row("participants", {"session_id": sid, "participant_id": side,
                                           "kind": "human", "role": side, "name": side})
@@ -237,3 +278,133 @@ def _landmarks(path: Path, out: Emitter) -> None:
 
 def _flag(v) -> bool | None:
     return {"1": True, "0": False}.get(str(v).strip()) if v is not None else None
+
+
+class _Release:
+    """One dialogue's HCRC release layers -> events and dialogue-act annotations.
+
+    Every timed unit becomes an event (kind ``word``, ``silence`` or ``noise``; ``t``/``t_end``
+    its times; ``seq`` its start in milliseconds, so both speakers interleave in time). Every
+    move becomes an event of kind ``move`` over its first to last word, whose text is those
+    words, and an annotation of kind ``dialogue_act`` whose label is the move's label (the
+    HCRC coders' move category). A file that is not XML, or a unit or move without usable
+    times, is rejected alone; the rest of the dialogue lands.
+    """
+
+    KINDS = {"tu": "word", "sil": "silence", "noi": "noise"}
+
+    def __init__(self, sid: str, out: Emitter):
+        self.sid, self.out = sid, out
+        self.units: dict[str, dict] = {}  # timed-unit id -> its event row
+        self.order: dict[str, list[str]] = defaultdict(list)  # file name -> unit ids in order
+
+    def read(self, layers: tuple[Path, ...]) -> list[float]:
+        """Read the timed units first (moves point into them); return every end time."""
+        ends: list[float] = []
+        files = sorted(layers, key=lambda p: (LAYER.match(p.name)["layer"] != "timed-units",
+                                              p.name))
+        for path in files:
+            m = LAYER.match(path.name)
+            root = self._parse(path)
+            if root is None:
+                continue
+            if m["layer"] == "timed-units":
+                ends += self._timed_units(path, root, SIDE_OF[m["side"]])
+            else:
+                ends += self._moves(path, root, SIDE_OF[m["side"]])
+        return ends
+
+    def _parse(self, path: Path):
+        data = path.read_bytes()
+        try:
+            return ET.fromstring(data)
+        except ET.ParseError as exc:
+            self.out.reject(source_file=str(path), target_table="events", record_kind="file",
+                            record_ref="$", reason=f"not valid XML ({exc}); fix it and "
+                            "re-ingest", raw=data, session_id=self.sid)
+            return None
+
+    def _reject(self, path: Path, kind: str, ref: str, reason: str, el) -> None:
+        self.out.reject(source_file=str(path), target_table="events", record_kind=kind,
+                        record_ref=ref, reason=f"{self.sid}: {reason}", session_id=self.sid,
+                        raw=ET.tostring(el, encoding="unicode"))
+
+    @staticmethod
+    def _times(el) -> tuple[float, float] | None:
+        try:
+            a, b = float(el.get("start")), float(el.get("end"))
+        except (TypeError, ValueError):
+            return None
+        return (a, b) if b >= a else None
+
+    def _timed_units(self, path: Path, root, side: str) -> list[float]:
+        ends = []
+        for k, el in enumerate(e for e in root.iter() if _local(e.tag) in self.KINDS):
+            uid = el.get("id") or f"{path.name}#{k}"
+            times = self._times(el)
+            if times is None:
+                self._reject(path, "timed_unit", f"id({uid})", f"timed unit {uid} needs "
+                             "numeric start and end with end >= start", el)
+                continue
+            kind = self.KINDS[_local(el.tag)]
+            row = {"session_id": self.sid, "event_id": uid, "seq": round(times[0] * 1000),
+                   "t": times[0], "t_end": times[1], "actor": side, "actor_type": "human",
+                   "kind": kind, "channel": "speech", "initiator": side, "step_id": STEP,
+                   "text": (el.text or "").strip() or None,
+                   "attrs": to_json({"layer": "timed-units", **{
+                       k2: v for k2, v in el.attrib.items()
+                       if k2 not in ("id", "start", "end")}})}
+            self.units[uid] = row
+            self.order[path.name].append(uid)
+            self.out.row("events", row)
+            ends.append(times[1])
+        return ends
+
+    def _moves(self, path: Path, root, side: str) -> list[float]:
+        ends = []
+        for k, el in enumerate(e for e in root.iter() if _local(e.tag) == "move"):
+            mid = el.get("id") or f"{path.name}#move{k}"
+            words = self._span(el)
+            times = self._times(el) or (
+                (words[0]["t"], words[-1]["t_end"]) if words else None)
+            if times is None:
+                self._reject(path, "move", f"id({mid})", f"move {mid} has no times and no "
+                             "timed units it spans", el)
+                continue
+            text = " ".join(w["text"] for w in words if w["kind"] == "word" and w["text"])
+            label = el.get("label")
+            self.out.row("events", {
+                "session_id": self.sid, "event_id": mid, "seq": round(times[0] * 1000),
+                "t": times[0], "t_end": times[1], "actor": side, "actor_type": "human",
+                "kind": "move", "channel": "speech", "initiator": side, "step_id": STEP,
+                "text": text or None,
+                "attrs": to_json({"layer": "moves", "label": label,
+                                  "timed_units": [w["event_id"] for w in words],
+                                  **{k2: v for k2, v in el.attrib.items()
+                                     if k2 not in ("id", "start", "end", "label")}})})
+            self.out.row("annotations", {
+                "session_id": self.sid, "annotation_id": f"{mid}/dialogue_act",
+                "kind": "dialogue_act", "target_kind": "event", "target_id": mid,
+                "step_id": STEP, "label": label, "annotator": "HCRC Map Task coders"})
+            ends.append(times[1])
+        return ends
+
+    def _span(self, move) -> list[dict]:
+        """The timed units a move's NXT child references name, in order."""
+        words: list[dict] = []
+        for child in (e for e in move if _local(e.tag) == "child"):
+            href = child.get("href") or ""
+            m = HREF.search(href)
+            if not m:
+                continue
+            name = href.split("#", 1)[0]
+            ids = self.order.get(name, [])
+            first, last = m[1], m[2] or m[1]
+            if first in ids and last in ids:
+                words += [self.units[u] for u in ids[ids.index(first): ids.index(last) + 1]]
+        return words
+
+
+def _local(tag: str) -> str:
+    """An XML tag without its namespace ({http://nite.sourceforge.net/}child -> child)."""
+    return tag.rsplit("}", 1)[-1] if isinstance(tag, str) else ""

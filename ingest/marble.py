@@ -1,11 +1,20 @@
-"""MultiAgentBench (MARBLE) ingestor: task JSONL and scenario YAML, as the project releases them.
+"""MultiAgentBench (MARBLE) ingestor: task JSONL, scenario YAML and the engine's result logs.
 
 Each task (a JSONL line, or one YAML config) becomes a ``scenarios`` row; its agents become
 scenario-level ``participants`` and its relationship triples participant-level ``edges``
 (``level = 'participant'``). These rows describe a scenario, not a recorded session, so their
 ``session_id`` is ``''`` and their ids are qualified by the scenario id
 (``coding/1/agent2``). MARBLE spells the coordination field ``coordinate_mode``; it is read as
-HAS-Bench's ``coordination_mode``. Mapping: docs/marble.md.
+HAS-Bench's ``coordination_mode``.
+
+A result log is what MARBLE's engine appends after each run (``Engine._write_to_jsonl`` in
+``marble/engine/engine.py``): one JSON line per run with the task text, the coordination mode,
+every iteration (task assignments, each agent's result, the agents' communications, the
+planner's summary, whether to go on) and the evaluator's scores. Each line becomes a session:
+assignments, results, communications and summaries become events in iteration order (the log
+has no clock, so ``t`` is empty and ``seq`` orders them), and the scores become outcome
+annotations. A ``.jsonl`` file may hold task lines and result lines; each line is read as what
+it is. Mapping: docs/marble.md.
 """
 
 from __future__ import annotations
@@ -15,7 +24,15 @@ from pathlib import Path
 import yaml
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, file_units, json_lines, load_yaml, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    SourceUnit,
+    attrs_json,
+    file_units,
+    json_lines,
+    load_yaml,
+    to_json,
+)
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
 from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
 
@@ -28,7 +45,8 @@ class MarbleIngestor:
     """MultiAgentBench task JSONL files and scenario YAML configs."""
 
     name = "marble"
-    help = "MultiAgentBench: task .jsonl files and scenario .yaml configs, or a folder of them."
+    help = ("MultiAgentBench: task .jsonl files, scenario .yaml configs and the engine's "
+            "result logs (.jsonl, one run per line), or a folder of them.")
 
     def units(self, path: Path) -> list[SourceUnit]:
         return file_units(path, {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
@@ -40,8 +58,11 @@ class MarbleIngestor:
             def bad(lineno, reason, raw):
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
-            for lineno, task in json_lines(unit.path, bad):
-                self._task(task, None, src, f"line {lineno}", out)
+            for lineno, line in json_lines(unit.path, bad):
+                if isinstance(line, dict) and "iterations" in line:
+                    _ResultLog(unit.path, lineno, out).read(line)
+                else:
+                    self._task(line, None, src, f"line {lineno}", out)
         elif unit.kind == "yaml":
             text = unit.path.read_bytes()
             try:
@@ -100,3 +121,137 @@ def _scenario_id(task, stem: str | None) -> str:
     if task.get("task_id") in (None, ""):
         raise _Bad("a task line needs a task_id")
     return f"{task.get('scenario') or 'task'}/{task['task_id']}"
+
+
+# task_evaluation and code_quality also stay in the session's attrs whole: their numeric parts
+# become annotations, but they may hold text (rationales) too
+RESULT_KNOWN = frozenset({"task", "coordination_mode", "iterations", "planning_scores",
+                          "communication_scores", "token_usage", "agent_kpis",
+                          "total_milestones"})
+ITERATION_KNOWN = frozenset({"iteration", "chain_length", "current_agent", "task_assignments",
+                             "task_results", "result", "communications", "summary"})
+PLANNER = "planner"
+
+
+class _ResultLog:
+    """One run of MARBLE's engine (a result-log line) -> a session with its events and
+    outcome annotations. Session id: ``<file stem>:<line>`` (the engine appends a line per
+    run, so earlier lines keep their numbers)."""
+
+    def __init__(self, path: Path, lineno: int, out: Emitter):
+        self.src, self.out = str(path), out
+        self.sid = f"{path.stem}:{lineno}"
+        self.ref = f"line {lineno}"
+        self.agents: list[str] = []
+
+    def reject(self, reason: str, raw) -> None:
+        self.out.reject(source_file=self.src, target_table="sessions", record_kind="run",
+                        record_ref=self.ref, reason=f"{self.ref}: {reason}", raw=raw,
+                        session_id=self.sid)
+
+    def _agent(self, agent) -> str:
+        name = agent if isinstance(agent, str) else to_json(agent)
+        if name not in self.agents:
+            self.agents.append(name)
+        return name
+
+    def read(self, run: dict) -> None:
+        iterations = run.get("iterations")
+        if not isinstance(iterations, list) or not all(isinstance(i, dict)
+                                                       for i in iterations):
+            self.reject("'iterations' must be a list of objects, as MARBLE's engine writes "
+                        "them", run)
+            return
+        mode = run.get("coordination_mode")
+        events = []
+        for k, it in enumerate(iterations):
+            events.extend(self._iteration(k, it, mode == "star"))
+        task = run.get("task") if isinstance(run.get("task"), str) else None
+        planner = any(e["actor"] == PLANNER for e in events)
+        self.out.row("sessions", {
+            "session_id": self.sid, "goal": task,
+            "title": " ".join((task or "").split())[:120] or None,
+            "condition": mode if isinstance(mode, str) and mode else None,
+            "participants": [*self.agents, *([PLANNER] if planner else [])],
+            "source_file": self.src, "attrs": attrs_json(run, RESULT_KNOWN)})
+        for a in self.agents:
+            self.out.row("participants", {"session_id": self.sid, "participant_id": a,
+                                          "kind": "ai", "role": "agent", "name": a})
+        if planner:
+            self.out.row("participants", {"session_id": self.sid, "participant_id": PLANNER,
+                                          "kind": "ai", "role": "planner",
+                                          "name": "engine planner"})
+        for e in events:
+            self.out.row("events", e)
+        for row in self._scores(run):
+            self.out.row("annotations", row)
+
+    def _iteration(self, k: int, it: dict, star: bool) -> list[dict]:
+        """An iteration's events: assignments (by the planner in star mode, self-planned
+        otherwise), results, communications, then the planner's summary."""
+        n = it.get("iteration", it.get("chain_length", k + 1))
+        base = {"session_id": self.sid, "step_id": f"iteration {n}"}
+        rows: list[dict] = []
+
+        def add(kind, actor, channel, text, payload=None, attrs=None):
+            rows.append({**base, "event_id": f"i{k}/{len(rows)}", "seq": k * 1000 + len(rows),
+                         "actor": actor, "actor_type": "ai", "kind": kind, "channel": channel,
+                         "initiator": "agent", "text": text if isinstance(text, str) or
+                         text is None else to_json(text), "payload": payload,
+                         "attrs": to_json(attrs) if attrs else None})
+
+        assignments = it.get("task_assignments") or {}
+        for agent, task in (assignments.items() if isinstance(assignments, dict) else []):
+            add("task_assignment", PLANNER if star else self._agent(agent),
+                "coordination", task, attrs={"assignee": self._agent(agent)})
+        results = it.get("task_results") or []
+        for r in results if isinstance(results, list) else []:
+            if isinstance(r, dict) and "agent_id" in r and "result" in r:
+                add("task_result", self._agent(r["agent_id"]), "tool", r["result"])
+            elif isinstance(r, dict):
+                for agent, res in r.items():
+                    add("task_result", self._agent(agent), "tool", res)
+        if "current_agent" in it:  # chain mode: one agent acts per link
+            add("task_result", self._agent(it["current_agent"]), "tool", it.get("result"))
+        comms = it.get("communications") or []
+        for c in comms if isinstance(comms, list) else [comms]:
+            add("message", None, "chat", c)
+        if it.get("summary") is not None:
+            add("summary", PLANNER, "coordination", it.get("summary"),
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN} or None)
+        elif any(k not in ITERATION_KNOWN for k in it):
+            add("iteration", None, "system", None,
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN})
+        return rows
+
+    def _scores(self, run: dict) -> list[dict]:
+        """The evaluator's scores as outcome annotations: one per iteration for planning and
+        communication (-1: no communication that iteration, as MARBLE records it), the
+        task evaluation and code quality (each numeric part), KPIs per agent, milestones and
+        tokens."""
+        base = {"session_id": self.sid, "kind": "outcome", "target_kind": "session",
+                "target_id": self.sid, "annotator": "MARBLE evaluator"}
+        rows = []
+
+        def add(aid, label, value, target=None):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return
+            rows.append({**base, "annotation_id": aid, "label": label, "value": float(value),
+                         **(target or {})})
+
+        for key in ("planning_scores", "communication_scores"):
+            for i, v in enumerate(run.get(key) or []):
+                add(f"{key}/{i}", key.rstrip("s"), v, {"step_id": f"iteration {i + 1}"})
+        for key in ("task_evaluation", "code_quality"):
+            v = run.get(key)
+            if isinstance(v, dict):
+                for part, x in v.items():
+                    add(f"{key}/{part}", f"{key}:{part}", x)
+            else:
+                add(key, key, v)
+        kpis = run.get("agent_kpis")
+        for agent, v in (kpis.items() if isinstance(kpis, dict) else []):
+            add(f"kpi/{agent}", "kpi", v, {"target_kind": "participant", "target_id": agent})
+        add("total_milestones", "total_milestones", run.get("total_milestones"))
+        add("token_usage", "token_usage", run.get("token_usage"))
+        return rows

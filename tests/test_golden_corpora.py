@@ -63,7 +63,11 @@ CORPORA = {
     # reopen, re-select and writer-sourced inserts of the chosen text
     "coauthor_reopen": lambda tmp: FIXTURES / "coauthor",
     "maptask": lambda tmp: write_maptask_corpus(tmp, dialogues=1, refs=6, seed=3),
+    # the HCRC release's NXT layers (timed units, moves), one dialogue with GMMT beside it
+    "maptask_release": lambda tmp: FIXTURES / "maptask_release",
     "marble": lambda tmp: write_marble_corpus(tmp, tasks=2, seed=3),
+    # MARBLE's engine result log: a star and a chain run, and a broken line
+    "marble_results": lambda tmp: FIXTURES / "marble",
     "hasbench": lambda tmp: FIXTURES / "hasbench",
     "almanac": lambda tmp: FIXTURES / "almanac",
 }

@@ -81,7 +81,7 @@ def test_bad_records_are_rejected(tmp_path):
     assert any("speaker 'narrator' is neither giver nor follower" in r for r in reasons)
     assert any("ref_id_unif 'q1ec1.ref.0' is in no reference expression" in r for r in reasons)
     assert any("annotations without their" in r for r in reasons)
-    assert any("not a GMMT file" in r for r in reasons)
+    assert any("not a Map Task file graphlake reads" in r for r in reasons)
     assert len(out.tables["events"]) == 27
 
 
@@ -106,3 +106,38 @@ def test_never_raises_and_every_expression_is_accounted_for(tmp_path_factory, do
         kinds = [r["record_kind"] for r in out.tables.get("rejects", [])]
         assert len(out.tables.get("events", [])) + kinds.count("reference_expression") == \
             len(res)
+
+
+RELEASE = Path(__file__).parent / "fixtures" / "maptask_release"
+
+
+def test_hcrc_release_layers_become_words_moves_and_dialogue_acts():
+    """The release's timed units and moves (NXT XML, one folder per layer) land in the same
+    session as the dialogue's GMMT expressions; counts are checked against a plain parse."""
+    import xml.etree.ElementTree as ET
+
+    out = parse_with("maptask", RELEASE)
+    assert sorted(s["session_id"] for s in out.tables["sessions"]) == ["q8y", "q9x"]
+    events = [e for e in out.tables["events"] if e["session_id"] == "q9x"]
+    units = moves = 0
+    for f in sorted((RELEASE / "Data").rglob("q9x.*.xml")):
+        tags = [el.tag.rsplit("}", 1)[-1] for el in ET.parse(f).getroot().iter()]
+        units += sum(t in ("tu", "sil", "noi") for t in tags)
+        moves += tags.count("move")
+    bad = [r for r in out.tables["rejects"] if r["session_id"] == "q9x"]
+    assert len(bad) == 1 and "q9xf.7" in bad[0]["reason"]  # a unit with no start time
+    assert sum(e["kind"] in ("word", "silence", "noise") for e in events) == units - 1
+    assert sum(e["kind"] == "move" for e in events) == moves
+    assert sum(e["kind"] == "message" for e in events) == 2  # GMMT's expressions, same session
+    move = next(e for e in events if e["event_id"] == "q9xg.move.2")
+    assert (move["t"], move["t_end"], move["text"]) == (1.4, 2.95, "go past the caravan park")
+    # a move without times takes its words' span
+    ack = next(e for e in events if e["event_id"] == "q9xg.move.3")
+    assert (ack["t"], ack["t_end"]) == (5.0, 5.2)
+    acts = {a["target_id"]: a["label"] for a in out.tables["annotations"]
+            if a["kind"] == "dialogue_act" and a["session_id"] == "q9x"}
+    assert acts == {"q9xg.move.1": "ready", "q9xg.move.2": "instruct",
+                    "q9xg.move.3": "acknowledge", "q9xf.move.1": "explain"}
+    grounding = [a for a in out.tables["annotations"] if a["kind"] == "grounding"]
+    assert {a["label"] for a in grounding if a["session_id"] == "q9x"} == {"misunderstood",
+                                                                          "pending"}

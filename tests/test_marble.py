@@ -83,3 +83,45 @@ def test_never_raises_and_every_line_is_accounted_for(tmp_path_factory, items):
     out = parse(f)
     assert len(out.tables.get("scenarios", [])) + len(out.tables.get("rejects", [])) == \
         len(items)
+
+
+RESULT_LOG = Path(__file__).parent / "fixtures" / "marble" / "result_log.jsonl"
+
+
+def test_engine_result_log_runs_become_sessions_with_their_scores():
+    """MARBLE's engine appends one line per run; each is a session whose events follow the
+    iterations and whose outcome annotations are the evaluator's scores, read independently
+    here from the log."""
+    out = parse_with("marble", RESULT_LOG)
+    runs = [json.loads(line) for line in RESULT_LOG.read_text().splitlines()]
+    sessions = {s["session_id"]: s for s in out.tables["sessions"]}
+    assert sorted(sessions) == ["result_log:1", "result_log:2"]  # line 3 is broken
+    (rej,) = out.tables["rejects"]
+    assert rej["record_ref"] == "line 3" and "iterations" in rej["reason"]
+    for lineno, run in ((1, runs[0]), (2, runs[1])):
+        sid = f"result_log:{lineno}"
+        assert sessions[sid]["condition"] == run["coordination_mode"]
+        assert sessions[sid]["goal"] == run["task"]
+        events = [e for e in out.tables["events"] if e["session_id"] == sid]
+        n_assign = sum(len(it["task_assignments"]) for it in run["iterations"])
+        assert sum(e["kind"] == "task_assignment" for e in events) == n_assign
+        assert sum(e["kind"] == "summary" for e in events) == len(run["iterations"])
+        assert sum(e["kind"] == "message" for e in events) == \
+            sum(len(it["communications"]) for it in run["iterations"])
+        assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
+        scores = {a["annotation_id"]: a["value"] for a in out.tables["annotations"]
+                  if a["session_id"] == sid}
+        assert [scores[f"planning_scores/{i}"] for i in range(len(run["planning_scores"]))] \
+            == run["planning_scores"]
+        assert [scores[f"communication_scores/{i}"]
+                for i in range(len(run["communication_scores"]))] == run["communication_scores"]
+        assert scores["token_usage"] == run["token_usage"]
+        for agent, kpi in run["agent_kpis"].items():
+            assert scores[f"kpi/{agent}"] == kpi
+    # star mode: the planner assigns; chain mode: each agent takes its own link
+    star = [e for e in out.tables["events"] if e["session_id"] == "result_log:1"]
+    assert {e["actor"] for e in star if e["kind"] == "task_assignment"} == {"planner"}
+    chain = [e for e in out.tables["events"] if e["session_id"] == "result_log:2"]
+    assert [e["actor"] for e in chain if e["kind"] == "task_result"] == ["agent1", "agent3"]
+    # rationale text is not a score, but it is kept
+    assert json.loads(sessions["result_log:1"]["attrs"])["code_quality"]["rationale"] == "clean"
