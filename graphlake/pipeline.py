@@ -78,7 +78,7 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     units = ingest.get(corpus).units(Path(path))
     total = len(units)
-    run = LakeRun(lake, corpus, str(Path(path).resolve()), prune=prune)
+    run = LakeRun(lake, corpus, str(Path(path).resolve()), replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
     done = 0
 

@@ -123,3 +123,5 @@ def test_rescue_rate_by_hand(tmp_path):
     (row,) = run_named("has_rescue", lake, from_condition="A1", to_condition="A3")
     assert (row["failed_before"], row["rescued"], row["broken"]) == (2, 1, 1)
     assert row["rescue_rate"] == pytest.approx(0.5)
+    # the sessions name no run: they belong to the ingest source's run, which the row names
+    assert row["runs"] == run.default_run["run_id"]

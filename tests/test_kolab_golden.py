@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from conftest import FIXTURES, HAND
+from conftest import FIXTURES, HAND, portable_run_id
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.schema import TABLES
@@ -30,9 +30,11 @@ def _normalise(rows: list[dict]) -> list[dict]:
     out = []
     for r in rows:
         r = dict(r)
-        for k in ("source_file", "uri"):
+        for k in ("source_file", "uri", "source"):
             if r.get(k):
                 r[k] = r[k][r[k].index("fixtures/"):]
+        if "run_id" in r:
+            r["run_id"] = portable_run_id(r["run_id"])
         if r.get("started_at") is not None:
             r["started_at"] = r["started_at"].isoformat()
         out.append(r)

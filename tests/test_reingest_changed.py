@@ -96,3 +96,34 @@ def test_materialized_views_follow_a_replaced_session(tmp_path):
     # read from the materialized table, not recomputed: it is current
     info = cli("lake", "info", lake=lake).stdout
     assert "stale" not in info
+
+
+def test_an_append_only_writer_never_replaces_a_session(tmp_path):
+    """The frames index adds one recording's frames at a time: frames of a second recording
+    must not read as a "changed" session and wipe the first recording's frames (or the rest
+    of the session)."""
+    from graphlake.lake import LakeRun
+
+    lake = tmp_path / "lake"
+    src = tmp_path / "voice_run"
+    shutil.copytree(RUNS / "voice_run", src)
+    ingest_path("tau2", src, lake)
+    events = q(lake, "SELECT count(*) AS n FROM events")[0]["n"]
+    for media in ("m1", "m2"):
+        run = LakeRun(Lake(lake), "tau2", "frames index (test)")
+        em = run.emitter("frames")
+        em.row("frames", {"session_id": "voice-t1-0", "frame_id": f"{media}-0",
+                          "media_id": media, "t": 0.0, "kind": "grid"})
+        stats, snap = run.commit([em.close()])
+        assert snap is not None and stats.added["frames"] == 1 and not stats.removed
+    assert q(lake, "SELECT media_id FROM frames ORDER BY 1") == [{"media_id": "m1"},
+                                                                {"media_id": "m2"}]
+    assert q(lake, "SELECT count(*) AS n FROM events")[0]["n"] == events
+    # re-ingesting a changed source replaces the session's rows, but keeps its frames
+    path = src / "simulations" / "voice-t1-0.json"
+    sim = json.loads(path.read_text())
+    sim["reward_info"]["reward"] = 0.5
+    path.write_text(json.dumps(sim))
+    stats, _snap = ingest_path("tau2", src, lake)
+    assert stats.replaced_sessions == 1
+    assert len(q(lake, "SELECT * FROM frames")) == 2

@@ -47,6 +47,8 @@ from graphlake.schema import TABLES
 
 UNIT = "_unit"
 UNITS_DIR = "_units"
+#: Tables that no ingestor writes (the frames index does): re-ingesting never replaces them
+NOT_FROM_SOURCES = frozenset({"frames"})
 _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
 
@@ -138,11 +140,17 @@ class LakeRun:
     """One ingest run: a staging folder, its emitters, and the commit that publishes them."""
 
     def __init__(self, lake: Lake, corpus: str, source: str, memory_limit: str = "1GB",
-                 prune: bool = False):
+                 replace: bool = False, prune: bool = False):
+        """``replace``: the run re-reads whole sources (an ingest), so a session whose staged
+        rows differ from the lake's is replaced; without it (an append-only writer such as
+        the frames index, which adds one recording's frames at a time) existing rows are
+        only ever kept. ``prune`` (with ``replace``): also delete what was read from under
+        ``source`` and is gone now."""
         self.lake = lake
         self.corpus = corpus
         self.source = source
-        self.prune = prune
+        self.replace = replace
+        self.prune = prune and replace
         self.memory_limit = memory_limit
         lake.init()
         self.staging = lake.meta_dir / "staging" / uuid.uuid4().hex
@@ -180,14 +188,17 @@ class LakeRun:
                              UNIT: pa.array([u for _, u in losers], pa.int32())}))
                     sources = {t: self._source(con, t, bool(losers), stats) for t in TABLES
                                if (self.staging / t).is_dir()}
-                    sessions_gone, keys_gone = self._changes(con, base, sources)
-                    stats.replaced_sessions = len(sessions_gone)
-                    if self.prune:
-                        pruned = self._pruned(con, base, sources, keys_gone) - sessions_gone
-                        stats.pruned_sessions = len(pruned)
-                        sessions_gone |= pruned
+                    replaced, keys_gone = (self._changes(con, base, sources) if self.replace
+                                           else (set(), {}))
+                    stats.replaced_sessions = len(replaced)
+                    pruned = (self._pruned(con, base, sources, keys_gone) - replaced
+                              if self.prune else set())
+                    stats.pruned_sessions = len(pruned)
                     for table in TABLES:
-                        removed, version = self._delete(con, table, base, sessions_gone,
+                        # frames come from the frames index, not from sources: a replaced
+                        # session keeps them; a pruned one (its source is gone) does not
+                        gone = pruned if table in NOT_FROM_SOURCES else replaced | pruned
+                        removed, version = self._delete(con, table, base, gone,
                                                         keys_gone.get(table, []))
                         if removed:
                             stats.removed[table] = removed
