@@ -368,7 +368,8 @@ def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt =
 
 @lake_app.command("history")
 def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
-    """Every lake version: when, what operation, which corpus and source, rows added."""
+    """Every lake version: when, what operation, which corpus and source, rows added and
+    rows removed (a re-ingest that replaced changed sessions or pruned gone ones)."""
     import json
 
     import pyarrow as pa
@@ -376,7 +377,10 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
     rows = [{"version": s.lake_version, "committed_at": s.committed_at,
              "operation": s.operation, "corpus": s.corpus, "source": s.source,
              "rows_added": sum(s.rows_added.values()),
-             "detail": json.dumps(s.rows_added)} for s in _lake(lake).snapshots()]
+             "rows_removed": sum(s.rows_removed.values()),
+             "detail": json.dumps({"added": s.rows_added, "removed": s.rows_removed}
+                                  if s.rows_removed else s.rows_added)}
+            for s in _lake(lake).snapshots()]
     _emit(pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
           fmt, None, False, 0)
 

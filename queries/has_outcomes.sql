@@ -25,19 +25,26 @@ per_task_pass AS (
 ),
 per_group AS (
     SELECT corpus, grp, domain, condition, agent, avg(score) AS task_score,
-           avg(delivered::INT) AS delivery_rate, avg(safety) AS safety_rate,
-           count(DISTINCT run_id) AS n_runs,
-           string_agg(DISTINCT coalesce(run_id, '(none)'), ', '
-                      ORDER BY coalesce(run_id, '(none)')) AS runs
+           avg(delivered::INT) AS delivery_rate, avg(safety) AS safety_rate
     FROM per_run GROUP BY corpus, grp, domain, condition, agent
+),
+run_list AS (
+    -- the runs each row covers (no DISTINCT aggregate: Spark cannot mix two of them)
+    SELECT corpus, grp, domain, condition, agent, count(*) AS n_runs,
+           string_agg(run, ', ' ORDER BY run) AS runs
+    FROM (SELECT DISTINCT corpus, grp, domain, condition, agent,
+                 coalesce(run_id, '(none)') AS run FROM per_run) r
+    GROUP BY corpus, grp, domain, condition, agent
 )
 SELECT t.corpus, t.grp AS run_id, t.domain, t.condition, t.agent,
        count(*) AS n_scenarios, sum(t.n)::BIGINT AS n_episodes,
        avg(t.pass_at_k) AS pass_at_k,
-       g.task_score, g.delivery_rate, g.safety_rate, g.n_runs, g.runs
+       g.task_score, g.delivery_rate, g.safety_rate, l.n_runs, l.runs
 FROM per_task_pass t
 JOIN per_group g ON g.corpus = t.corpus AND g.grp = t.grp AND g.domain = t.domain
      AND g.condition = t.condition AND g.agent = t.agent
+JOIN run_list l ON l.corpus = t.corpus AND l.grp = t.grp AND l.domain = t.domain
+     AND l.condition = t.condition AND l.agent = t.agent
 GROUP BY t.corpus, t.grp, t.domain, t.condition, t.agent, g.task_score, g.delivery_rate,
-         g.safety_rate, g.n_runs, g.runs
+         g.safety_rate, l.n_runs, l.runs
 ORDER BY t.corpus, t.domain, t.condition, t.agent, t.grp

@@ -39,6 +39,8 @@ def test_changed_tau2_file_replaces_its_sessions_and_time_travel_keeps_the_old(t
     assert snap is not None and stats.replaced_sessions == 1 and stats.pruned_sessions == 0
     assert snap.lake_version == v1 + 1  # deletes and appends in one version
     assert stats.removed["events"] == 5 and stats.added["events"] == 2
+    history = json.loads(cli("lake", "history", "--format", "json", lake=lake).stdout)
+    assert history[-1]["rows_removed"] == sum(stats.removed.values()) > 0
     now = q(lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq")
     assert [r["text"] for r in now] == ["Good morning, how can I help you today?",
                                         "Hi, I need to check my order."]
@@ -127,3 +129,27 @@ def test_an_append_only_writer_never_replaces_a_session(tmp_path):
     stats, _snap = ingest_path("tau2", src, lake)
     assert stats.replaced_sessions == 1
     assert len(q(lake, "SELECT * FROM frames")) == 2
+
+
+def test_a_fixed_record_lands_and_its_reject_goes(tmp_path):
+    """The fix only adds a row (nothing of the session changes), so the session is not
+    replaced; its reject, which would now mislead, is removed."""
+    src = tmp_path / "runs"
+    src.mkdir()
+    msgs = [{"role": "user", "content": "hi", "timestamp": "2025-01-01T00:00:01"},
+            {"role": "narrator", "content": "ok", "timestamp": "2025-01-01T00:00:02"}]
+    doc = {"timestamp": "2025-01-01T00:00:00", "info": {"environment_info":
+           {"domain_name": "mock"}}, "tasks": [], "simulations": [
+               {"id": "s1", "task_id": "t", "start_time": "2025-01-01T00:00:00",
+                "messages": msgs}]}
+    (src / "r.json").write_text(json.dumps(doc))
+    lake = tmp_path / "lake"
+    ingest_path("tau2", src, lake)
+    assert len(q(lake, "SELECT * FROM rejects")) == 1
+    msgs[1]["role"] = "assistant"
+    (src / "r.json").write_text(json.dumps(doc))
+    stats, snap = ingest_path("tau2", src, lake)
+    assert snap is not None and stats.replaced_sessions == 0
+    assert stats.removed["rejects"] == 1 and stats.added["events"] == 1
+    assert q(lake, "SELECT * FROM rejects") == []
+    assert q(lake, "SELECT text FROM events ORDER BY seq") == [{"text": "hi"}, {"text": "ok"}]

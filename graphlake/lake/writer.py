@@ -49,6 +49,9 @@ UNIT = "_unit"
 UNITS_DIR = "_units"
 #: Tables that no ingestor writes (the frames index does): re-ingesting never replaces them
 NOT_FROM_SOURCES = frozenset({"frames"})
+#: Columns that say where a row was read from, not what it says: a corpus ingested again from
+#: another folder is not a changed source (and a default run's id hashes the path)
+WHERE_FROM = frozenset({"source_file", "uri", "source", "run_id"})
 _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
 
@@ -281,16 +284,19 @@ class LakeRun:
     def _changes(self, con, base: Snapshot, sources: dict
                  ) -> tuple[set[str], dict[str, list[tuple]]]:
         """What re-ingesting changed: the sessions with a lake row that the run no longer
-        has as it was (edited or gone), and per table the session-less keys likewise."""
+        has as it was (edited or gone), and per table the session-less keys likewise. Rows
+        are compared without the columns that only say where they were read from."""
         sessions: set[str] = set()
         keys: dict[str, list[tuple]] = {}
         for table, (source, _files, _losers) in sources.items():
+            if table == "rejects":  # ids hash the file path; a fixed or newly broken record
+                continue            # shows in the table its row belongs to anyway
             lake_rows = self._lake_rows(table, base, source)
             if lake_rows is None:
                 continue
             spec = TABLES[table]
-            cols = ", ".join(spec.columns)
-            stale = f"(SELECT * FROM {lake_rows} EXCEPT SELECT {cols} FROM {source})"
+            cols = ", ".join(c for c in spec.columns if c not in WHERE_FROM or c in spec.key)
+            stale = f"(SELECT {cols} FROM {lake_rows} EXCEPT SELECT {cols} FROM {source})"
             sessions |= {r[0] for r in con.sql(
                 f"SELECT DISTINCT session_id FROM {stale} WHERE session_id <> ''").fetchall()}
             own = [k for k in spec.key if k not in ("corpus", "session_id")]
@@ -299,7 +305,22 @@ class LakeRun:
                                "WHERE session_id = ''").fetchall()
                 if gone:
                     keys[table] = gone
+        keys.update(self._stale_rejects(con, base, sources))
         return sessions, keys
+
+    def _stale_rejects(self, con, base: Snapshot, sources: dict) -> dict[str, list[tuple]]:
+        """Rejects of the sessions this run read that it did not reject again: the record
+        was fixed (it lands now) or is gone, so the reject would only mislead."""
+        existing = self.lake.files("rejects", base)
+        if not existing or "sessions" not in sources:
+            return {}
+        again = (f" AND reject_id NOT IN (SELECT reject_id FROM {sources['rejects'][0]})"
+                 if "rejects" in sources else "")
+        gone = con.sql(
+            f"SELECT reject_id FROM read_parquet({_sql_list(existing)}, union_by_name=true) "
+            f"WHERE corpus = {_sql_str(self.corpus)} AND session_id <> '' AND session_id IN "
+            f"(SELECT session_id FROM {sources['sessions'][0]}){again}").fetchall()
+        return {"rejects": gone} if gone else {}
 
     def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
         """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
@@ -340,8 +361,11 @@ class LakeRun:
         if sessions:
             terms.append(f"(session_id <> '' AND session_id IN "
                          f"({', '.join(map(_sql_str, sorted(sessions)))}))")
+        # keys of a table keyed by session are of its session-less rows; rejects are keyed
+        # by their own id alone
+        scope = "session_id = '' AND " if "session_id" in TABLES[table].key else ""
         for key in keys:
-            terms.append("(session_id = '' AND " + " AND ".join(
+            terms.append(f"({scope}" + " AND ".join(
                 f"{c} = {_sql_str(str(v))}" for c, v in zip(own, key, strict=True)) + ")")
         predicate = f"corpus = {_sql_str(self.corpus)} AND ({' OR '.join(terms)})"
         n = con.sql(f"SELECT count(*) FROM read_parquet({_sql_list(existing)}, "
