@@ -153,3 +153,14 @@ def test_a_fixed_record_lands_and_its_reject_goes(tmp_path):
     assert stats.removed["rejects"] == 1 and stats.added["events"] == 1
     assert q(lake, "SELECT * FROM rejects") == []
     assert q(lake, "SELECT text FROM events ORDER BY seq") == [{"text": "hi"}, {"text": "ok"}]
+
+
+def test_a_moved_corpus_is_not_a_changed_one(tmp_path):
+    lake = tmp_path / "lake"
+    first, moved = tmp_path / "a" / "hasbench", tmp_path / "b" / "hasbench"
+    shutil.copytree(FIXTURES / "hasbench", first)
+    ingest_path("hasbench", first, lake)
+    shutil.move(first, moved)
+    stats, snap = ingest_path("hasbench", moved, lake)
+    assert snap is None and not stats.added and not stats.removed
+    assert stats.replaced_sessions == 0

@@ -52,6 +52,8 @@ NOT_FROM_SOURCES = frozenset({"frames"})
 #: Columns that say where a row was read from, not what it says: a corpus ingested again from
 #: another folder is not a changed source (and a default run's id hashes the path)
 WHERE_FROM = frozenset({"source_file", "uri", "source", "run_id"})
+#: What makes two rejects the same (their ids hash the file's path)
+SAME_REJECT = ("corpus", "session_id", "target_table", "record_kind", "record_ref", "reason")
 _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
 
@@ -207,7 +209,12 @@ class LakeRun:
                             stats.removed[table] = removed
                             versions[table] = version
                     after = replace(base, table_versions=dict(versions))
-                    for table, src in sources.items():
+                    for table, src in sources.items():  # sessions before runs (TABLES order)
+                        now = replace(base, table_versions=dict(versions))
+                        if table == "runs":
+                            src = self._used_runs(src, now)
+                        elif table == "rejects":
+                            src = self._new_rejects(src, now)
                         added, version = self._append(con, table, after, src)
                         if added:
                             stats.added[table] = added
@@ -308,19 +315,50 @@ class LakeRun:
         keys.update(self._stale_rejects(con, base, sources))
         return sessions, keys
 
+    def _used_runs(self, staged: tuple[str, list, bool], snap: Snapshot
+                   ) -> tuple[str, list, bool]:
+        """Only the runs some session of the lake (as this run leaves it) belongs to: a
+        corpus re-read from another folder stages a new default run that no session takes
+        (its sessions are unchanged, so they keep their run)."""
+        sessions = self.lake.files("sessions", snap)
+        if not sessions:
+            return staged
+        source, files, _losers = staged
+        used = (f"(SELECT * FROM {source} WHERE run_id IN (SELECT run_id FROM read_parquet("
+                f"{_sql_list(sessions)}, union_by_name=true) WHERE corpus = "
+                f"{_sql_str(self.corpus)} AND run_id IS NOT NULL))")
+        return used, files, True  # filtered: its files cannot be adopted as they are
+
     def _stale_rejects(self, con, base: Snapshot, sources: dict) -> dict[str, list[tuple]]:
         """Rejects of the sessions this run read that it did not reject again: the record
-        was fixed (it lands now) or is gone, so the reject would only mislead."""
+        was fixed (it lands now) or is gone, so the reject would only mislead. Rejects are
+        compared by what they say (``SAME_REJECT``), not by their id, which hashes the
+        file's path."""
         existing = self.lake.files("rejects", base)
         if not existing or "sessions" not in sources:
             return {}
-        again = (f" AND reject_id NOT IN (SELECT reject_id FROM {sources['rejects'][0]})"
-                 if "rejects" in sources else "")
-        gone = con.sql(
-            f"SELECT reject_id FROM read_parquet({_sql_list(existing)}, union_by_name=true) "
-            f"WHERE corpus = {_sql_str(self.corpus)} AND session_id <> '' AND session_id IN "
-            f"(SELECT session_id FROM {sources['sessions'][0]}){again}").fetchall()
+        lake_rejects = (f"(SELECT * FROM read_parquet({_sql_list(existing)}, "
+                        f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)} AND "
+                        f"session_id <> '' AND session_id IN (SELECT session_id FROM "
+                        f"{sources['sessions'][0]}))")
+        again = (f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
+                 f"s USING ({', '.join(SAME_REJECT)})" if "rejects" in sources else "")
+        gone = con.sql(f"SELECT l.reject_id FROM {lake_rejects} l{again}").fetchall()
         return {"rejects": gone} if gone else {}
+
+    def _new_rejects(self, staged: tuple[str, list, bool], snap: Snapshot
+                     ) -> tuple[str, list, bool]:
+        """Only rejects the lake does not hold yet, by what they say: the same bad record
+        read again from a moved folder is not a new reject."""
+        existing = self.lake.files("rejects", snap)
+        if not existing:
+            return staged
+        source, files, _losers = staged
+        cols = ", ".join(SAME_REJECT)
+        fresh = (f"(SELECT * FROM {source} ANTI JOIN (SELECT {cols} FROM read_parquet("
+                 f"{_sql_list(existing)}, union_by_name=true) WHERE corpus = "
+                 f"{_sql_str(self.corpus)}) l USING ({cols}))")
+        return fresh, files, True  # filtered: its files cannot be adopted as they are
 
     def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
         """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
