@@ -167,8 +167,11 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
                       *((str(d) if d else "",) if stats.removed else ()))
     console.print(t)
     if stats.replaced_sessions or stats.pruned_sessions:
-        console.print(f"{stats.replaced_sessions} sessions replaced (their source changed), "
-                      f"{stats.pruned_sessions} pruned (their source is gone); older lake "
+        def n(k: int) -> str:
+            return f"{k} session{'' if k == 1 else 's'}"
+
+        console.print(f"{n(stats.replaced_sessions)} replaced (their source changed), "
+                      f"{n(stats.pruned_sessions)} pruned (their source is gone); older lake "
                       "versions still hold them")
     total_rej = sum(stats.rejected.values())
     if snap is None:

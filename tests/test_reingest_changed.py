@@ -68,7 +68,7 @@ def test_a_gone_source_stays_unless_pruned(tmp_path):
     stats, snap = ingest_path("tau2", src, lake)
     assert snap is None and q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"] == n
     out = cli("ingest", "tau2", str(src), "--prune", "--quiet", lake=lake)
-    assert "6 pruned" in out.stdout
+    assert "6 sessions pruned" in out.stdout
     assert q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"] == n - 6
     assert q(lake, "SELECT name FROM runs ORDER BY name") == [
         {"name": "mock_llm_agent_3trials"}, {"name": "voice_run"}]
