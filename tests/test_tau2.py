@@ -218,3 +218,20 @@ def test_folder_run_with_a_missing_simulation_file(tmp_path):
     assert any("voice-t2-1.json is missing" in r["reason"] for r in out.tables["rejects"])
     assert any(r["source_file"].endswith("voice-t2-0.json") and "not valid JSON" in r["reason"]
                for r in out.tables["rejects"])
+
+
+def test_a_run_without_simulations_keeps_its_run(tmp_path):
+    doc = {"timestamp": "2025-01-01T00:00:00", "info": {
+        "agent_info": {"implementation": "llm_agent", "llm": "gpt-4.1"},
+        "environment_info": {"domain_name": "mock", "policy": "Be kind."}},
+        "tasks": [{"id": "t1"}], "simulations": []}
+    import shutil
+
+    src = tmp_path / "src"
+    shutil.copytree(VOICE_RUN, src / "voice_run")  # sessions of another run, same ingest
+    (src / "r.json").write_text(json.dumps(doc))
+    ingest_path("tau2", src, tmp_path / "lake")
+    assert q(tmp_path / "lake", "SELECT name, agent_model, policy FROM runs ORDER BY 1") == [
+        {"name": "r", "agent_model": "gpt-4.1", "policy": "Be kind."},
+        {"name": "voice_run", "agent_model": "gpt-realtime",
+         "policy": "Only look up orders the user names."}]

@@ -317,15 +317,17 @@ class LakeRun:
 
     def _used_runs(self, staged: tuple[str, list, bool], snap: Snapshot
                    ) -> tuple[str, list, bool]:
-        """Only the runs some session of the lake (as this run leaves it) belongs to: a
-        corpus re-read from another folder stages a new default run that no session takes
-        (its sessions are unchanged, so they keep their run)."""
+        """The runs the source names, and the default run only when some session of the
+        lake (as this run leaves it) belongs to it: a corpus re-read from another folder
+        stages a new default run that no session takes (its sessions are unchanged, so they
+        keep their run)."""
         sessions = self.lake.files("sessions", snap)
         if not sessions:
             return staged
         source, files, _losers = staged
-        used = (f"(SELECT * FROM {source} WHERE run_id IN (SELECT run_id FROM read_parquet("
-                f"{_sql_list(sessions)}, union_by_name=true) WHERE corpus = "
+        used = (f"(SELECT * FROM {source} WHERE run_id <> "
+                f"{_sql_str(self.default_run['run_id'])} OR run_id IN (SELECT run_id FROM "
+                f"read_parquet({_sql_list(sessions)}, union_by_name=true) WHERE corpus = "
                 f"{_sql_str(self.corpus)} AND run_id IS NOT NULL))")
         return used, files, True  # filtered: its files cannot be adopted as they are
 
