@@ -14,7 +14,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from graphlake.errors import GraphlakeError
+from graphlake.errors import GraphlakeError, LakeError
 
 app = typer.Typer(
     help="graphlake: one lake for human-agent collaboration corpora.\n\n"
@@ -371,19 +371,25 @@ def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt =
 
 @lake_app.command("history")
 def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
-    """Every lake version: when, what operation, which corpus and source, rows added and
-    rows removed (a re-ingest that replaced changed sessions or pruned gone ones)."""
+    """Every lake version: when, what operation, which corpus and source, whether it can
+    still be read (a vacuum deletes the files of versions older than its retention), rows
+    added and rows removed (a re-ingest that replaced changed sessions or pruned gone ones)."""
     import json
 
     import pyarrow as pa
 
+    lk = _lake(lake)
+    vac = lk.vacuum_record()
+    snaps = lk.snapshots()
     rows = [{"version": s.lake_version, "committed_at": s.committed_at,
              "operation": s.operation, "corpus": s.corpus, "source": s.source,
+             "readable": vac is None or s.lake_version >= vac["readable_from"]
+             or s is snaps[-1],
              "rows_added": sum(s.rows_added.values()),
              "rows_removed": sum(s.rows_removed.values()),
              "detail": json.dumps({"added": s.rows_added, "removed": s.rows_removed}
                                   if s.rows_removed else s.rows_added)}
-            for s in _lake(lake).snapshots()]
+            for s in snaps]
     _emit(pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
           fmt, None, False, 0)
 
@@ -392,20 +398,47 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
 def lake_compact(
     lake: LakeOpt = None,
     vacuum: Annotated[bool, typer.Option(
-        "--vacuum", help="Also delete files only older versions use (older lake versions "
-        "become unreadable).")] = False,
+        "--vacuum", help="Then delete the files that no lake version of the last "
+        "--retain-hours uses. Versions older than that can no longer be read; the current "
+        "one always can.")] = False,
+    retain_hours: Annotated[int, typer.Option(
+        "--retain-hours", min=0, help="With --vacuum: keep every version committed in the "
+        "last this many hours readable (readers still on them are safe).", show_default=True)]
+    = 168,
 ):
-    """Rewrite many small Parquet files into few large ones (a new lake version, same rows)."""
+    """Rewrite many small Parquet files into few large ones (a new lake version, same rows).
+
+    The new version is committed before anything is deleted, and a vacuum only deletes files
+    outside the retention window, so a compaction or vacuum killed at any point leaves a lake
+    that reads at its last version. `graphlake lake history` says which versions can be read.
+    """
     from graphlake.lake.maintenance import compact
 
     try:
-        snap, report = compact(_lake(lake), vacuum=vacuum)
+        snap, report = compact(_lake(lake), vacuum=vacuum, retain_hours=retain_hours)
     except GraphlakeError as exc:
         _fail(exc)
     for name, r in report.items():
         console.print(f"{name}: {r['files_removed']} files -> {r['files_added']}"
                       + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else ""))
     console.print(f"committed lake version {snap.lake_version}" if snap else "already compact")
+
+
+@lake_app.command("repair")
+def lake_repair(lake: LakeOpt = None):
+    """Clean what killed writers left: table commits no lake version pins (rolled back),
+    staging folders of runs whose process is gone, and data files no table version
+    references. Every ingest, refresh and compaction does this first; run it by hand after
+    a crash to get the space back now. Nothing a reader can see changes."""
+    lk = _lake(lake)
+    if not lk.exists():
+        _fail(LakeError(f"no lake at {lk.root}; give --lake the folder `graphlake ingest` "
+                        "created"))
+    with lk.write_lock():
+        done = lk.repair(lk.snapshot(), full=True)
+    console.print(f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
+                  f"{len(done['staging_removed'])} staging folders and "
+                  f"{len(done['files_removed'])} unreferenced files removed", highlight=False)
 
 
 @lake_app.command("refresh")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
 
-from conftest import HAND
+from conftest import HAND, cli
 from graphlake.errors import LakeVersionError
 from graphlake.lake import Lake, LakeRun
 from graphlake.lake.maintenance import compact, table_info
@@ -94,13 +95,17 @@ def test_same_session_in_two_files_keeps_the_first_and_rejects_the_second(lake, 
     assert stats.rejected["sessions"] == 1
 
 
-def test_compact_keeps_rows_and_history(lake, tmp_path):
+def _three_runs(lake, tmp_path) -> None:
     for i in range(3):
         folder = tmp_path / f"s{i}"
         shutil.copytree(HAND, folder)
         (folder / "graph.json").write_text(
             (folder / "graph.json").read_text().replace('"hand-1"', f'"hand-{i}"'))
         ingest_path("kolab", folder, lake)
+
+
+def test_compact_keeps_rows_and_history(lake, tmp_path):
+    _three_runs(lake, tmp_path)
     before = {t.table: (t.rows, t.files) for t in table_info(lake, lake.snapshot())}
     assert before["nodes"] == (21, 3)
     snap, report = compact(lake)
@@ -122,3 +127,128 @@ def test_schema_version_is_stored_and_checked(lake):
     marker.write_text(json.dumps({"schema_version": SCHEMA_VERSION + 1}))
     with pytest.raises(LakeError, match="ingest into a new --lake"):
         ingest_path("kolab", HAND, lake)
+
+
+def test_concurrent_writers_wait_and_both_land(tmp_path):
+    """Two ingests into one lake at once: the second waits for the first's commit instead of
+    failing, and both runs land (real processes, real lock)."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES
+
+    lake = tmp_path / "lake"
+    Lake(lake).init()
+    hold = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from graphlake.lake import Lake\n"
+        f"with Lake({str(lake)!r}).write_lock():\n"
+        "    print('locked', flush=True); time.sleep(3)")], stdout=subprocess.PIPE, text=True)
+    assert hold.stdout.readline().strip() == "locked"
+    jobs = [subprocess.Popen([sys.executable, "-m", "graphlake.cli", "ingest", corpus,
+                              str(FIXTURES / src), "--lake", str(lake), "--quiet",
+                              "--no-refresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+            for corpus, src in (("hasbench", "hasbench"), ("tau2", "tau2_runs"))]
+    hold.wait(timeout=30)
+    for job in jobs:
+        _out, err = job.communicate(timeout=300)
+        assert job.returncode == 0, err
+        assert "waiting for it" in err
+    snaps = Lake(lake).snapshots()
+    assert sorted(s.corpus for s in snaps) == ["hasbench", "tau2"]
+    # and a writer that cannot get the lock in time says so and how to wait longer
+    hold = subprocess.Popen([sys.executable, "-c", (
+        "import time; from graphlake.lake import Lake\n"
+        f"with Lake({str(lake)!r}).write_lock():\n"
+        "    print('locked', flush=True); time.sleep(5)")], stdout=subprocess.PIPE, text=True)
+    assert hold.stdout.readline().strip() == "locked"
+    out = subprocess.run([sys.executable, "-m", "graphlake.cli", "ingest", "tau2",
+                          str(FIXTURES / "tau2_runs"), "--lake", str(lake), "--quiet"],
+                         capture_output=True, text=True, timeout=300,
+                         env={**__import__("os").environ, "GRAPHLAKE_LOCK_TIMEOUT": "1"})
+    hold.wait(timeout=30)
+    assert out.returncode != 0 and "GRAPHLAKE_LOCK_TIMEOUT" in out.stdout + out.stderr
+
+
+def test_vacuum_keeps_the_retention_window_readable(lake, tmp_path):
+    _three_runs(lake, tmp_path)
+    compact(lake, vacuum=True)  # the default window: every version is recent
+    assert count(lake, "nodes", version=1) == 7 and count(lake, "nodes") == 21
+    compact(lake, vacuum=True, retain_hours=0)
+    assert lake.snapshot().operation == "vacuum"  # Delta's vacuum commits, pinned
+    latest = lake.snapshot().lake_version
+    assert count(lake, "nodes") == 21
+    with pytest.raises(LakeVersionError, match=r"version 2 .* can no longer be read.*"
+                                               rf"versions \d+ to {latest} can be read"):
+        count(lake, "nodes", version=2)
+    history = {r["version"]: r["readable"] for r in json.loads(
+        cli("lake", "history", "--format", "json", lake=lake.root).stdout)}
+    assert history[latest] and not history[1] and not history[2]
+    # the next writer takes the lake as it is: no roll-back of the vacuum's commits
+    folder = tmp_path / "s9"
+    shutil.copytree(HAND, folder)
+    (folder / "graph.json").write_text(
+        (folder / "graph.json").read_text().replace('"hand-1"', '"hand-9"'))
+    ingest_path("kolab", folder, lake)
+    assert count(lake, "nodes") == 28
+
+
+@pytest.mark.parametrize("kill_at", [1, 4])
+def test_a_vacuum_killed_part_way_leaves_a_readable_lake(lake, tmp_path, kill_at):
+    """kill -9 (os._exit) after the kill_at-th table's vacuum: the lake opens, its current
+    version reads every row, and the next writer and compact work."""
+    import subprocess
+    import sys
+
+    _three_runs(lake, tmp_path)
+    code = ("import os, deltalake\n"
+            "from graphlake.lake import Lake\n"
+            "from graphlake.lake.maintenance import compact\n"
+            "orig, n = deltalake.DeltaTable.vacuum, [0]\n"
+            "def vacuum(self, *a, **k):\n"
+            "    out = orig(self, *a, **k); n[0] += 1\n"
+            f"    if n[0] == {kill_at}: os._exit(9)\n"
+            "    return out\n"
+            "deltalake.DeltaTable.vacuum = vacuum\n"
+            f"compact(Lake({str(lake.root)!r}), vacuum=True, retain_hours=0)\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
+    assert res.returncode == 9
+    assert count(lake, "nodes") == 21 and count(lake, "edges") > 0
+    compact(lake, vacuum=True, retain_hours=0)
+    assert count(lake, "nodes") == 21
+
+
+def test_the_next_writer_cleans_what_a_killed_one_left(lake, tmp_path):
+    """A staging folder whose process is gone, and a data file moved into a table whose
+    commit never happened, are removed by the next writer (and by `lake repair`); a live
+    run's staging folder is left alone."""
+    import json as json_
+    import os
+    import subprocess
+    import sys
+
+    ingest_path("kolab", HAND, lake)
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True).stdout.strip()
+    import socket
+
+    for name, pid in (("dead", int(dead)), ("live", os.getpid())):
+        run = lake.staging_dir / name
+        run.mkdir(parents=True)
+        (run / "owner.json").write_text(json_.dumps({"pid": pid,
+                                                     "host": socket.gethostname()}))
+        (run / "x.parquet").write_bytes(b"staged")
+    nodes = lake.table_path("nodes")
+    stray = nodes / "part-00000-killed-commit.parquet"
+    shutil.copy(next(nodes.glob("*.parquet")), stray)
+    out = cli("lake", "repair", lake=lake.root).stdout
+    assert "1 staging folders and 1 unreferenced files removed" in out
+    assert not (lake.staging_dir / "dead").exists() and (lake.staging_dir / "live").exists()
+    assert not stray.exists() and count(lake, "nodes") == 7
+    # an ingest does the same on its own once it finds a dead run's staging folder
+    shutil.copy(next(nodes.glob("*.parquet")), stray)
+    (lake.staging_dir / "dead").mkdir()
+    (lake.staging_dir / "dead" / "owner.json").write_text(
+        json_.dumps({"pid": int(dead), "host": socket.gethostname()}))
+    ingest_path("kolab", HAND, lake)
+    assert not stray.exists() and not (lake.staging_dir / "dead").exists()

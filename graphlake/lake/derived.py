@@ -106,7 +106,7 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
         base = lake.snapshot()
         if not base.table_versions:
             return report
-        lake.roll_back_orphans(base)
+        lake.repair(base)
         target = input_versions(base)
         changed: set[tuple[str, str]] | None = set()  # None: all sessions
         behind: set[str] = set()  # the input versions the stale tables were computed from

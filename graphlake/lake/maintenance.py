@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -44,19 +46,28 @@ def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
     return out
 
 
-def compact(lake: Lake, *, vacuum: bool = False) -> tuple[Snapshot | None, dict[str, dict]]:
+#: Hours of lake versions a vacuum keeps readable by default (Delta's own default is 7 days)
+RETAIN_HOURS = 168.0
+
+
+def compact(lake: Lake, *, vacuum: bool = False, retain_hours: float = RETAIN_HOURS
+            ) -> tuple[Snapshot | None, dict[str, dict]]:
     """Rewrite small files into larger ones; commit the result as a new lake version.
 
-    Rows do not change, so every earlier lake version stays readable, unless ``vacuum`` is
-    set: then files no longer referenced by the newest table versions are deleted and only the
-    new lake version can be read.
+    Rows do not change, so every earlier lake version stays readable. With ``vacuum``, and
+    only after the new version is committed, files that no lake version of the last
+    ``retain_hours`` uses are deleted (Delta's vacuum with that retention): the current
+    version, and any version a reader may still be reading within the window, never lose a
+    file, so a vacuum killed at any point leaves a lake that reads as before. Which versions
+    stay readable is recorded first (:meth:`Lake.record_vacuum`); reading an older one is a
+    clear error.
     """
     from deltalake import DeltaTable
 
     report: dict[str, dict] = {}
     with lake.write_lock():
         base = lake.snapshot()
-        lake.roll_back_orphans(base)
+        lake.repair(base)
         versions = dict(base.table_versions)
         for name in base.table_versions:
             dt = DeltaTable(str(lake.table_path(name)))
@@ -64,14 +75,35 @@ def compact(lake: Lake, *, vacuum: bool = False) -> tuple[Snapshot | None, dict[
             removed = metrics.get("numFilesRemoved", 0)
             if removed:
                 versions[name] = DeltaTable(str(lake.table_path(name))).version()
-            if vacuum:
-                metrics["vacuumed"] = len(DeltaTable(str(lake.table_path(name))).vacuum(
-                    retention_hours=0, dry_run=False, enforce_retention_duration=False))
-            report[name] = {"files_removed": removed, "files_added":
-                            metrics.get("numFilesAdded", 0), "vacuumed": metrics.get("vacuumed")}
+            report[name] = {"files_removed": removed,
+                            "files_added": metrics.get("numFilesAdded", 0), "vacuumed": None}
         derived.carry_over(lake, base, versions)  # same rows: views stay current
         snap = None
         if versions != base.table_versions:
             snap = lake.commit_snapshot(operation="compact", corpus=None, source=None,
                                         table_versions=versions, rows_added={})
+        if vacuum:  # only now: the new version is committed and pins the new files
+            snap = _vacuum(lake, lake.snapshot(), retain_hours, report) or snap
     return snap, report
+
+
+def _vacuum(lake: Lake, base: Snapshot, retain_hours: float, report: dict) -> Snapshot | None:
+    """Delete the files no lake version of the retention window uses; Delta records each
+    vacuum as commits of their own, which a lake version then pins (same rows), so the next
+    writer does not take them for a crashed run's."""
+    from deltalake import DeltaTable
+
+    lake.record_vacuum(datetime.now(UTC), retain_hours)
+    versions = dict(base.table_versions)
+    for name in base.table_versions:
+        deleted = DeltaTable(str(lake.table_path(name))).vacuum(
+            retention_hours=math.ceil(retain_hours), dry_run=False,
+            enforce_retention_duration=False)
+        report.setdefault(name, {"files_removed": 0, "files_added": 0})["vacuumed"] = \
+            len(deleted)
+        versions[name] = DeltaTable(str(lake.table_path(name))).version()
+    derived.carry_over(lake, base, versions)
+    if versions == base.table_versions:
+        return None
+    return lake.commit_snapshot(operation="vacuum", corpus=None, source=None,
+                                table_versions=versions, rows_added={})

@@ -21,6 +21,9 @@ import fcntl
 import json
 import os
 import shutil
+import socket
+import sys
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -64,6 +67,23 @@ class Snapshot:
 
 
 EMPTY = Snapshot(0, None, "empty", None, None, {}, {})
+
+#: Seconds a writer waits for another to finish before giving up (GRAPHLAKE_LOCK_TIMEOUT)
+LOCK_TIMEOUT = 600.0
+#: File in a run's staging folder naming the process that owns it
+OWNER = "owner.json"
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 class Lake:
@@ -131,6 +151,14 @@ class Lake:
         snaps = self.snapshots()
         if version is None:
             return snaps[-1] if snaps else EMPTY
+        vacuumed = self.vacuum_record()
+        if vacuumed and snaps and version < vacuumed["readable_from"] \
+                and version != snaps[-1].lake_version:
+            raise LakeVersionError(
+                f"lake version {version} of {self.root} can no longer be read: `graphlake lake "
+                f"compact --vacuum` deleted its files on {vacuumed['at'][:19]}Z (it keeps "
+                f"{vacuumed['retain_hours']:g} hours); versions {vacuumed['readable_from']} to "
+                f"{snaps[-1].lake_version} can be read (`graphlake lake history`)")
         for s in snaps:
             if s.lake_version == version:
                 return s
@@ -139,6 +167,37 @@ class Lake:
         latest = snaps[-1].lake_version if snaps else 0
         raise LakeVersionError(f"lake {self.root} has no version {version}; versions run from "
                                f"0 to {latest} (see `graphlake lake info`)")
+
+    # -- vacuum record -------------------------------------------------------------------------
+    @property
+    def _vacuum_path(self) -> Path:
+        return self.meta_dir / "vacuum.json"
+
+    def vacuum_record(self) -> dict | None:
+        """The last vacuum: when, with what retention, and the oldest lake version whose files
+        it kept (``readable_from``); None when the lake was never vacuumed."""
+        try:
+            return json.loads(self._vacuum_path.read_text())
+        except (FileNotFoundError, ValueError):
+            return None
+
+    def record_vacuum(self, at: datetime, retain_hours: float) -> int:
+        """Write, before any file is deleted, which versions a vacuum keeps readable: those
+        committed within the retention window, and always the latest. Written atomically, so
+        a vacuum killed part-way leaves a record that errs on the safe side."""
+        snaps = self.snapshots()
+        cutoff = at.timestamp() - retain_hours * 3600
+        kept = [s.lake_version for s in snaps
+                if s.committed_at and s.committed_at.timestamp() >= cutoff]
+        readable_from = min(kept) if kept else (snaps[-1].lake_version if snaps else 0)
+        previous = self.vacuum_record()
+        if previous:  # what an earlier vacuum removed stays removed
+            readable_from = max(readable_from, previous["readable_from"])
+        tmp = self._vacuum_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"at": at.isoformat(), "retain_hours": retain_hours,
+                                   "readable_from": readable_from}) + "\n")
+        os.replace(tmp, self._vacuum_path)
+        return readable_from
 
     def files(self, table: str, snap: Snapshot) -> list[str]:
         """Parquet files that make up ``table`` in ``snap`` (empty when it has none)."""
@@ -153,19 +212,100 @@ class Lake:
 
     # -- writing (used by LakeRun and compact) ---- ------------------------------------------
     @contextmanager
-    def write_lock(self):
-        """Exclusive writer lock: one ingest or compaction at a time per lake."""
+    def write_lock(self, timeout: float | None = None, on_wait=None):
+        """Exclusive writer lock: one ingest, refresh or compaction at a time per lake.
+
+        A second writer waits for the first (up to ``timeout`` seconds, default
+        ``GRAPHLAKE_LOCK_TIMEOUT`` or 600) rather than failing, so two ingests started together
+        both land, one after the other. ``on_wait()`` is called once if it has to wait (by
+        default: a line on stderr saying so).
+        """
         self.init()
+        timeout = float(os.environ.get("GRAPHLAKE_LOCK_TIMEOUT", LOCK_TIMEOUT)) \
+            if timeout is None else timeout
         with (self.meta_dir / "write.lock").open("w") as fh:
-            try:
-                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                raise LakeError(f"another graphlake process is writing to {self.root}; wait "
-                                "for it to finish and retry") from None
+            deadline, waited = time.monotonic() + timeout, False
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        raise LakeError(
+                            f"another graphlake process has been writing to {self.root} for "
+                            f"over {timeout:g} s; wait for it to finish and retry, or set "
+                            "GRAPHLAKE_LOCK_TIMEOUT to wait longer") from None
+                    if not waited:
+                        (on_wait or (lambda: print(
+                            f"another graphlake process is writing to {self.root}; waiting "
+                            f"for it (up to {timeout:g} s)", file=sys.stderr, flush=True)))()
+                    waited = True
+                    time.sleep(0.1)
             try:
                 yield
             finally:
                 fcntl.flock(fh, fcntl.LOCK_UN)
+
+    # -- repair (under the write lock) ------------------------------------------------------
+    def repair(self, snap: Snapshot, full: bool = False) -> dict[str, list[str]]:
+        """Clean what killed writers left, without touching anything a reader can see: table
+        commits no lake version pins (rolled back), staging folders of runs whose process is
+        gone, and data files no table version references (a commit killed after its files
+        were moved in). Every writer calls this under the lock; the file scan reads every
+        table's log, so it runs only when a dead run was found, or with ``full``
+        (`lake repair`)."""
+        rolled, staging = self.roll_back_orphans(snap), self.clean_staging()
+        files = self.remove_untracked_files() if full or rolled or staging else []
+        return {"rolled_back": rolled, "staging_removed": staging, "files_removed": files}
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.meta_dir / "staging"
+
+    def clean_staging(self) -> list[str]:
+        """Remove staging folders whose run is dead: its owner process is gone from this host
+        (or, for a folder without an owner, it is over a day old)."""
+        removed = []
+        if not self.staging_dir.is_dir():
+            return removed
+        host = socket.gethostname()
+        for run in self.staging_dir.iterdir():
+            try:
+                owner = json.loads((run / OWNER).read_text())
+            except (FileNotFoundError, NotADirectoryError, ValueError):
+                owner = None
+            if owner is None:
+                dead = time.time() - run.stat().st_mtime > 86400
+            elif owner.get("host") != host:
+                dead = False  # another machine's run: it says when it is done
+            else:
+                dead = not _alive(int(owner.get("pid", 0)))
+            if dead:
+                shutil.rmtree(run, ignore_errors=True)
+                removed.append(run.name)
+        return removed
+
+    def remove_untracked_files(self) -> list[str]:
+        """Delete data files in a table's folder that no version of its Delta log adds,
+        removes or holds: left by a commit killed between moving its files in and writing
+        the log entry. Only safe under the write lock (no commit is in flight)."""
+        removed = []
+        for name in (*TABLES, *MATERIALIZED):
+            path = self.table_path(name)
+            if not DeltaTable.is_deltatable(str(path)):
+                continue
+            known = {Path(u).name for u in DeltaTable(str(path)).file_uris()}
+            for log in (path / "_delta_log").glob("*.json"):
+                for line in log.read_text().splitlines():
+                    action = json.loads(line) if line.strip() else {}
+                    for kind in ("add", "remove"):
+                        if kind in action:
+                            known.add(Path(action[kind]["path"]).name)
+            for f in path.glob("*.parquet"):
+                if f.name not in known:
+                    f.unlink()
+                    removed.append(f"{name}/{f.name}")
+        return removed
 
     def roll_back_orphans(self, snap: Snapshot) -> list[str]:
         """Undo table commits that no snapshot pins (a crashed run); return the tables fixed."""

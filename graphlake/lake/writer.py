@@ -29,9 +29,11 @@ import itertools
 import json
 import os
 import shutil
+import socket
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -42,7 +44,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
 from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats, source_run
-from graphlake.lake.store import Lake, Snapshot
+from graphlake.lake.store import OWNER, Lake, Snapshot
 from graphlake.schema import TABLES
 
 UNIT = "_unit"
@@ -158,8 +160,12 @@ class LakeRun:
         self.prune = prune and replace
         self.memory_limit = memory_limit
         lake.init()
-        self.staging = lake.meta_dir / "staging" / uuid.uuid4().hex
+        self.staging = lake.staging_dir / uuid.uuid4().hex
         self.staging.mkdir(parents=True)
+        # who owns this folder: a later writer removes it only once this process is gone
+        (self.staging / OWNER).write_text(json.dumps({
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat()}))
         self.default_run = source_run(corpus, source)
 
     def emitter(self, prefix: str = "p0", flush_rows: int = 50_000) -> StagingEmitter:
@@ -182,7 +188,7 @@ class LakeRun:
         try:
             with self.lake.write_lock():
                 base = self.lake.snapshot()
-                self.lake.roll_back_orphans(base)
+                self.lake.repair(base)
                 versions = dict(base.table_versions)
                 con = duckdb.connect(config={"memory_limit": self.memory_limit,
                                              "temp_directory": str(self.staging / "_tmp")})
