@@ -380,7 +380,10 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
 
     lk = _lake(lake)
     vac = lk.vacuum_record()
-    snaps = lk.snapshots()
+    try:
+        snaps = lk.snapshots()
+    except GraphlakeError as exc:
+        _fail(exc)
     rows = [{"version": s.lake_version, "committed_at": s.committed_at,
              "operation": s.operation, "corpus": s.corpus, "source": s.source,
              "readable": vac is None or s.lake_version >= vac["readable_from"]

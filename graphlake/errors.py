@@ -19,6 +19,10 @@ class LakeVersionError(LakeError, LookupError):
     """A read asked for a lake version that does not exist."""
 
 
+class LakeNotFoundError(LakeError, FileNotFoundError):
+    """A read named a lake directory that no writer ever created."""
+
+
 class UnknownCorpusError(GraphlakeError, KeyError):
     """No ingestor is registered under that name."""
 

@@ -8,6 +8,7 @@ import shutil
 import pytest
 
 from conftest import HAND, cli
+from graphlake.lake import Lake
 
 
 @pytest.fixture
@@ -76,11 +77,24 @@ def test_sql_json_csv_parquet_and_version(tmp_path, corpus):
 
 
 def test_sql_errors_are_one_helpful_line(tmp_path):
+    Lake(tmp_path / "lake").init()
     bad = cli("sql", "select lable from adoptions", lake=tmp_path / "lake", check=False)
     assert bad.returncode == 2
     assert "Did you mean 'label'?" in bad.stderr and "Traceback" not in bad.stderr
     write = cli("sql", "drop table nodes", lake=tmp_path / "lake", check=False)
     assert write.returncode == 2 and "only read statements" in write.stderr
+
+
+def test_a_lake_that_does_not_exist_is_an_error_naming_it(tmp_path):
+    """A mistyped --lake must not read as an empty lake (only ingest creates one)."""
+    typo = tmp_path / "lak"
+    for args in (("sql", "SELECT count(*) FROM nodes"), ("query", "run", "collab_metrics"),
+                 ("lake", "history")):
+        out = cli(*args, lake=typo, check=False)
+        assert out.returncode != 0, args
+        assert f"no lake at {typo}" in " ".join(out.stderr.split()), args
+        assert "Traceback" not in out.stderr
+    assert not typo.exists()  # reading created nothing
 
 
 def test_transpile_only_prints_spark_sql(tmp_path):

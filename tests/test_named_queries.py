@@ -18,6 +18,7 @@ import pytest
 
 from conftest import HAND
 from graphlake.errors import NamedQueryError
+from graphlake.lake import Lake
 from graphlake.pipeline import ingest_path
 from graphlake.query import named, run_sql
 
@@ -71,6 +72,7 @@ def test_retention_by_domain_by_hand(hand_lake):
 
 def test_every_shipped_query_loads_and_runs_on_an_empty_lake(tmp_path):
     samples = {"text": "x", "int": "1", "float": "1.0", "bool": "true"}
+    Lake(tmp_path / "empty").init()  # a lake that exists but holds nothing yet
     for q in named.load_all().values():
         required = {p.name: samples[p.type] for p in q.params if p.required}
         run_sql(q.sql, tmp_path / "empty", params=q.bind(required))

@@ -65,6 +65,7 @@ def compact(lake: Lake, *, vacuum: bool = False, retain_hours: float = RETAIN_HO
     from deltalake import DeltaTable
 
     report: dict[str, dict] = {}
+    lake.snapshots()  # a lake that does not exist is an error, not a new empty lake
     with lake.write_lock():
         base = lake.snapshot()
         lake.repair(base)

@@ -34,7 +34,7 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 
 import graphlake
-from graphlake.errors import LakeError, LakeVersionError
+from graphlake.errors import LakeError, LakeNotFoundError, LakeVersionError
 from graphlake.schema import SCHEMA_VERSION, TABLES
 from graphlake.schema.views import MATERIALIZED
 
@@ -123,7 +123,14 @@ class Lake:
 
     # -- snapshots -------------------------------------------------------------------------
     def snapshots(self) -> list[Snapshot]:
-        """Every lake version, oldest first (empty for a new lake)."""
+        """Every lake version, oldest first (empty for a lake that holds nothing yet).
+        Reading a lake that does not exist is an error: a mistyped ``--lake`` must not read
+        as an empty lake (only writers create one)."""
+        if not self.exists():
+            raise LakeNotFoundError(
+                f"no lake at {self.root}: nothing was ever ingested there. Check --lake (or "
+                f"$GRAPHLAKE_LAKE), or create it with `graphlake ingest CORPUS PATH --lake "
+                f"{self.root}`")
         if not DeltaTable.is_deltatable(str(self._snapshots_path)):
             return []
         # read the files directly: DeltaTable.to_pyarrow_table() can abort the interpreter at
@@ -147,7 +154,8 @@ class Lake:
                 for r in sorted(rows, key=lambda r: r["lake_version"])]
 
     def snapshot(self, version: int | None = None) -> Snapshot:
-        """The snapshot at ``version`` (latest when None); the empty snapshot for a new lake."""
+        """The snapshot at ``version`` (latest when None); the empty snapshot for a lake that
+        exists but holds nothing yet."""
         snaps = self.snapshots()
         if version is None:
             return snaps[-1] if snaps else EMPTY
