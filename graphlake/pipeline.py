@@ -12,7 +12,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from graphlake import ingest
-from graphlake.ingest.base import IngestStats, SourceUnit
+from graphlake.ingest.base import IngestStats, SourceUnit, parse_isolated
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 
@@ -43,8 +43,7 @@ def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[Source
             ingestor.parse_many(units, start, em, tick)
         else:
             for i, unit in enumerate(units):
-                em.unit = start + i
-                ingestor.parse(unit, em)
+                parse_isolated(ingestor.parse, unit, em, start + i)
                 if tick:
                     tick(unit, 1)
     finally:

@@ -29,8 +29,12 @@ def to_json(value: Any) -> str:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
                             default=str).decode()
     except TypeError:  # integers beyond 64 bits, which orjson cannot write
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str,
-                          ensure_ascii=False)
+        try:
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str,
+                              ensure_ascii=False)
+        except RecursionError:
+            raise RecordError("a value is nested deeper than JSON writers allow (about "
+                              "1,000 levels); flatten it and re-ingest") from None
 
 
 def load_json(data: bytes | str) -> Any:
@@ -41,8 +45,8 @@ def load_json(data: bytes | str) -> Any:
     except orjson.JSONDecodeError:
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            pass
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
+            pass  # orjson's own message says what is wrong (e.g. nested too deep)
         raise
 
 
@@ -69,7 +73,10 @@ def raw_text(value: Any) -> str:
     elif isinstance(value, str):
         text = value
     else:
-        text = to_json(value)
+        try:
+            text = to_json(value)
+        except RecordError:  # nested too deep to write back: say so rather than fail
+            text = f"<{type(value).__name__} nested too deep to write as JSON>"
     if len(text) > RAW_LIMIT:
         text = text[:RAW_LIMIT] + f"... [truncated, {len(text)} characters in all]"
     return text
@@ -126,6 +133,7 @@ class EmitterBase:
         self.rejected: Counter[str] = Counter()
         self.default_run = default_run
         self._default_run_emitted = False
+        self.failed_units: list[int] = []
 
     def _store(self, table: str, row: dict) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -153,6 +161,26 @@ class EmitterBase:
             self.unit = unit
             self.row(table, row)
 
+    def fail_unit(self, index: int, unit: SourceUnit, exc: BaseException) -> None:
+        """The reader failed on a whole unit: none of its rows land (the commit drops rows of
+        ``failed_units``), and one reject says which file and why, with its bytes."""
+        self.failed_units.append(index)
+        self._drop_unit(index)
+        path = unit.path
+        raw = path.read_bytes()[:RAW_LIMIT] if path.is_file() else "\n".join(
+            sorted(str(p.relative_to(path)) for p in path.rglob("*"))[:1000])
+        was, self.unit = self.unit, -1  # the reject itself is not the failed unit's row
+        self.reject(source_file=str(path), target_table="sessions", record_kind="file",
+                    record_ref="$", raw=raw, reason=f"graphlake's {self.corpus} reader failed "
+                    f"on this {'file' if path.is_file() else 'folder'} ({type(exc).__name__}: "
+                    f"{str(exc)[:300]}); nothing of it was ingested, the rest of the run was. "
+                    "Fix the file, or report it with this reject")
+        self.unit = was
+
+    def _drop_unit(self, index: int) -> None:
+        """Forget rows of a failed unit that this emitter still holds (staging emitters drop
+        them at commit instead)."""
+
     def reject(self, *, source_file: str, target_table: str, record_kind: str,
                record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None:
         self.rejected[target_table] += 1
@@ -175,9 +203,17 @@ class CollectingEmitter(EmitterBase):
     def __init__(self, corpus: str):
         super().__init__(corpus)
         self.tables: dict[str, list[dict]] = defaultdict(list)
+        self._units: dict[str, list[int]] = defaultdict(list)
 
     def _store(self, table: str, row: dict) -> None:
         self.tables[table].append(row)
+        self._units[table].append(self.unit)
+
+    def _drop_unit(self, index: int) -> None:
+        for table, units in self._units.items():
+            keep = [k for k, u in enumerate(units) if u != index]
+            self.tables[table] = [self.tables[table][k] for k in keep]
+            self._units[table] = [units[k] for k in keep]
 
 
 @dataclass(frozen=True)
@@ -248,3 +284,14 @@ class IngestStats:
     replaced_sessions: int = 0
     pruned_sessions: int = 0
     units: int = 0
+
+
+def parse_isolated(parse: Callable[[SourceUnit, Emitter], None], unit: SourceUnit,
+                   out: EmitterBase, index: int) -> None:
+    """Parse one unit so that whatever its reader raises (a bug, a RecursionError on absurd
+    nesting, a library error) rejects that unit alone and the run goes on."""
+    out.unit = index
+    try:
+        parse(unit, out)
+    except Exception as exc:  # noqa: BLE001 - any failure of one file must not end the run
+        out.fail_unit(index, unit, exc)

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, parse_isolated
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
 
 GRAPH_FILE = "graph.json"
@@ -71,19 +71,22 @@ class KolabIngestor:
                    and units[j].path.suffix.lower() == ".json"):
                 j += 1
             if j == i:
-                out.unit = start + i
-                self.parse(units[i], out)
+                parse_isolated(self.parse, units[i], out, start + i)
                 if tick:
                     tick(units[i], 1)
                 i += 1
                 continue
-            batch = read_batch([u.path for u in units[i:j]], out.corpus)
-            for name, table in batch.tables.items():
-                unit = pc.add(table.column("_idx"), start + i).cast(pa.int32())
-                out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))
-            for k in batch.fallback:
-                out.unit = start + i + k
-                self.parse(units[i + k], out)
+            try:
+                batch = read_batch([u.path for u in units[i:j]], out.corpus)
+            except Exception:  # noqa: BLE001 - the record path judges each file on its own
+                fallback = range(j - i)
+            else:
+                for name, table in batch.tables.items():
+                    unit = pc.add(table.column("_idx"), start + i).cast(pa.int32())
+                    out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))
+                fallback = batch.fallback
+            for k in fallback:
+                parse_isolated(self.parse, units[i + k], out, start + i + k)
             if tick:
                 tick(units[j - 1], j - i)
             i = j

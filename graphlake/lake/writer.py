@@ -75,6 +75,7 @@ class StagingSummary:
     accepted: Counter = field(default_factory=Counter)
     rejected: Counter = field(default_factory=Counter)
     sessions: list[tuple[str, int, str]] = field(default_factory=list)  # (id, unit, file)
+    failed_units: list[int] = field(default_factory=list)  # their rows are dropped at commit
 
 
 class StagingEmitter(EmitterBase):
@@ -140,7 +141,8 @@ class StagingEmitter(EmitterBase):
         """Flush every buffer; return the counts and sessions seen."""
         for table in TABLES:
             self._flush(table)
-        return StagingSummary(Counter(self.accepted), Counter(self.rejected), self.sessions)
+        return StagingSummary(Counter(self.accepted), Counter(self.rejected), self.sessions,
+                              list(self.failed_units))
 
 
 class LakeRun:
@@ -179,12 +181,16 @@ class LakeRun:
     def commit(self, summaries: list[StagingSummary]) -> tuple[IngestStats, Snapshot | None]:
         """Publish the staged rows as one new lake version; None when nothing was new."""
         stats = IngestStats()
-        sessions = []
+        sessions, failed = [], set()
         for s in summaries:
             stats.accepted.update(s.accepted)
             stats.rejected.update(s.rejected)
-            sessions.extend(s.sessions)
+            failed.update(s.failed_units)
+        for s in summaries:  # a failed unit's sessions are dropped with it: no duplicates
+            sessions.extend(x for x in s.sessions if x[1] not in failed)
         losers = self._reject_duplicate_sessions(sessions, stats)
+        # rows to leave out: a duplicate session's (session_id, unit), a failed unit's all
+        losers = losers + [(None, u) for u in sorted(failed)]
         try:
             with self.lake.write_lock():
                 base = self.lake.snapshot()
@@ -195,7 +201,7 @@ class LakeRun:
                 try:
                     if losers:
                         con.register("_losers", pa.table(
-                            {"session_id": [s for s, _ in losers],
+                            {"session_id": pa.array([s for s, _ in losers], pa.string()),
                              UNIT: pa.array([u for _, u in losers], pa.int32())}))
                     sources = {t: self._source(con, t, bool(losers), stats) for t in TABLES
                                if (self.staging / t).is_dir()}
@@ -269,11 +275,15 @@ class LakeRun:
                 f"SELECT * FROM read_parquet({_sql_list([f])}) POSITIONAL JOIN "
                 f"read_parquet({_sql_list([str(folder / UNITS_DIR / Path(f).name)])})"
                 for f in files)
-            dropped = con.sql(f"SELECT count(*) FROM ({with_units}) SEMI JOIN _losers "
-                              f"USING (session_id, {UNIT})").fetchall()[0][0]
+            # a loser with no session_id is a failed unit: all its rows go
+            lost = (f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
+                    f"WHERE l.{UNIT} = w.{UNIT} AND (l.session_id IS NULL OR "
+                    "l.session_id = w.session_id)))")
+            dropped = con.sql(f"SELECT count(*) FROM {lost}").fetchall()[0][0]
             stats.accepted[table] -= dropped
-            source = (f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) "
-                      f"ANTI JOIN _losers USING (session_id, {UNIT}))")
+            source = (f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) w WHERE NOT EXISTS "
+                      f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT} AND "
+                      "(l.session_id IS NULL OR l.session_id = w.session_id)))")
         return source, files, has_losers
 
     def _lake_rows(self, table: str, snap: Snapshot, source: str) -> str | None:

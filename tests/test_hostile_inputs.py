@@ -1,0 +1,64 @@
+"""Inputs built to break a reader: every one becomes rows or rejects, never a crashed run."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from conftest import FIXTURES, cli
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+
+DEEP = "[" * 10_000 + "]" * 10_000
+
+
+def q(lake, sql):
+    return run_sql(sql, lake, max_rows=None).table.to_pylist()
+
+
+def test_deep_nesting_and_null_documents_are_rejects(tmp_path):
+    cases = {
+        "kolab": {"s1/graph.json": "null",
+                  "s2/graph.json": '{"session_id": "x", "steps": ' + DEEP + "}"},
+        "tau2": {"deep.json": '{"info": {}, "simulations": ' + DEEP + "}"},
+        "coauthor": {"deep_0123456789abcdef0123456789abcdef.jsonl":
+                     '{"eventName": "x", "eventTimestamp": 1, "a": ' + DEEP + "}\n"},
+        "hasbench": {"t.jsonl": '{"type": "run", "run_id": "r", "x": ' + DEEP + "}\n"},
+    }
+    for corpus, files in cases.items():
+        src = tmp_path / corpus
+        for name, text in files.items():
+            (src / name).parent.mkdir(parents=True, exist_ok=True)
+            (src / name).write_text(text)
+        lake = tmp_path / f"lake-{corpus}"
+        out = cli("ingest", corpus, str(src), "--quiet", lake=lake, check=False)
+        assert out.returncode == 0 and "Traceback" not in out.stderr, (corpus, out.stderr)
+        rejects = q(lake, "SELECT source_file, reason FROM rejects")
+        assert {r["source_file"] for r in rejects} >= {str(src / n) for n in files}, corpus
+
+
+def test_a_reader_that_fails_loses_only_its_file(tmp_path, monkeypatch):
+    """Whatever a reader raises on one file (here: a RecursionError half-way, after it has
+    emitted rows), that file's rows are dropped, one reject names it, and the rest lands."""
+    from graphlake.ingest.tau2 import Tau2Ingestor
+
+    src = tmp_path / "runs"
+    shutil.copytree(FIXTURES / "tau2_runs", src)
+    real = Tau2Ingestor.parse
+
+    def parse(self, unit, out):
+        real(self, unit, out)
+        if unit.path.name.startswith("mock_llm_agent_retry"):
+            raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(Tau2Ingestor, "parse", parse)
+    stats, _snap = ingest_path("tau2", src, tmp_path / "lake", workers=1)
+    names = {r["name"] for r in q(tmp_path / "lake", "SELECT name FROM runs")}
+    assert names == {"mock_llm_agent_3trials", "voice_run"}
+    assert q(tmp_path / "lake", "SELECT count(*) AS n FROM sessions WHERE session_id LIKE "
+                                "'sim-b%'") == [{"n": 0}]
+    (rej,) = q(tmp_path / "lake", "SELECT source_file, reason, raw FROM rejects")
+    assert rej["source_file"].endswith("mock_llm_agent_retry_2trials.json")
+    assert "RecursionError" in rej["reason"] and "nothing of it was ingested" in rej["reason"]
+    assert json.loads(rej["raw"])["info"]["agent_info"]["implementation"] == "llm_agent_retry"
+    assert stats.accepted["sessions"] == 16  # 12 + 4: the failed file's 6 are not counted
