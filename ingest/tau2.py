@@ -265,7 +265,19 @@ class Tau2Ingestor:
 
     # -- simulations -> sessions, participants, events, annotations --------------------------
     def _simulations(self, path: Path, info: dict, run: str, out: Emitter) -> None:
+        first: dict[str, int] = {}  # simulation id -> where it was first read
         for k, sim in self._items(path, "simulations.item"):
+            sid = sim.get("id") if isinstance(sim, dict) else None
+            if isinstance(sid, str) and sid in first:
+                out.reject(source_file=str(path), target_table="sessions",
+                           record_kind="simulation", record_ref=f"$.simulations[{k}]",
+                           raw=sim, session_id=sid,
+                           reason=f"simulation id {sid!r} is used again here; the one at "
+                           f"$.simulations[{first[sid]}] was ingested and this one was not. "
+                           "Give every simulation its own id and re-ingest")
+                continue
+            if isinstance(sid, str):
+                first[sid] = k
             self._one_simulation(sim, info, run, str(path), f"$.simulations[{k}]", out)
 
     def _one_simulation(self, sim, info: dict, run: str, src: str, ref: str,

@@ -62,3 +62,20 @@ def test_a_reader_that_fails_loses_only_its_file(tmp_path, monkeypatch):
     assert "RecursionError" in rej["reason"] and "nothing of it was ingested" in rej["reason"]
     assert json.loads(rej["raw"])["info"]["agent_info"]["implementation"] == "llm_agent_retry"
     assert stats.accepted["sessions"] == 16  # 12 + 4: the failed file's 6 are not counted
+
+
+def test_a_repeated_simulation_id_keeps_the_first_and_says_so(tmp_path):
+    sims = [{"id": f"s{i}", "task_id": "t", "start_time": "2025-01-01T00:00:00",
+             "messages": [{"role": "user", "content": f"hi {i}",
+                           "timestamp": "2025-01-01T00:00:01"}]} for i in range(6)]
+    sims[4]["id"] = "s1"  # the same id twice
+    (tmp_path / "r.json").write_text(json.dumps(
+        {"timestamp": "t", "info": {}, "tasks": [], "simulations": sims}))
+    ingest_path("tau2", tmp_path / "r.json", tmp_path / "lake")
+    lake = tmp_path / "lake"
+    assert [r["session_id"] for r in q(lake, "SELECT session_id FROM sessions ORDER BY 1")] \
+        == ["s0", "s1", "s2", "s3", "s5"]
+    assert q(lake, "SELECT text FROM events WHERE session_id = 's1'") == [{"text": "hi 1"}]
+    (rej,) = q(lake, "SELECT record_ref, reason FROM rejects")
+    assert rej["record_ref"] == "$.simulations[4]"
+    assert "the one at $.simulations[1] was ingested and this one was not" in rej["reason"]
