@@ -231,6 +231,27 @@ class RecordError(ValueError):
     """A source record that cannot be ingested; its message becomes the reject reason."""
 
 
+def within(p: Path, root: Path) -> bool:
+    """Whether ``p`` stays inside ``root`` once symbolic links are followed. A link out of the
+    input folder (say, to /etc/passwd) or to nowhere is never read: its bytes would otherwise
+    land in the lake, as rows or as a reject's raw payload."""
+    try:
+        real = p.resolve(strict=True)
+    except (OSError, RuntimeError):  # a dangling link, or a loop
+        return False
+    return real.is_relative_to(Path(root).resolve())
+
+
+def data_files(path: Path) -> list[Path]:
+    """``path`` if it is a file (named by the user, so read wherever it points), else every
+    non-hidden regular file below it that :func:`within` keeps, sorted."""
+    path = Path(path)
+    if path.is_file():
+        return [path]
+    return sorted(p for p in path.rglob("*")
+                  if not p.name.startswith(".") and p.is_file() and within(p, path))
+
+
 def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[SourceUnit]:
     """``path`` (a file, or every non-hidden file below a folder) as units whose kind comes
     from the file suffix (``{".jsonl": "session", ...}``, or one suffix such as ``"jsonl"``);
@@ -240,9 +261,7 @@ def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[Sourc
     path = Path(path)
     if not path.exists():
         raise FileNotFoundError(f"{path} does not exist; give {what}, or a folder of them")
-    files = [path] if path.is_file() else sorted(
-        p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-    return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in files]
+    return [SourceUnit(p, kinds.get(p.suffix.lower(), "other")) for p in data_files(path)]
 
 
 def iso_time(value, what: str = "started_at") -> datetime | None:

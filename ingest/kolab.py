@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, parse_isolated
+from graphlake.ingest.base import Emitter, SourceUnit, load_json, parse_isolated, within
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
 
 GRAPH_FILE = "graph.json"
@@ -51,7 +51,7 @@ class KolabIngestor:
                 dirs[:] = []
                 continue
             for f in sorted(files):
-                if f.startswith("."):
+                if f.startswith(".") or not within(rootp / f, path):
                     continue
                 kind = "graph_file" if f.lower().endswith(".json") else "unknown_file"
                 out.append(SourceUnit(rootp / f, kind))

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from graphlake.ingest.base import Emitter, attrs_json, load_json, to_json
+from graphlake.ingest.base import Emitter, attrs_json, load_json, to_json, within
 from graphlake.ingest.base import RecordError as _Bad
 from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedGraph
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock
@@ -281,7 +281,8 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
             ing.reject_file(out, meta_path, "meta.json must be an object")
             meta = None
     graph = ing.parse_graph_file(folder / GRAPH_FILE, out, meta, fallback_sid=folder.name)
-    others = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    others = sorted(p for p in folder.iterdir()
+                    if not p.name.startswith(".") and within(p, folder))
     if graph is None:
         for p in others:
             if p.name not in (GRAPH_FILE, "meta.json"):

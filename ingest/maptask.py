@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, to_json
+from graphlake.ingest.base import Emitter, SourceUnit, data_files, load_json, to_json
 from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
@@ -58,8 +58,7 @@ class MapTaskIngestor:
             raise FileNotFoundError(f"{path} does not exist; give a GMMT "
                                     "<id>.reference_expressions.json, a landmarks CSV, or a "
                                     "folder of them")
-        files = [path] if path.is_file() else sorted(
-            p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+        files = data_files(path)
         names = {p.name for p in files}
         layers: dict[str, list[Path]] = defaultdict(list)  # dialogue id -> its NXT files
         for p in files:

@@ -33,10 +33,12 @@ from graphlake.ingest.base import (
     Emitter,
     SourceUnit,
     attrs_json,
+    data_files,
     file_units,
     load_json,
     run_row,
     to_json,
+    within,
 )
 from graphlake.ingest.base import RecordError as _Bad
 
@@ -82,9 +84,8 @@ class Tau2Ingestor:
         if path.is_file() and path.name == RESULTS_NAME and \
                 (path.parent / SIMULATIONS_DIR).is_dir():
             path = path.parent
-        runs = sorted({p.parent for p in ([path / RESULTS_NAME] if path.is_dir() else [])
-                       + (list(path.rglob(RESULTS_NAME)) if path.is_dir() else [])
-                       if p.is_file() and (p.parent / SIMULATIONS_DIR).is_dir()})
+        runs = sorted({p.parent for p in (data_files(path) if path.is_dir() else [])
+                       if p.name == RESULTS_NAME and (p.parent / SIMULATIONS_DIR).is_dir()})
         inside = [(d / RESULTS_NAME, d / SIMULATIONS_DIR) for d in runs]
         files = [u for u in file_units(path, "json", "a tau2 results or tasks .json file, or "
                                        "a run folder") if not runs or not any(
@@ -207,7 +208,8 @@ class Tau2Ingestor:
         info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
         domain = (info.get("environment_info") or {}).get("domain_name")
         self._tasks(meta_path, "tasks.item", out, domain)
-        files = sorted((folder / SIMULATIONS_DIR).glob("*.json"))
+        files = [f for f in sorted((folder / SIMULATIONS_DIR).glob("*.json"))
+                 if within(f, folder)]
         index = meta.get("simulation_index")
         indexed = [e.get("id") for e in index if isinstance(e, dict)] \
             if isinstance(index, list) else None

@@ -6,6 +6,7 @@ import json
 import shutil
 
 from conftest import FIXTURES, cli
+from graphlake.lake import Lake
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
@@ -79,3 +80,28 @@ def test_a_repeated_simulation_id_keeps_the_first_and_says_so(tmp_path):
     (rej,) = q(lake, "SELECT record_ref, reason FROM rejects")
     assert rej["record_ref"] == "$.simulations[4]"
     assert "the one at $.simulations[1] was ingested and this one was not" in rej["reason"]
+
+
+def test_symlinks_are_not_followed_out_of_the_input_folder(tmp_path):
+    """A link to a system file, a dangling link and a link loop: none is read (the system
+    file's bytes must not reach the lake, not even as a reject's raw payload)."""
+    import os
+
+    src = tmp_path / "in"
+    (src / "sub").mkdir(parents=True)
+    shutil.copy(FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json", src)
+    secret = tmp_path / "secret.json"
+    secret.write_text('{"password": "hunter2"}')
+    os.symlink(secret, src / "secret.json")
+    os.symlink(tmp_path / "nowhere", src / "dangling.json")
+    os.symlink(src, src / "sub" / "loop")
+    inside = src / "alias.json"  # a link that stays inside is fine
+    os.symlink(src / "mock_llm_agent_3trials.json", inside)
+    for corpus in ("tau2", "coauthor", "maptask", "kolab"):
+        lake = tmp_path / f"lake-{corpus}"
+        out = cli("ingest", corpus, str(src), "--quiet", lake=lake, check=False)
+        assert out.returncode == 0, out.stderr
+        if (lake / "_graphlake").exists() and Lake(lake).snapshots():
+            raws = q(lake, "SELECT raw FROM rejects")
+            assert all("hunter2" not in (r["raw"] or "") for r in raws), corpus
+            assert "hunter2" not in json.dumps(q(lake, "SELECT * FROM sessions"), default=str)
