@@ -74,13 +74,32 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
     offending files are isolated (a few extra reads per bad file).
     """
     blobs = []
-    for p in paths:
-        # raw newlines in valid JSON are whitespace, so one object per line is always possible
-        blobs.append(p.read_bytes().replace(b"\r", b" ").replace(b"\n", b" ").strip())
-    good: list[pa.Table] = []
     bad: list[int] = []
+    for k, p in enumerate(paths):
+        # raw newlines in valid JSON are whitespace, so one object per line is always possible
+        blob = p.read_bytes().replace(b"\r", b" ").replace(b"\n", b" ").strip()
+        # only objects go to PyArrow: a top-level null, array, string or number can crash
+        # its reader (the whole process, not an exception); the record path judges those
+        if not (blob.startswith(b"{") and blob.endswith(b"}")):
+            bad.append(k)
+            blob = b""
+        blobs.append(blob)
+    good: list[pa.Table] = []
 
     def attempt(lo: int, hi: int) -> None:
+        if all(not blobs[i] for i in range(lo, hi)):  # screened out above
+            return
+        if any(not blobs[i] for i in range(lo, hi)):  # read the screened-in runs only
+            runs, start = [], None
+            for i in range(lo, hi + 1):
+                if i < hi and blobs[i]:
+                    start = i if start is None else start
+                elif start is not None:
+                    runs.append((start, i))
+                    start = None
+            for a, b in runs:
+                attempt(a, b)
+            return
         try:
             t = pajson.read_json(io.BytesIO(b"\n".join(blobs[lo:hi]) + b"\n"),
                                  read_options=_READ, parse_options=_PARSE)
@@ -97,6 +116,7 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
             attempt(mid, hi)
 
     attempt(0, len(paths))
+    bad = sorted(set(bad))
     if not good:
         return None, sorted(bad)
     return pa.concat_tables(good), sorted(bad)

@@ -105,3 +105,21 @@ def test_symlinks_are_not_followed_out_of_the_input_folder(tmp_path):
             raws = q(lake, "SELECT raw FROM rejects")
             assert all("hunter2" not in (r["raw"] or "") for r in raws), corpus
             assert "hunter2" not in json.dumps(q(lake, "SELECT * FROM sessions"), default=str)
+
+
+def test_kolab_fast_reader_never_sees_a_top_level_non_object(tmp_path):
+    """A top-level null in a batch used to crash PyArrow's JSON reader and with it the whole
+    run (exit 139); such files now go to the record path, which rejects them."""
+    from conftest import HAND
+
+    src = tmp_path / "k"
+    src.mkdir()
+    shutil.copy(HAND / "graph.json", src / "a.json")
+    for name, text in {"b": "null", "c": "[1, 2]", "d": '"s"', "e": "3", "f": "",
+                       "g": "  null  \n"}.items():
+        (src / f"{name}.json").write_text(text)
+    out = cli("ingest", "kolab", str(src), "--quiet", lake=tmp_path / "lake", check=False)
+    assert out.returncode == 0, out.stderr
+    lake = tmp_path / "lake"
+    assert q(lake, "SELECT session_id FROM sessions") == [{"session_id": "hand-1"}]
+    assert len(q(lake, "SELECT * FROM rejects")) == 6
