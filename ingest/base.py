@@ -184,6 +184,8 @@ class EmitterBase:
     def reject(self, *, source_file: str, target_table: str, record_kind: str,
                record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None:
         self.rejected[target_table] += 1
+        if session_id is not None and not isinstance(session_id, str):
+            session_id = to_json(session_id)  # a source's numeric or odd id, kept readable
         self._store("rejects", {
             "corpus": self.corpus,
             "session_id": session_id or "",

@@ -23,6 +23,7 @@ edit, and the text at any event can be rebuilt (``document_at``). Details: docs/
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +42,7 @@ KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
 GENERATION = ("currentN", "currentMaxToken", "currentTemperature", "currentTopP",
               "currentPresencePenalty", "currentFrequencyPenalty")
 STEP = "writing"
+MAX_TIMESTAMP_MS = 4_102_444_800_000  # 2100-01-01: anything later is not a real log
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
 
 
@@ -180,9 +182,15 @@ class _Session:
     def run(self) -> None:
         for lineno, ev in json_lines(self.path, self.reject):
             if not isinstance(ev, dict) or not isinstance(ev.get("eventName"), str) \
-                    or not isinstance(ev.get("eventTimestamp"), int | float):
+                    or not isinstance(ev.get("eventTimestamp"), int | float) \
+                    or isinstance(ev.get("eventTimestamp"), bool):
                 self.reject(lineno, "an event needs eventName and a numeric eventTimestamp "
                             "(milliseconds)", ev)
+                continue
+            if not (math.isfinite(ev["eventTimestamp"])
+                    and 0 <= ev["eventTimestamp"] < MAX_TIMESTAMP_MS):
+                self.reject(lineno, f"eventTimestamp {ev['eventTimestamp']!r} is not a time "
+                            "between 1970 and 2100 in milliseconds since 1970", ev)
                 continue
             self.event(lineno, ev)
         if self.t0 is None:

@@ -292,7 +292,12 @@ class Tau2Ingestor:
                        session_id=sim.get("id") if isinstance(sim, dict) else None)
 
     def _simulation(self, sim, info: dict, run: str, src: str, out: Emitter) -> None:
-        if not isinstance(sim, dict) or not isinstance(sim.get("id"), str) or not sim["id"]:
+        if not isinstance(sim, dict):
+            raise _Bad(f"a simulation is an object with id, task_id and messages or ticks, "
+                       f"not a {type(sim).__name__}")
+        if sim.get("id") is not None and not isinstance(sim["id"], str):
+            raise _Bad(f"simulation id {sim['id']!r} must be a text, as tau2 writes it")
+        if not sim.get("id"):
             raise _Bad("a simulation needs an 'id'")
         messages, ticks = sim.get("messages"), sim.get("ticks")
         if not isinstance(messages, list) and not isinstance(ticks, list):

@@ -123,3 +123,38 @@ def test_kolab_fast_reader_never_sees_a_top_level_non_object(tmp_path):
     lake = tmp_path / "lake"
     assert q(lake, "SELECT session_id FROM sessions") == [{"session_id": "hand-1"}]
     assert len(q(lake, "SELECT * FROM rejects")) == 6
+
+
+def test_odd_values_where_records_expect_others(tmp_path):
+    """Numbers where texts belong, a string where an object belongs, a truncated file,
+    invalid UTF-8, timestamps of 1e20 / year 10000 / NaN: rejects with reasons, no crash."""
+    src = tmp_path / "t"
+    src.mkdir()
+    sim = {"id": "s", "task_id": "t", "start_time": "2025-01-01T00:00:00", "messages": []}
+    full = json.dumps({"timestamp": "x", "info": {}, "tasks": [],
+                       "simulations": [sim, {**sim, "id": "s2"}]})
+    (src / "trunc.json").write_text(full[:-30])
+    (src / "utf.json").write_bytes(b'{"info":{},"simulations":[{"id":"\xff","messages":[]}]}')
+    (src / "strobj.json").write_text(json.dumps({"info": "oops", "simulations": ["x"]}))
+    (src / "numid.json").write_text(json.dumps({"info": {}, "simulations": [{**sim, "id": 5}]}))
+    out = cli("ingest", "tau2", str(src), "--quiet", lake=tmp_path / "lt", check=False)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    reasons = {r["source_file"].rsplit("/", 1)[1]: r["reason"]
+               for r in q(tmp_path / "lt", "SELECT source_file, reason FROM rejects")}
+    assert set(reasons) == {"trunc.json", "utf.json", "strobj.json", "numid.json"}
+    assert "must be a text" in reasons["numid.json"]
+    assert "not a str" in reasons["strobj.json"]
+    csrc = tmp_path / "c"
+    csrc.mkdir()
+    init = {"eventName": "system-initialize", "eventSource": "api",
+            "eventTimestamp": 1650000000000, "currentDoc": ""}
+    for k, ts in enumerate(("1e20", "253402301800000", "NaN", "-1e18")):
+        bad = ('{"eventName": "text-insert", "eventSource": "user", "eventTimestamp": '
+               f'{ts}, "textDelta": {{"ops": [{{"insert": "a"}}]}}}}')
+        (csrc / f"w_{k:032x}.jsonl").write_text(json.dumps(init) + "\n" + bad + "\n")
+    out = cli("ingest", "coauthor", str(csrc), "--quiet", lake=tmp_path / "lc", check=False)
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    rejects = q(tmp_path / "lc", "SELECT record_ref, reason FROM rejects")
+    assert len(rejects) == 4 and all(r["record_ref"] == "line 2" for r in rejects)
+    assert all("between 1970 and 2100" in r["reason"] for r in rejects)
+    assert len(q(tmp_path / "lc", "SELECT * FROM sessions")) == 4  # the rest of each landed
