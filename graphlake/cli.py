@@ -173,6 +173,10 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
         console.print(f"{n(stats.replaced_sessions)} replaced (their source changed), "
                       f"{n(stats.pruned_sessions)} pruned (their source is gone); older lake "
                       "versions still hold them")
+    if stats.skipped:
+        names = sorted({Path(p).name for p in stats.skipped})
+        console.print(f"{len(stats.skipped)} non-data files skipped ({', '.join(names[:5])}"
+                      f"{', ...' if len(names) > 5 else ''})", highlight=False)
     total_rej = sum(stats.rejected.values())
     if snap is None:
         console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")

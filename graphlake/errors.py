@@ -23,6 +23,10 @@ class LakeNotFoundError(LakeError, FileNotFoundError):
     """A read named a lake directory that no writer ever created."""
 
 
+class WrongCorpusError(GraphlakeError, ValueError):
+    """An ingest found nothing it could read, and the files look like another corpus."""
+
+
 class UnknownCorpusError(GraphlakeError, KeyError):
     """No ingestor is registered under that name."""
 

@@ -12,7 +12,9 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from graphlake import ingest
+from graphlake.errors import WrongCorpusError
 from graphlake.ingest.base import IngestStats, SourceUnit, parse_isolated
+from graphlake.ingest.sniff import is_non_data, sniff
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 
@@ -76,6 +78,8 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     units = ingest.get(corpus).units(Path(path))
+    skipped = [u.path for u in units if is_non_data(u.path)]  # README, LICENSE, ...
+    units = [u for u in units if not is_non_data(u.path)]
     total = len(units)
     run = LakeRun(lake, corpus, str(Path(path).resolve()), replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
@@ -105,7 +109,16 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
                 for fut in as_completed(futures):
                     summaries.append(fut.result())
                     tick(futures[fut][-1], len(futures[fut]))
+        if not any(sum(s.accepted.values()) for s in summaries):
+            guess = sniff(Path(path))
+            if guess and guess != corpus:  # wrong ingestor: commit nothing, say which
+                rejected = sum(sum(s.rejected.values()) for s in summaries)
+                raise WrongCorpusError(
+                    f"nothing in {path} reads as {corpus} ({rejected} records would be "
+                    f"rejected); its files look like {guess} data: try `graphlake ingest "
+                    f"{guess} {path}`")
         stats, snap = run.commit(summaries)
+        stats.skipped = [str(p) for p in skipped]
     except BaseException:
         run.abort()
         raise

@@ -305,6 +305,7 @@ class IngestStats:
     replaced_sessions: int = 0
     pruned_sessions: int = 0
     units: int = 0
+    skipped: list[str] = field(default_factory=list)  # README, LICENSE, ...: not data
 
 
 def parse_isolated(parse: Callable[[SourceUnit, Emitter], None], unit: SourceUnit,

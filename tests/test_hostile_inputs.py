@@ -100,7 +100,9 @@ def test_symlinks_are_not_followed_out_of_the_input_folder(tmp_path):
     for corpus in ("tau2", "coauthor", "maptask", "kolab"):
         lake = tmp_path / f"lake-{corpus}"
         out = cli("ingest", corpus, str(src), "--quiet", lake=lake, check=False)
-        assert out.returncode == 0, out.stderr
+        # tau2 files under another ingestor: refused with a suggestion, nothing committed
+        assert out.returncode == 0 or "look like tau2 data" in out.stderr, out.stderr
+        assert "Traceback" not in out.stderr and "hunter2" not in out.stderr
         if (lake / "_graphlake").exists() and Lake(lake).snapshots():
             raws = q(lake, "SELECT raw FROM rejects")
             assert all("hunter2" not in (r["raw"] or "") for r in raws), corpus
@@ -158,3 +160,25 @@ def test_odd_values_where_records_expect_others(tmp_path):
     assert len(rejects) == 4 and all(r["record_ref"] == "line 2" for r in rejects)
     assert all("between 1970 and 2100" in r["reason"] for r in rejects)
     assert len(q(tmp_path / "lc", "SELECT * FROM sessions")) == 4  # the rest of each landed
+
+
+def test_the_wrong_ingestor_commits_nothing_and_names_the_right_one(tmp_path):
+    src = tmp_path / "runs"
+    shutil.copytree(FIXTURES / "tau2_runs", src)
+    (src / "LICENSE").write_text("MIT License")
+    (src / "README.md").write_text("# runs")
+    lake = tmp_path / "lake"
+    out = cli("ingest", "kolab", str(src), "--quiet", lake=lake, check=False)
+    assert out.returncode != 0 and "Traceback" not in out.stderr
+    assert "look like tau2 data: try `graphlake ingest tau2" in " ".join(out.stderr.split())
+    assert Lake(lake).snapshots() == []  # nothing committed
+    # the right one: README and LICENSE are skipped and counted, not rejected
+    out = cli("ingest", "tau2", str(src), "--quiet", lake=lake)
+    assert "2 non-data files skipped (LICENSE, README.md)" in out.stdout
+    assert q(lake, "SELECT * FROM rejects") == []
+    # an ingest that finds only bad data of its own kind still records the rejects
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "x.json").write_text('{"timestamp": "t", "info": {}, "simulations": [{"id": 1}]}')
+    ingest_path("tau2", bad, tmp_path / "lake2")
+    assert len(q(tmp_path / "lake2", "SELECT * FROM rejects")) == 1

@@ -1,0 +1,77 @@
+"""Which ingestor a folder's files look like: for a helpful error when a run finds nothing it
+can read (``graphlake ingest kolab`` pointed at tau2 results), and to tell data files from the
+README and LICENSE files that travel with every dataset."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from graphlake.ingest.base import data_files, load_json
+
+#: Files that come with datasets but hold no data: skipped and counted, never rejected
+NON_DATA = re.compile(r"^(readme|license|licence|copying|notice|changelog|changes|authors|"
+                      r"citation|contributing)([._-].*)?$", re.IGNORECASE)
+
+_SAMPLE_FILES = 20
+_HEAD_BYTES = 64 << 10
+
+
+def is_non_data(path: Path) -> bool:
+    return path.is_file() and bool(NON_DATA.match(path.name))
+
+
+def _first_value(path: Path):
+    """The file's JSON (small files), or its first JSON Lines record; None if neither."""
+    with path.open("rb") as fh:
+        head = fh.read(_HEAD_BYTES)
+    for candidate in (head, head.split(b"\n", 1)[0]):
+        try:
+            return load_json(candidate)
+        except ValueError:
+            continue
+    return None
+
+
+def _looks_like(path: Path) -> str | None:
+    name = path.name
+    if name.endswith((".timed-units.xml", ".moves.xml", ".reference_expressions.json")) \
+            or name.startswith("landmarks_configuration"):
+        return "maptask"
+    if path.suffix.lower() in (".yaml", ".yml"):
+        return None  # HAS-Bench and MARBLE both write YAML tasks: too close to call
+    if path.suffix.lower() not in (".json", ".jsonl"):
+        return None
+    value = _first_value(path)
+    if isinstance(value, list) and value and isinstance(value[0], dict) \
+            and "user_scenario" in value[0]:
+        return "tau2"
+    if not isinstance(value, dict):
+        return None
+    keys = set(value)
+    if "simulations" in keys or "simulation_index" in keys:
+        return "tau2"
+    if "steps" in keys and ("session_id" in keys or "title" in keys):
+        return "kolab"
+    if "eventName" in keys and "eventTimestamp" in keys:
+        return "coauthor"
+    if "iterations" in keys or ("scenario" in keys and "task_id" in keys):
+        return "marble"
+    if value.get("type") in ("run", "step", "channel_event", "outcome") and "run_id" in keys:
+        return "hasbench"
+    if "landmark_reference_expressions" in keys:
+        return "maptask"
+    return None
+
+
+def sniff(path: Path) -> str | None:
+    """The ingestor most of a sample of ``path``'s files look like, or None."""
+    votes: dict[str, int] = {}
+    for f in [p for p in data_files(Path(path)) if not is_non_data(p)][:_SAMPLE_FILES]:
+        try:
+            guess = _looks_like(f)
+        except OSError:
+            guess = None
+        if guess:
+            votes[guess] = votes.get(guess, 0) + 1
+    return max(votes, key=votes.get) if votes else None
