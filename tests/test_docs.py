@@ -51,8 +51,10 @@ def test_readme_shows_every_cli_command():
 
 
 def test_every_collab_metrics_column_is_documented(tmp_path):
+    from graphlake.lake import Lake
     from graphlake.query import run_sql
 
+    Lake(tmp_path / "lake").init()  # an empty lake: the columns are all that is asked for
     q = named.get("collab_metrics")
     cols = run_sql(q.sql, tmp_path / "lake", params=q.bind({})).table.column_names
     for col in cols:
@@ -84,7 +86,7 @@ def test_every_ingestor_is_documented_and_named_in_the_cli_help():
         assert name in cli_src, name
 
 
-def test_service_doc_names_every_protocol_route_and_option():
+def test_service_doc_names_every_protocol_route_and_option(tmp_path):
     import re
 
     from graphlake.protocols import SPECS
@@ -93,7 +95,10 @@ def test_service_doc_names_every_protocol_route_and_option():
     doc = (ROOT / "docs" / "service.md").read_text()
     for pid in SPECS:
         assert f"`{pid}`" in doc, pid
-    paths = create_app(Settings(lake=ROOT / "no-such-lake")).openapi()["paths"]
+    from graphlake.lake import Lake
+
+    Lake(tmp_path / "lake").init()
+    paths = create_app(Settings(lake=tmp_path / "lake")).openapi()["paths"]
     assert len(paths) > 15
     generic = re.sub(r"\{[^}]+\}", "{}", doc)
     for path, methods in paths.items():
