@@ -25,8 +25,24 @@ app = typer.Typer(
     no_args_is_help=True, rich_markup_mode="rich", pretty_exceptions_enable=False)
 query_app = typer.Typer(help="Named queries shipped in queries/ (list, show, run).",
                         no_args_is_help=True)
-lake_app = typer.Typer(help="Inspect and maintain the lake (info, history, compact).",
-                       no_args_is_help=True)
+lake_app = typer.Typer(help="Inspect and maintain the lake (info, history, compact, refresh, "
+                       "repair).", no_args_is_help=True)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        import graphlake
+
+        typer.echo(f"graphlake {graphlake.__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _top(version: Annotated[bool, typer.Option(
+        "--version", callback=_print_version, is_eager=True,
+        help="Print graphlake's version and exit. (A lake version to read is --version N "
+        "after a command, e.g. `graphlake sql ... --version 3`.)")] = False) -> None:
+    """graphlake: one lake for human-agent collaboration corpora."""
 schema_app = typer.Typer(help="The canonical schema (export JSON Schema files).",
                          no_args_is_help=True)
 app.add_typer(query_app, name="query")

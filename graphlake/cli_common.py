@@ -18,8 +18,8 @@ console = Console()
 err_console = Console(stderr=True)
 
 LakeOpt = Annotated[Path | None, typer.Option(
-    "--lake", envvar=ENV_LAKE, help="Lake directory [default: $GRAPHLAKE_LAKE or the user data "
-    "directory].", show_default=False)]
+    "--lake", envvar=ENV_LAKE, help="Lake directory (default: $GRAPHLAKE_LAKE, else the user "
+    "data directory, ~/.local/share/graphlake/lake on Linux).", show_default=False)]
 
 
 def _lake(path: Path | None):

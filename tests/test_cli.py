@@ -152,3 +152,11 @@ COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "ru
 def test_every_command_has_help(cmd):
     out = cli(*cmd, "--help")
     assert "Usage:" in out.stdout and len(out.stdout) > 200
+
+
+def test_version_and_help_say_what_they_should():
+    import graphlake
+
+    assert cli("--version").stdout.strip() == f"graphlake {graphlake.__version__}"
+    help_ = " ".join(cli("sql", "--help").stdout.split())
+    assert "default: $GRAPHLAKE_LAKE, else the user data directory" in help_
