@@ -93,3 +93,14 @@ def test_row_cap_and_timeout(lake):
     slow = "SELECT count(*) FROM range(100000000) a, range(100000) b WHERE a.range % 7 = b.range"
     with pytest.raises(QueryTimeoutError, match="past its 0.5 s limit"):
         run_sql(slow.replace("range(", "range("), lake, timeout_s=0.5)
+
+
+def test_a_misspelled_graph_function_gets_a_did_you_mean(tmp_path):
+    from graphlake.lake import Lake
+    from graphlake.query import run_sql
+
+    Lake(tmp_path / "lake").init()
+    with pytest.raises(SqlError, match=r"table function 'descendant' is not allowed here\. "
+                                       r"Did you mean 'descendants'\? The graph functions "
+                                       r"are ancestors, cycles, descendants"):
+        run_sql("SELECT * FROM descendant('kolab', 's', 'n1', 3)", tmp_path / "lake")

@@ -85,8 +85,11 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
                      getattr(fn, "sql_name", lambda: "")()).lower()
             if fname in SAFE_TABLE_FUNCTIONS or isinstance(fn, exp.Unnest | exp.GenerateSeries):
                 continue
-            raise SqlError("table functions are not allowed here; select from the lake views "
-                           f"({', '.join(sorted(known))})")
+            raise SqlError(
+                f"table function {fname or fn.sql()!r} is not allowed here."
+                f"{suggest(fname, TABLE_MACROS)} The graph functions are "
+                f"{', '.join(sorted(TABLE_MACROS))}; otherwise select from the lake views "
+                f"({', '.join(sorted(known))})")
         name = table.name.lower()
         if name in ctes:
             continue
