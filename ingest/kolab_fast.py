@@ -85,38 +85,26 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
             blob = b""
         blobs.append(blob)
     good: list[pa.Table] = []
+    keep = [k for k, blob in enumerate(blobs) if blob]  # the files PyArrow may read
 
-    def attempt(lo: int, hi: int) -> None:
-        if all(not blobs[i] for i in range(lo, hi)):  # screened out above
-            return
-        if any(not blobs[i] for i in range(lo, hi)):  # read the screened-in runs only
-            runs, start = [], None
-            for i in range(lo, hi + 1):
-                if i < hi and blobs[i]:
-                    start = i if start is None else start
-                elif start is not None:
-                    runs.append((start, i))
-                    start = None
-            for a, b in runs:
-                attempt(a, b)
-            return
+    def attempt(lo: int, hi: int) -> None:  # positions lo..hi of ``keep``
         try:
-            t = pajson.read_json(io.BytesIO(b"\n".join(blobs[lo:hi]) + b"\n"),
+            t = pajson.read_json(io.BytesIO(b"\n".join(blobs[k] for k in keep[lo:hi]) + b"\n"),
                                  read_options=_READ, parse_options=_PARSE)
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             t = None
         if t is not None and t.num_rows == hi - lo:  # else: a bad file, or one holding
             good.append(t.append_column(                # several objects or none
-                "_idx", pa.array(range(lo, hi), pa.int32())))
+                "_idx", pa.array(keep[lo:hi], pa.int32())))
         elif hi - lo == 1:
-            bad.append(lo)
+            bad.append(keep[lo])
         else:
             mid = (lo + hi) // 2
             attempt(lo, mid)
             attempt(mid, hi)
 
-    attempt(0, len(paths))
-    bad = sorted(set(bad))
+    if keep:
+        attempt(0, len(keep))
     if not good:
         return None, sorted(bad)
     return pa.concat_tables(good), sorted(bad)

@@ -117,10 +117,11 @@ class Tau2Ingestor:
             info = info if isinstance(info, dict) else {}
             domain = (info.get("environment_info") or {}).get("domain_name")
             self._tasks(unit.path, "tasks.item", out, domain)
-            ids = [i for _, i in self._items(unit.path, "simulations.item.id")
-                   if isinstance(i, str)]
+            ids, keys = self._ids_and_keys(unit.path)
             run = self._run(unit.path, unit.path.stem, self._one(unit.path, "timestamp"),
-                            info, ids, self._top_level_extras(unit.path), out)
+                            info, ids, {k: self._one(unit.path, k) for k in keys
+                                        if k not in ("timestamp", "info", "tasks",
+                                                     "simulations")}, out)
             self._simulations(unit.path, info, run, out)
         else:
             out.reject(source_file=src, target_table="sessions", record_kind="file",
@@ -152,14 +153,17 @@ class Tau2Ingestor:
             yield from enumerate(ijson.items(fh, prefix, use_float=True))
 
     @staticmethod
-    def _top_level_extras(path: Path) -> dict:
-        """Small top-level fields besides the four tau2 defines (e.g. ``format_version``)."""
-        extras = {}
+    def _ids_and_keys(path: Path) -> tuple[list[str], list[str]]:
+        """The simulation ids (for the run identity) and the top-level keys, in one
+        streaming pass over parse events: no simulation is built in memory."""
+        ids, keys = [], []
         with path.open("rb") as fh:
-            for key, value in ijson.kvitems(fh, "", use_float=True):
-                if key not in ("timestamp", "info", "tasks", "simulations"):
-                    extras[key] = value
-        return extras
+            for prefix, event, value in ijson.parse(fh):
+                if prefix == "simulations.item.id" and event == "string":
+                    ids.append(value)
+                elif prefix == "" and event == "map_key":
+                    keys.append(value)
+        return ids, keys
 
     # -- runs --------------------------------------------------------------------------------
     @staticmethod

@@ -224,7 +224,7 @@ def test_a_run_without_simulations_keeps_its_run(tmp_path):
     doc = {"timestamp": "2025-01-01T00:00:00", "info": {
         "agent_info": {"implementation": "llm_agent", "llm": "gpt-4.1"},
         "environment_info": {"domain_name": "mock", "policy": "Be kind."}},
-        "tasks": [{"id": "t1"}], "simulations": []}
+        "tasks": [{"id": "t1"}], "simulations": [], "format_version": 2}
     import shutil
 
     src = tmp_path / "src"
@@ -235,3 +235,5 @@ def test_a_run_without_simulations_keeps_its_run(tmp_path):
         {"name": "r", "agent_model": "gpt-4.1", "policy": "Be kind."},
         {"name": "voice_run", "agent_model": "gpt-realtime",
          "policy": "Only look up orders the user names."}]
+    (attrs,) = q(tmp_path / "lake", "SELECT attrs FROM runs WHERE name = 'r'")
+    assert json.loads(attrs["attrs"])["format_version"] == 2  # a top-level field kept

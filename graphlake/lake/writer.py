@@ -382,8 +382,11 @@ class LakeRun:
         """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
         the ingested path that this run did not find: their sources are gone."""
         root = self.source.rstrip("/")
-        under = (f"(source_file = {_sql_str(root)} OR starts_with(source_file, "
-                 f"{_sql_str(root + '/')}))")
+
+        def under(column: str) -> str:
+            return (f"({column} = {_sql_str(root)} OR starts_with({column}, "
+                    f"{_sql_str(root + '/')}))")
+
         found = {t: src for t, (src, _f, _l) in sources.items()}
         gone: set[str] = set()
         for table, column, key in (("sessions", "source_file", "session_id"),
@@ -392,7 +395,7 @@ class LakeRun:
             existing = self.lake.files(table, base)
             if not existing:
                 continue
-            cond = under.replace("source_file", column)
+            cond = under(column)
             seen = (f" AND {key} NOT IN (SELECT {key} FROM {found[table]})"
                     if table in found else "")
             rows = [r[0] for r in con.sql(
