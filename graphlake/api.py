@@ -15,9 +15,12 @@ Pass ``engine="spark"`` to run the same statements on PySpark over the same file
 
 from __future__ import annotations
 
+import warnings
+
 import pyarrow as pa
 
-from graphlake.errors import GraphlakeError, attempt_import
+from graphlake.config import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
+from graphlake.errors import GraphlakeError, ResultTruncatedWarning, attempt_import
 from graphlake.lake import Lake
 
 OUTPUTS = ("arrow", "pandas", "polars")
@@ -43,7 +46,7 @@ class GraphLake:
     """
 
     def __init__(self, lake: Lake, version: int | None = None, engine: str = "duckdb", *,
-                 max_rows: int | None = None, timeout_s: float | None = None):
+                 max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S):
         if engine not in ("duckdb", "spark"):
             raise GraphlakeError(f"unknown engine {engine!r}; choose duckdb or spark")
         self.lake = lake
@@ -89,9 +92,9 @@ class GraphLake:
     def sql(self, statement: str, params: dict | None = None, *, output: str = "arrow",
             max_rows: int | None = None, timeout_s: float | None = None):
         """Run one read-only statement (patterns and primitives allowed). ``max_rows`` and
-        ``timeout_s`` default to the limits given to :func:`connect` (none unless set)."""
-        max_rows = self.max_rows if max_rows is None else max_rows
-        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        ``timeout_s`` default to the limits given to :func:`connect`; 0 lifts one."""
+        max_rows = (self.max_rows if max_rows is None else max_rows) or None
+        timeout_s = (self.timeout_s if timeout_s is None else timeout_s) or None
         if self.engine == "spark":
             from graphlake.query.spark import run_sql_spark
 
@@ -99,6 +102,9 @@ class GraphLake:
                                 max_rows=max_rows)
         else:
             res = self._con.sql(statement, params, max_rows=max_rows, timeout_s=timeout_s)
+        if res.truncated:
+            warnings.warn(f"result cut at {max_rows:,} rows; pass max_rows=0 for all of them",
+                          ResultTruncatedWarning, stacklevel=2)
         return _convert(res.table, output)
 
     def query(self, name: str, *, output: str = "arrow", **params):
@@ -229,9 +235,14 @@ class GraphLake:
 
 
 def connect(path=None, *, version: int | None = None, engine: str = "duckdb",
-            max_rows: int | None = None, timeout_s: float | None = None) -> GraphLake:
+            max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S
+            ) -> GraphLake:
     """Open the lake at ``path`` ($GRAPHLAKE_LAKE or the user data folder when None), pinned
-    to ``version`` (the newest when None); ``max_rows`` / ``timeout_s`` limit every query."""
+    to ``version`` (the newest when None).
+
+    ``max_rows`` / ``timeout_s`` limit every ``sql()`` and ``query()`` with the CLI's defaults
+    (100,000 rows, 300 s); 0 lifts a limit. A capped answer warns with
+    :class:`ResultTruncatedWarning`."""
     from graphlake.config import resolve_lake_dir
 
     return GraphLake(Lake(resolve_lake_dir(path)), version, engine, max_rows=max_rows,

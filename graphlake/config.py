@@ -9,6 +9,10 @@ from pathlib import Path
 from platformdirs import user_data_dir
 
 ENV_LAKE = "GRAPHLAKE_LAKE"
+#: Rows one public query returns and seconds it may run, unless the caller says otherwise
+#: (the CLI's ``--max-rows`` / ``--timeout``, ``graphlake.connect(max_rows=, timeout_s=)``).
+DEFAULT_MAX_ROWS = 100_000
+DEFAULT_TIMEOUT_S = 300.0
 
 
 def default_lake_dir() -> Path:

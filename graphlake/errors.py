@@ -66,3 +66,7 @@ def attempt_import(module: str, extra: str):
             f"{module} is not installed; it ships in graphlake's '{extra}' extra. "
             f'Install it with: pip install "graphlake[{extra}]"'
         ) from exc
+
+
+class ResultTruncatedWarning(UserWarning):
+    """A query's answer was cut at the row cap; raise ``max_rows`` (0: no cap) for all rows."""

@@ -104,3 +104,23 @@ def test_a_misspelled_graph_function_gets_a_did_you_mean(tmp_path):
                                        r"Did you mean 'descendants'\? The graph functions "
                                        r"are ancestors, cycles, descendants"):
         run_sql("SELECT * FROM descendant('kolab', 's', 'n1', 3)", tmp_path / "lake")
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("SELECT " + "(" * 40 + "1" + ")" * 40 + " FROM nodes",
+     r"nests parentheses/CASE more than 32 deep \(line 1, column 40\)"),
+    ("SELECT " + "CASE WHEN label = 'a' THEN " * 40 + "1" + " END" * 40 + " FROM nodes",
+     "nests parentheses/CASE more than 32 deep"),
+    ("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(400)),
+     "syntax tree is 40[0-9] levels deep; the limit is 256.*x IN"),
+    ("SELECT '" + "x" * 100_001 + "'", "statement is 100,010 characters; the limit is 100,000"),
+])
+def test_size_and_nesting_limits_have_clear_errors(sql, message):
+    with pytest.raises(SqlError, match=message):
+        check(sql, COLUMNS)
+
+
+def test_statements_within_the_limits_still_pass():
+    check("SELECT " + "(" * 30 + "1" + ")" * 30 + " FROM nodes", COLUMNS)
+    check("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(200)),
+          COLUMNS)

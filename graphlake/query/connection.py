@@ -23,20 +23,19 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
+from graphlake.config import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
 from graphlake.errors import GraphlakeError, QueryTimeoutError, SqlError
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.catalog import Catalog, open_catalog
-from graphlake.query.guard import check
+from graphlake.query.guard import check, check_length
 from graphlake.query.pattern import compile_patterns
-
-DEFAULT_MAX_ROWS = 100_000
-DEFAULT_TIMEOUT_S = 300.0
 
 
 class QueryResult:
@@ -143,19 +142,25 @@ class Connection:
             local.generation = self._generation
         return local.cursor
 
-    def check(self, statement: str) -> str:
+    def check(self, statement: str, *, deadline: float | None = None) -> str:
         """The statement as DuckDB will run it (patterns compiled), or a :class:`SqlError`.
 
         Statements that passed are remembered (the last 512, for this snapshot's catalog): a
-        client repeating one parameterised statement pays for parsing and qualifying once."""
+        client repeating one parameterised statement pays for parsing and qualifying once.
+        ``deadline`` (``time.monotonic()``) bounds the checks."""
         key = (self._generation, statement)
         with self._lock:
             hit = self._checked.get(key)
             if hit is not None:
                 self._checked.move_to_end(key)
                 return hit
-        sql = compile_patterns(statement)
-        check(sql, self.columns)
+        check_length(statement)
+        try:
+            sql = compile_patterns(statement)
+        except RecursionError:
+            raise SqlError("statement is nested too deeply to check; flatten it, e.g. with a "
+                           "CTE") from None
+        check(sql, self.columns, deadline=deadline)
         with self._lock:
             self._checked[key] = sql
             while len(self._checked) > 512:
@@ -168,14 +173,19 @@ class Connection:
         """Check ``statement`` with the guard, then run it with bound ``params``.
 
         ``max_rows`` caps the rows returned (``truncated`` says when it cut; None: no cap);
-        ``timeout_s`` interrupts a statement that runs too long (None: no limit).
+        ``timeout_s`` interrupts a statement that runs too long (None: no limit). The limit
+        covers checking and running together: what the guard spends, the query cannot.
         """
-        return self.execute(self.check(statement), params, max_rows=max_rows,
-                            timeout_s=timeout_s)
+        start = time.monotonic()
+        sql = self.check(statement, deadline=start + timeout_s if timeout_s else None)
+        left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
+        return self.execute(sql, params, max_rows=max_rows, timeout_s=left,
+                            _limit_s=timeout_s)
 
     def execute(self, sql: str, params: dict | None = None, *,
                 max_rows: int | None = DEFAULT_MAX_ROWS,
-                timeout_s: float | None = DEFAULT_TIMEOUT_S) -> QueryResult:
+                timeout_s: float | None = DEFAULT_TIMEOUT_S,
+                _limit_s: float | None = None) -> QueryResult:
         """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited)."""
         snapshot = self.snapshot
         cur = self.cursor()
@@ -206,8 +216,8 @@ class Connection:
         except duckdb.InterruptException:
             if timed_out.is_set():
                 raise QueryTimeoutError(
-                    f"query ran past its {timeout_s:g} s limit and was stopped; narrow it "
-                    "(WHERE, LIMIT) or raise the time limit") from None
+                    f"query ran past its {_limit_s or timeout_s:g} s limit and was stopped; "
+                    "narrow it (WHERE, LIMIT) or raise the time limit") from None
             raise
         except duckdb.Error as exc:
             raise SqlError(f"DuckDB: {exc}") from None

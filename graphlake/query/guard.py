@@ -4,8 +4,13 @@ The public SQL paths (CLI, later HTTP) run only what passes :func:`check`:
 
 * exactly one statement, and it must be a query (SELECT, set operations, WITH ... SELECT);
 * no functions that reach outside the lake (``read_csv``, ``glob``, ``getenv``, ...);
-* every table is a lake view or a CTE, every column exists: otherwise a "did you mean" error
-  with the line and column, before DuckDB sees anything.
+* every table is a lake view or a CTE *visible where it is named* (names resolve by scope, as
+  DuckDB resolves them: a CTE named like a file does not cover a reference outside its query),
+  every column exists: otherwise a "did you mean" error with the line and column, before DuckDB
+  sees anything;
+* the statement stays within size, nesting and tree-depth limits (sqlglot recurses while
+  parsing and walks ancestors while qualifying, so unbounded input could exhaust the stack or
+  take quadratic time), and the guard's own work counts against the caller's time limit.
 
 :func:`transpile` renders the same statement in another dialect (Spark SQL for the
 distributed path).
@@ -15,13 +20,14 @@ from __future__ import annotations
 
 import difflib
 import re
+import time
 
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 
-from graphlake.errors import SqlError
+from graphlake.errors import QueryTimeoutError, SqlError
 from graphlake.query.graph_macros import TABLE_MACROS
 
 #: Functions that read files, the environment or other databases: never on a public path.
@@ -34,6 +40,17 @@ FORBIDDEN_FUNCTIONS = {
 }
 #: Table functions that only compute values (no I/O): DuckDB's and graphlake's graph macros.
 SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", *TABLE_MACROS}
+#: Longest statement accepted, in characters. Generated filters longer than this belong in a
+#: parameter or a join, not in the SQL text.
+MAX_STATEMENT_CHARS = 100_000
+#: Deepest nesting of parentheses and CASE ... END accepted (sqlglot's parser recurses about 20
+#: Python frames per level and the stack ends near 45).
+MAX_NESTING = 32
+#: Deepest syntax tree accepted; a chain of thousands of ORs is this deep, and qualifying it is
+#: quadratic in its depth. The named queries reach 16.
+MAX_TREE_DEPTH = 256
+_OPEN = {"L_PAREN", "L_BRACKET", "L_BRACE", "CASE"}
+_CLOSE = {"R_PAREN", "R_BRACKET", "R_BRACE", "END"}
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?:\. Line: (\d+), Col: (\d+))?")
 
 
@@ -44,9 +61,46 @@ def suggest(name: str, candidates) -> str:
     return f" Did you mean {close[0]!r}?" if close else ""
 
 
+def check_length(sql: str) -> None:
+    """Refuse a statement longer than :data:`MAX_STATEMENT_CHARS`."""
+    if len(sql) > MAX_STATEMENT_CHARS:
+        raise SqlError(f"statement is {len(sql):,} characters; the limit is "
+                       f"{MAX_STATEMENT_CHARS:,}. Pass long value lists as a parameter "
+                       "(e.g. WHERE x IN (SELECT unnest($ids))) instead of in the text")
+
+
+def _check_size(sql: str) -> None:
+    """Refuse statements too long or nested too deeply to parse safely, before parsing."""
+    check_length(sql)
+    depth = deepest = 0
+    for token in sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql):
+        kind = token.token_type.name
+        if kind in _OPEN:
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING:
+                    raise SqlError(
+                        f"statement nests parentheses/CASE more than {MAX_NESTING} deep (line "
+                        f"{token.line}, column {token.col}); flatten it, e.g. with a CTE",
+                        line=token.line, col=token.col)
+        elif kind in _CLOSE:
+            depth = max(0, depth - 1)
+
+
+def _tree_depth(tree: exp.Expression) -> int:
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.iter_expressions())
+    return deepest
+
+
 def parse(sql: str) -> exp.Expression:
     """Parse exactly one DuckDB statement or raise :class:`SqlError` with its position."""
     try:
+        _check_size(sql)
         statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
@@ -55,18 +109,70 @@ def parse(sql: str) -> exp.Expression:
                        line=err.get("line"), col=err.get("col")) from None
     except TokenError as exc:  # an unterminated string or quoted name, say
         raise SqlError(f"SQL syntax error: {exc}; check for an unclosed quote") from None
+    except RecursionError:
+        raise SqlError("statement is nested too deeply to parse; flatten it, e.g. with a "
+                       "CTE") from None
     if len(statements) != 1:
         raise SqlError(f"expected exactly one statement, got {len(statements)}; run them one "
                        "at a time")
-    return statements[0]
+    tree = statements[0]
+    depth = _tree_depth(tree)
+    if depth > MAX_TREE_DEPTH:
+        raise SqlError(f"statement's syntax tree is {depth} levels deep; the limit is "
+                       f"{MAX_TREE_DEPTH}. A long chain of OR/AND/|| is this deep: use "
+                       "x IN (...) or a list parameter instead")
+    return tree
 
 
-def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
+def _cte_in_scope(table: exp.Table) -> bool:
+    """True when ``table`` names a CTE visible where it stands.
+
+    Walks outwards as DuckDB resolves names: a query's own WITH covers its body and the
+    subqueries inside it; inside a CTE's definition only the CTEs before it (and itself, when
+    RECURSIVE) are visible. A CTE anywhere else in the statement does not count."""
+    name = table.name.lower()
+    node = table
+    while node.parent is not None:
+        parent = node.parent
+        if isinstance(parent, exp.With) and isinstance(node, exp.CTE):
+            ctes = parent.expressions
+            here = next(i for i, cte in enumerate(ctes) if cte is node)
+            visible = ctes[:here + 1] if parent.args.get("recursive") else ctes[:here]
+            if any(cte.alias_or_name.lower() == name for cte in visible):
+                return True
+            node = parent.parent if parent.parent is not None else parent  # skip its query
+            continue
+        if isinstance(parent, exp.Query) and node is not parent.args.get("with_"):
+            with_ = parent.args.get("with_")
+            if with_ and any(cte.alias_or_name.lower() == name for cte in with_.expressions):
+                return True
+        node = parent
+    return False
+
+
+def _in_time(deadline: float | None, step: str) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise QueryTimeoutError(f"the statement's checks ({step}) ran past the time limit; "
+                                "simplify the statement or raise the time limit")
+
+
+def check(sql: str, columns: dict[str, list[str]], *,
+          deadline: float | None = None) -> exp.Expression:
     """Admit ``sql`` if it is a read over known tables and columns; return its parse tree.
 
-    ``columns`` maps every view the caller may read to its column names.
-    """
+    ``columns`` maps every view the caller may read to its column names. ``deadline`` (a
+    ``time.monotonic()`` instant) stops the checks with :class:`QueryTimeoutError` once passed,
+    so a caller's time limit covers the guard as well as the query."""
+    try:
+        return _check(sql, columns, deadline)
+    except RecursionError:
+        raise SqlError("statement is nested too deeply to check; flatten it, e.g. with a "
+                       "CTE") from None
+
+
+def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> exp.Expression:
     tree = parse(sql)
+    _in_time(deadline, "parsing")
     if not isinstance(tree, exp.Query):
         kind = tree.key.upper()
         raise SqlError(f"only read statements are allowed here (SELECT, WITH ... SELECT, "
@@ -76,7 +182,6 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
         if name in FORBIDDEN_FUNCTIONS or isinstance(fn, exp.ReadCSV | exp.ReadParquet):
             raise SqlError(f"function {name}() reads outside the lake and is not allowed here; "
                            "query the lake views instead (see `graphlake sql --help`)")
-    ctes = {c.alias_or_name.lower() for c in tree.find_all(exp.CTE)}
     known = {t.lower() for t in columns}
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
@@ -91,12 +196,16 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
                 f"{', '.join(sorted(TABLE_MACROS))}; otherwise select from the lake views "
                 f"({', '.join(sorted(known))})")
         name = table.name.lower()
-        if name in ctes:
+        if _cte_in_scope(table):
             continue
         if table.db or name not in known:
             full = ".".join(p for p in (table.db, table.name) if p)
-            raise SqlError(f"unknown table {full!r}.{suggest(name, known)} Tables: "
+            elsewhere = any(c.alias_or_name.lower() == name for c in tree.find_all(exp.CTE))
+            hint = (" A CTE of that name exists, but not where this reference stands: a WITH "
+                    "covers only its own query." if elsewhere else "")
+            raise SqlError(f"unknown table {full!r}.{hint}{suggest(name, known)} Tables: "
                            f"{', '.join(sorted(known))}")
+    _in_time(deadline, "names")
     schema = {t: {c: "VARCHAR" for c in cols} for t, cols in columns.items()}
     try:
         qualify(tree.copy(), schema=schema, dialect="duckdb", validate_qualify_columns=True)
@@ -112,6 +221,7 @@ def check(sql: str, columns: dict[str, list[str]]) -> exp.Expression:
                            f"{', '.join(sorted(used)) or 'the lake'}: "
                            f"{', '.join(sorted(set(pool)))}", line=line, col=pos) from None
         # anything else sqlglot cannot reason about is left for DuckDB to judge
+    _in_time(deadline, "columns")
     return tree
 
 
