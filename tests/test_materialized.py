@@ -9,35 +9,79 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from conftest import HAND, cli
+from conftest import FIXTURES, HAND, cli
 from graphlake.lake import Lake
 from graphlake.lake.derived import current_files, refresh
 from graphlake.pipeline import ingest_path
-from graphlake.query.catalog import open_catalog
+from graphlake.query.catalog import derived_schema, files_select, open_catalog
 from graphlake.schema.views import MATERIALIZED, depends_on, standalone_sql
 
 
-def assert_matches_view(lake: Lake, version: int | None = None) -> dict[str, int]:
-    """Every materialized view equals its SQL over the same snapshot (as a bag of rows)."""
+def assert_matches_view(lake: Lake, version: int | None = None, *,
+                        current: bool | None = None) -> dict[str, int]:
+    """Every materialized view, as a query reads it, equals its SQL over the same snapshot (as
+    a bag of rows); where the snapshot holds a current table, the table's own files (read
+    directly, not through the catalog) equal the SQL too and the catalog's view reads them.
+
+    ``current`` asserts that the snapshot's tables are all current (True) or all stale/absent
+    (False)."""
     cat = open_catalog(lake, version)
     try:
         counts = {}
         for name in MATERIALIZED:
-            stored = f"(SELECT * FROM {name})"
+            files = current_files(lake, name, cat.snapshot)
+            if current is not None:
+                assert (files is not None) == current, (name, "current" if files else "stale")
             live = f"({standalone_sql(name)})"
-            only_stored, only_live, n_stored, n_live = cat.con.execute(
-                f"SELECT (SELECT count(*) FROM ({stored} EXCEPT ALL {live})), "
-                f"(SELECT count(*) FROM ({live} EXCEPT ALL {stored})), "
-                f"(SELECT count(*) FROM ({stored})), (SELECT count(*) FROM ({live}))"
-            ).fetchone()
-            assert (only_stored, only_live) == (0, 0), (name, only_stored, only_live)
-            assert n_stored == n_live
+            sides = [f"(SELECT * FROM {name})"]
+            if files is not None:
+                sides.append(f"({files_select(files, derived_schema(name))})")
+                (body,) = cat.con.execute("SELECT sql FROM duckdb_views() WHERE view_name = $n",
+                                          {"n": name}).fetchone()
+                assert all(f in body for f in files) and ("read_parquet" in body or not files)
+            for stored in sides:
+                only_stored, only_live, n_stored, n_live = cat.con.execute(
+                    f"SELECT (SELECT count(*) FROM ({stored} EXCEPT ALL {live})), "
+                    f"(SELECT count(*) FROM ({live} EXCEPT ALL {stored})), "
+                    f"(SELECT count(*) FROM ({stored})), (SELECT count(*) FROM ({live}))"
+                ).fetchone()
+                assert (only_stored, only_live) == (0, 0), (name, only_stored, only_live)
+                assert n_stored == n_live
             counts[name] = n_stored
         return counts
     finally:
         cat.close()
+
+
+def test_a_query_reads_the_current_table_not_the_sql(tmp_path):
+    """Tamper with a current table's file: a query must see the tampered rows (it reads the
+    table); once the table is stale it must not (it computes the SQL)."""
+    import pyarrow.parquet as pq
+
+    from graphlake.query import run_sql
+
+    lake = Lake(tmp_path / "lake")
+    ingest_path("kolab", HAND, lake)
+    refresh(lake)
+    files = current_files(lake, "adoptions", lake.snapshot())
+    assert files
+    for uri in files:
+        path = uri.removeprefix("file://")
+        table = pq.read_table(path)
+        label = table.schema.get_field_index("label")
+        pq.write_table(table.set_column(label, "label", pa.array(["TAMPERED"] * len(table))),
+                       path)
+    labels = {r["label"] for r in run_sql("SELECT DISTINCT label FROM adoptions", lake,
+                                          max_rows=None).table.to_pylist()}
+    assert labels == {"TAMPERED"}
+    # a new version makes the table stale until refreshed: then the view computes its SQL
+    assert ingest_path("coauthor", FIXTURES / "coauthor", lake)[1] is not None
+    labels = {r["label"] for r in run_sql("SELECT DISTINCT label FROM adoptions", lake,
+                                          max_rows=None).table.to_pylist()}
+    assert "TAMPERED" not in labels and labels
 
 
 def test_demo_lake_keeps_each_view_as_a_table_equal_to_its_sql(demo_lake):
