@@ -127,8 +127,11 @@ def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
     try:
         stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
         print_ingest_report(corpus, stats, snap, lk)
-        if refresh and snap is not None:
-            print_refresh_report(_refresh(lk))
+        if refresh and lk.exists():
+            # also when this run added nothing: it finishes a refresh a killed run left
+            rep = _refresh(lk)
+            if snap is not None or rep.snapshot is not None:
+                print_refresh_report(rep)
     except (GraphlakeError, FileNotFoundError) as exc:
         _fail(exc)
     return stats, snap
@@ -451,8 +454,9 @@ def lake_compact(
 def lake_repair(lake: LakeOpt = None):
     """Clean what killed writers left: table commits no lake version pins (rolled back),
     staging folders of runs whose process is gone, and data files no table version
-    references. Every ingest, refresh and compaction does this first; run it by hand after
-    a crash to get the space back now. Nothing a reader can see changes."""
+    references; then finishes a refresh of the materialized views that was cut short. Every
+    ingest, refresh and compaction does the cleaning first; run it by hand after a crash to
+    get the space back now. Nothing a reader can see changes."""
     lk = _lake(lake)
     if not lk.exists():
         _fail(LakeError(f"no lake at {lk.root}; give --lake the folder `graphlake ingest` "
@@ -462,6 +466,9 @@ def lake_repair(lake: LakeOpt = None):
     console.print(f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
                   f"{len(done['staging_removed'])} staging folders and "
                   f"{len(done['files_removed'])} unreferenced files removed", highlight=False)
+    rep = _refresh(lk)  # a refresh killed half-way is finished (nothing when views are current)
+    if rep.snapshot is not None:
+        print_refresh_report(rep)
 
 
 @lake_app.command("refresh")
