@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from graphlake.errors import GraphlakeError, LakeError
 
 app = typer.Typer(
     help="graphlake: one lake for human-agent collaboration corpora.\n\n"
@@ -52,13 +50,17 @@ export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT, O
                          no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
-from graphlake.cli_common import LakeOpt, _fail, _lake, _progress, console, err_console  # noqa: E402,I001
+from graphlake.cli_common import (  # noqa: E402,I001
+    LakeOpt, _lake, _progress, console, err_console, run_app, usage_error)
+from graphlake.errors import LakeNotFoundError  # noqa: E402
+from graphlake.config import OUTPUT_FORMATS  # noqa: E402
 
 VersionOpt = Annotated[int | None, typer.Option(
-    "--version", help="Read this lake version instead of the latest (time travel; see "
-    "`graphlake lake history`).")]
-FormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="Output format: table, json (an array of row objects), csv, parquet.")]
+    "--at", "--version", metavar="VERSION", help="Read this lake version instead of the "
+    "latest (time travel; see `graphlake lake history`).")]
+FormatOpt = Annotated[Literal[OUTPUT_FORMATS], typer.Option(
+    "--format", "-f",
+    help="Output format: json is an array of row objects; parquet needs -o or a pipe.")]
 OutputOpt = Annotated[Path | None, typer.Option(
     "--output", "-o", help="Write the result to this file instead of stdout.")]
 MaxRowsOpt = Annotated[int, typer.Option(
@@ -70,18 +72,17 @@ DialectOpt = Annotated[str | None, typer.Option(
     "(spark, postgres, trino, ...).")]
 TranspileOpt = Annotated[bool, typer.Option(
     "--transpile-only", help="Print the transpiled SQL instead of running it.")]
-EngineOpt = Annotated[str, typer.Option(
-    "--engine", help="duckdb (default, in-process) or spark (PySpark over the same lake files; "
-    "needs the spark extra and Java 17; local[2] unless $GRAPHLAKE_SPARK_MASTER).")]
+EngineOpt = Annotated[Literal["duckdb", "spark"], typer.Option(
+    "--engine", help="duckdb runs in-process; spark "
+    "runs PySpark over the same lake files (needs the spark extra and Java 17; local[2] unless "
+    "$GRAPHLAKE_SPARK_MASTER).")]
 
 
 def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) -> None:
-    from graphlake.query.output import FORMATS, write
+    from graphlake.query.output import write
 
-    if fmt not in FORMATS:
-        _fail(ValueError(f"unknown --format {fmt!r}; choose one of {', '.join(FORMATS)}"))
     if fmt == "parquet" and output is None and sys.stdout.isatty():
-        _fail(ValueError("parquet is binary: pass --output FILE or redirect stdout"))
+        usage_error("parquet is binary: pass --output FILE or redirect stdout")
     write(table, fmt, output, console)
     if truncated:
         err_console.print(f"[yellow]note:[/] result cut at {max_rows} rows; raise --max-rows "
@@ -124,16 +125,13 @@ def ingest(
 def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
                       refresh: bool = True, prune: bool = False):
     """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
-    try:
-        stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
-        print_ingest_report(corpus, stats, snap, lk)
-        if refresh and lk.exists():
-            # also when this run added nothing: it finishes a refresh a killed run left
-            rep = _refresh(lk)
-            if snap is not None or rep.snapshot is not None:
-                print_refresh_report(rep)
-    except (GraphlakeError, FileNotFoundError) as exc:
-        _fail(exc)
+    stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
+    print_ingest_report(corpus, stats, snap, lk)
+    if refresh and lk.exists():
+        # also when this run added nothing: it finishes a refresh a killed run left
+        rep = _refresh(lk)
+        if snap is not None or rep.snapshot is not None:
+            print_refresh_report(rep)
     return stats, snap
 
 
@@ -248,45 +246,37 @@ def _run_statement(statement: str, params: dict | None, lake, version, fmt, outp
     """What `sql` and `query run` share: transpile only, or run guarded and print."""
     from graphlake.query import guard, run_sql
 
-    try:
-        if transpile_only:
-            guard.parse(statement)
-            typer.echo(guard.transpile(statement, dialect or "duckdb", params))
-            return
-        if dialect:
-            raise ValueError("--dialect only applies with --transpile-only; to run on Spark "
-                             "use --engine spark")
-        if engine == "spark":
-            from graphlake.query.spark import run_sql_spark
+    if transpile_only:
+        guard.parse(statement)
+        typer.echo(guard.transpile(statement, dialect or "duckdb", params))
+        return
+    if dialect:
+        usage_error("--dialect only applies with --transpile-only; to run on Spark use "
+                    "--engine spark")
+    if engine == "spark":
+        from graphlake.query.spark import run_sql_spark
 
-            res = run_sql_spark(statement, _lake(lake), version=version, params=params,
-                                max_rows=max_rows or None)
-        elif engine == "duckdb":
-            res = run_sql(statement, _lake(lake), version=version, params=params,
-                          max_rows=max_rows or None, timeout_s=timeout or None)
-        else:
-            raise ValueError(f"unknown --engine {engine!r}; choose duckdb or spark")
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
+        res = run_sql_spark(statement, _lake(lake), version=version, params=params,
+                            max_rows=max_rows or None)
+    else:
+        res = run_sql(statement, _lake(lake), version=version, params=params,
+                      max_rows=max_rows or None, timeout_s=timeout or None)
     _emit(res.table, fmt, output, res.truncated, max_rows)
 
 
 # -- named queries ---------------------------------------------------------------------------
 @query_app.command("list")
-def query_list(fmt: FormatOpt = "table", lake: LakeOpt = None):
+def query_list(fmt: FormatOpt = "table", output: OutputOpt = None, lake: LakeOpt = None):
     """List the named queries with their parameters."""
     import pyarrow as pa
 
     from graphlake.query import named
 
-    try:
-        qs = named.load_all()
-    except GraphlakeError as exc:
-        _fail(exc)
+    qs = named.load_all()
     rows = [{"name": q.name, "title": q.title,
              "params": ", ".join(f"{p.name}:{p.type}" + ("" if p.required else "?")
                                  for p in q.params)} for q in qs.values()]
-    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+    _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 
 @query_app.command("show")
@@ -295,11 +285,8 @@ def query_show(name: Annotated[str, typer.Argument(help="Named query.")],
     """Print a named query's SQL (optionally transpiled with --dialect spark)."""
     from graphlake.query import guard, named
 
-    try:
-        q = named.get(name)
-        typer.echo(guard.transpile(q.sql, dialect) if dialect else q.sql)
-    except GraphlakeError as exc:
-        _fail(exc)
+    q = named.get(name)
+    typer.echo(guard.transpile(q.sql, dialect) if dialect else q.sql)
 
 
 @query_app.command("run")
@@ -320,17 +307,14 @@ def query_run(
     """Run a named query, e.g. `graphlake query run collab_metrics -p corpus=kolab`."""
     from graphlake.query import named
 
-    try:
-        q = named.get(name)
-        given = {}
-        for item in param or []:
-            if "=" not in item:
-                raise named.NamedQueryError(f"--param {item!r}: write NAME=VALUE")
-            k, v = item.split("=", 1)
-            given[k.strip()] = v
-        values = q.bind(given)
-    except GraphlakeError as exc:
-        _fail(exc)
+    q = named.get(name)
+    given = {}
+    for item in param or []:
+        if "=" not in item:
+            raise named.NamedQueryError(f"--param {item!r}: write NAME=VALUE")
+        k, v = item.split("=", 1)
+        given[k.strip()] = v
+    values = q.bind(given)
     _run_statement(q.sql, values, lake, version, fmt, output, dialect, transpile_only,
                    max_rows, timeout, engine)
 
@@ -349,15 +333,12 @@ def query_lint(
     from graphlake.query import named
     from graphlake.query.portable import lint
 
-    try:
-        items = ([("--sql", sql_text)] if sql_text else
-                 [(q.name, q.sql) for q in named.load_all().values()
-                  if not names or q.name in names])
-        if names and not sql_text:
-            for n in names:
-                named.get(n)  # unknown names get a did-you-mean
-    except GraphlakeError as exc:
-        _fail(exc)
+    items = ([("--sql", sql_text)] if sql_text else
+             [(q.name, q.sql) for q in named.load_all().values()
+              if not names or q.name in names])
+    if names and not sql_text:
+        for n in names:
+            named.get(n)  # unknown names get a did-you-mean
     blocked = 0
     for name, text in items:
         findings = lint(text)
@@ -373,27 +354,25 @@ def query_lint(
 
 # -- lake ------------------------------------------------------------------------------------
 @lake_app.command("info")
-def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table"):
+def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table",
+              output: OutputOpt = None):
     """Tables at a lake version: Delta version, rows, files, bytes."""
     import pyarrow as pa
 
     from graphlake.lake.maintenance import table_info
 
     lk = _lake(lake)
-    try:
-        snap = lk.snapshot(version)
-    except GraphlakeError as exc:
-        _fail(exc)
+    snap = lk.snapshot(version)
     rows = [vars(i) for i in table_info(lk, snap)]
     if fmt == "table":
         when = f"{snap.committed_at:%Y-%m-%d %H:%M:%S}" if snap.committed_at else ""
         detail = f" ({snap.operation} {snap.corpus or ''} {when} UTC)" if when else " (empty)"
-        console.print(f"lake {lk.root} at version {snap.lake_version}{detail}")
-    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+        err_console.print(f"lake {lk.root} at version {snap.lake_version}{detail}")
+    _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 
 @lake_app.command("history")
-def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
+def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table", output: OutputOpt = None):
     """Every lake version: when, what operation, which corpus and source, whether it can
     still be read (a vacuum deletes the files of versions older than its retention), rows
     added and rows removed (a re-ingest that replaced changed sessions or pruned gone ones)."""
@@ -403,10 +382,7 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
 
     lk = _lake(lake)
     vac = lk.vacuum_record()
-    try:
-        snaps = lk.snapshots()
-    except GraphlakeError as exc:
-        _fail(exc)
+    snaps = lk.snapshots()
     rows = [{"version": s.lake_version, "committed_at": s.committed_at,
              "operation": s.operation, "corpus": s.corpus, "source": s.source,
              "readable": vac is None or s.lake_version >= vac["readable_from"]
@@ -417,7 +393,7 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table"):
                                   if s.rows_removed else s.rows_added)}
             for s in snaps]
     _emit(pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
-          fmt, None, False, 0)
+          fmt, output, False, 0)
 
 
 @lake_app.command("compact")
@@ -440,10 +416,7 @@ def lake_compact(
     """
     from graphlake.lake.maintenance import compact
 
-    try:
-        snap, report = compact(_lake(lake), vacuum=vacuum, retain_hours=retain_hours)
-    except GraphlakeError as exc:
-        _fail(exc)
+    snap, report = compact(_lake(lake), vacuum=vacuum, retain_hours=retain_hours)
     for name, r in report.items():
         console.print(f"{name}: {r['files_removed']} files -> {r['files_added']}"
                       + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else ""))
@@ -459,8 +432,8 @@ def lake_repair(lake: LakeOpt = None):
     get the space back now. Nothing a reader can see changes."""
     lk = _lake(lake)
     if not lk.exists():
-        _fail(LakeError(f"no lake at {lk.root}; give --lake the folder `graphlake ingest` "
-                        "created"))
+        raise LakeNotFoundError(f"no lake at {lk.root}; give --lake the folder "
+                                "`graphlake ingest` created")
     with lk.write_lock():
         done = lk.repair(lk.snapshot(), full=True)
     console.print(f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
@@ -484,10 +457,7 @@ def lake_refresh(
     or after upgrading to a graphlake whose view SQL differs, queries compute those views from
     their SQL (correct, slower) and `graphlake lake info` marks the tables stale.
     """
-    try:
-        print_refresh_report(_refresh(_lake(lake), full))
-    except GraphlakeError as exc:
-        _fail(exc)
+    print_refresh_report(_refresh(_lake(lake), full))
 
 
 # -- export ------------------------------------------------------------------------------------
@@ -495,7 +465,8 @@ def lake_refresh(
 def export_graph(
     corpus: Annotated[str, typer.Argument(help="Corpus of the session (kolab, ...).")],
     session: Annotated[str, typer.Argument(help="session_id.")],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="graphml or dot.")] = "graphml",
+    fmt: Annotated[Literal["graphml", "dot"], typer.Option(
+        "--format", "-f", help="GraphML or Graphviz DOT.")] = "graphml",
     output: OutputOpt = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
@@ -504,12 +475,7 @@ def export_graph(
     (Graphviz), e.g. `graphlake export graph kolab hand-1 -f dot | dot -Tsvg > g.svg`."""
     from graphlake.query.export import session_graph, to_dot
 
-    if fmt not in ("graphml", "dot"):
-        _fail(ValueError(f"unknown --format {fmt!r}; choose graphml or dot"))
-    try:
-        g = session_graph(_lake(lake), corpus, session, version=version)
-    except GraphlakeError as exc:
-        _fail(exc)
+    g = session_graph(_lake(lake), corpus, session, version=version)
     if fmt == "dot":
         text = to_dot(g)
     else:
@@ -531,8 +497,8 @@ def export_ocel_cmd(
     output: Annotated[Path, typer.Argument(
         help="The file to write: .jsonocel/.json for JSON, .sqlite/.db for SQLite.")],
     corpus: Annotated[str | None, typer.Option("--corpus", help="Only this corpus.")] = None,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", "-f", help="json or sqlite [default: from the file's suffix].")] = None,
+    fmt: Annotated[Literal["json", "sqlite"] | None, typer.Option(
+        "--format", "-f", help="[default: from the file's suffix]")] = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
 ):
@@ -541,10 +507,7 @@ def export_ocel_cmd(
     nodes as objects; node occurrences and events as events."""
     from graphlake.query.ocel import export_ocel
 
-    try:
-        counts = export_ocel(_lake(lake), output, corpus=corpus, version=version, fmt=fmt)
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
+    counts = export_ocel(_lake(lake), output, corpus=corpus, version=version, fmt=fmt)
     console.print(f"wrote {counts['events']} events and {counts['objects']} objects to {output}")
 
 
@@ -579,11 +542,8 @@ def demo(
 
     lk = _lake(lake)
     corpus_dir = out or lk.root.parent / "demo-corpus"
-    try:
-        run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
-                 ingest=lambda c, p: ingest_and_report(c, p, lk))
-    except GraphlakeError as exc:
-        _fail(exc)
+    run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
+             ingest=lambda c, p: ingest_and_report(c, p, lk))
 
 
 # -- serve and bench --------------------------------------------------------------------------
@@ -627,17 +587,14 @@ def serve(
     from graphlake.server.settings import is_loopback
 
     if not is_loopback(host) and not token:
-        _fail(ValueError(f"refusing to serve on {host}, which is not a loopback address, "
-                         "without a token: pass --token T (clients then send "
-                         "'Authorization: Bearer T'), or bind 127.0.0.1"))
+        usage_error(f"refusing to serve on {host}, which is not a loopback address, without "
+                    "a token: pass --token T (clients then send 'Authorization: Bearer T'), "
+                    "or bind 127.0.0.1")
     lk = _lake(lake)
     if not lk.exists():
-        _fail(ValueError(f"no lake at {lk.root}; build one with `graphlake demo` or "
-                         "`graphlake ingest`, or pass --lake DIR"))
-    try:
-        lk.snapshot(version)  # an unknown --version fails here, not in every worker
-    except GraphlakeError as exc:
-        _fail(exc)
+        raise LakeNotFoundError(f"no lake at {lk.root}; build one with `graphlake demo` or "
+                                "`graphlake ingest`, or pass --lake DIR")
+    lk.snapshot(version)  # an unknown --version fails here, not in every worker
     import uvicorn
 
     os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
@@ -669,26 +626,24 @@ def _params(items: list[str] | None) -> dict:
     out = {}
     for item in items or []:
         if "=" not in item:
-            _fail(ValueError(f"--param {item!r} must be name=value"))
+            usage_error(f"--param {item!r} must be name=value")
         k, v = item.split("=", 1)
         out[k] = v
     return out
 
 
 @bench_app.command("list")
-def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table"):
+def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table",
+               output: OutputOpt = None):
     """Every protocol with its instance count, labels and conditions."""
     import pyarrow as pa
 
-    try:
-        b = _bench(lake, version)
-        rows = [{"id": s["id"], "instances": b.count(s["id"]), "task": s["task"],
-                 "labels": ", ".join(s["labels"]) or "(categories)",
-                 "conditions": ", ".join(s["conditions"]), "description": s["description"]}
-                for s in b.specs()]
-    except GraphlakeError as exc:
-        _fail(exc)
-    _emit(pa.Table.from_pylist(rows), fmt, None, False, 0)
+    b = _bench(lake, version)
+    rows = [{"id": s["id"], "instances": b.count(s["id"]), "task": s["task"],
+             "labels": ", ".join(s["labels"]) or "(categories)",
+             "conditions": ", ".join(s["conditions"]), "description": s["description"]}
+            for s in b.specs()]
+    _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 
 @bench_app.command("export")
@@ -702,25 +657,22 @@ def bench_export(
     """Write every instance of PROTOCOL in one condition as JSON Lines (no gold labels)."""
     import orjson
 
-    try:
-        b = _bench(lake, version)
-        params = _params(param)
-        total = b.count(protocol, params)
-        cursor, n = None, 0
-        with out.open("wb") as fh, _progress() as bar:
-            task = bar.add_task(f"{protocol} {condition or ''}".strip(), total=total)
-            while True:
-                page = b.instances(protocol, condition=condition, params=params, limit=500,
-                                   cursor=cursor)
-                for item in page.items:
-                    fh.write(orjson.dumps(item) + b"\n")
-                n += len(page.items)
-                bar.update(task, advance=len(page.items))
-                cursor = page.next_cursor
-                if cursor is None:
-                    break
-    except GraphlakeError as exc:
-        _fail(exc)
+    b = _bench(lake, version)
+    params = _params(param)
+    total = b.count(protocol, params)
+    cursor, n = None, 0
+    with out.open("wb") as fh, _progress() as bar:
+        task = bar.add_task(f"{protocol} {condition or ''}".strip(), total=total)
+        while True:
+            page = b.instances(protocol, condition=condition, params=params, limit=500,
+                               cursor=cursor)
+            for item in page.items:
+                fh.write(orjson.dumps(item) + b"\n")
+            n += len(page.items)
+            bar.update(task, advance=len(page.items))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
     err_console.print(f"wrote {n} instances to {out}")
 
 
@@ -732,32 +684,33 @@ def bench_score(
     baseline: Annotated[str | None, typer.Option("--baseline", help="Score a built-in "
                                                  "baseline instead: majority or mode.")] = None,
     param: ParamOpt = None, lake: LakeOpt = None, version: VersionOpt = None,
-    fmt: FormatOpt = "json",
+    fmt: FormatOpt = "json", output: OutputOpt = None,
 ):
     """Score predictions with the paper's metrics (missing, unknown and invalid ids listed)."""
     import orjson
 
-    try:
-        b = _bench(lake, version)
-        params = _params(param)
-        if baseline:
-            preds = b.baseline(protocol, baseline, params)
-        elif predictions is None:
-            raise ValueError("pass a PREDICTIONS.jsonl file or --baseline majority")
-        else:
-            preds = [orjson.loads(line) for line in predictions.read_bytes().splitlines()
-                     if line.strip()]
-        result = b.score(protocol, preds, params)
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
+    b = _bench(lake, version)
+    params = _params(param)
+    if baseline:
+        preds = b.baseline(protocol, baseline, params)
+    elif predictions is None:
+        usage_error("pass a PREDICTIONS.jsonl file or --baseline majority")
+    else:
+        preds = [orjson.loads(line) for line in predictions.read_bytes().splitlines()
+                 if line.strip()]
+    result = b.score(protocol, preds, params)
     if fmt == "json":
-        typer.echo(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode())
+        text = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
+        if output:
+            output.write_text(text + "\n")
+        else:
+            typer.echo(text)
     else:
         import pyarrow as pa
 
         flat = {k: (orjson.dumps(v).decode() if isinstance(v, dict | list) else v)
                 for k, v in result.items()}
-        _emit(pa.Table.from_pylist([flat]), fmt, None, False, 0)
+        _emit(pa.Table.from_pylist([flat]), fmt, output, False, 0)
 
 
 def _register_vision() -> None:
@@ -772,7 +725,7 @@ _register_vision()
 
 
 def main() -> None:  # console-script entry point
-    app()
+    run_app(app)
 
 
 if __name__ == "__main__":

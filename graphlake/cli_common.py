@@ -6,8 +6,11 @@ Its own module so command groups kept apart from :mod:`graphlake.cli` (``frames`
 
 from __future__ import annotations
 
+import os
+import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
@@ -28,9 +31,34 @@ def _lake(path: Path | None):
     return Lake(resolve_lake_dir(path))
 
 
-def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-    raise typer.Exit(2)
+def usage_error(message: str) -> NoReturn:
+    """The command line itself is wrong (options that do not go together, a malformed
+    value): Click prints the usage line and the message, and exits 2. (Typer ships its own
+    Click, so its exception classes are the ones it catches.)"""
+    raise typer.BadParameter(message)
+
+
+#: Errors of the work itself (a lake that is missing, a query the guard refuses, a file that
+#: cannot be read): one line on stderr, exit 1. Set GRAPHLAKE_DEBUG=1 for the traceback.
+#: (ValueError is what the commands raise for a bad value found while working; other
+#: exceptions are bugs and keep their traceback.)
+RUNTIME_ERRORS: tuple[type[BaseException], ...] = (OSError, ValueError)
+
+
+def run_app(app: Callable[[], object]) -> NoReturn:
+    """The one error handler of every command: usage errors exit 2 (Click's own), runtime
+    errors print ``error: ...`` and exit 1, never a traceback unless GRAPHLAKE_DEBUG is set."""
+    from graphlake.errors import GraphlakeError
+
+    try:
+        app()
+    except (GraphlakeError, *RUNTIME_ERRORS) as exc:
+        if os.environ.get("GRAPHLAKE_DEBUG"):
+            raise
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+        sys.exit(1)
+    sys.exit(0)
 
 
 def _progress():

@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 from rich.table import Table
 
-from graphlake.cli_common import LakeOpt, _fail, _lake, _progress, console, err_console
-from graphlake.errors import GraphlakeError
+from graphlake.cli_common import LakeOpt, _lake, _progress, console, err_console
 
 frames_app = typer.Typer(help="Screen recordings as data: sample, OCR and embed their frames "
                          "into LanceDB beside the lake (vision extra).", no_args_is_help=True)
@@ -68,30 +67,27 @@ def frames_index(
     from graphlake.vision.indexer import FrameIndexer
 
     lk = _lake(lake)
-    try:
-        progress = None if quiet else _progress()
-        tasks: dict[str, int] = {}
+    progress = None if quiet else _progress()
+    tasks: dict[str, int] = {}
 
-        def report(what: str, done: float, total: float) -> None:
-            if progress is None:
-                return
-            key = "texts" if what == "texts" else "video"
-            if key not in tasks:
-                tasks[key] = progress.add_task(what if key == "texts" else "frames",
-                                               total=total or None)
-            desc = "texts (label, chat)" if key == "texts" else f"frames {what}"
-            progress.update(tasks[key], completed=done, total=total or None, description=desc)
+    def report(what: str, done: float, total: float) -> None:
+        if progress is None:
+            return
+        key = "texts" if what == "texts" else "video"
+        if key not in tasks:
+            tasks[key] = progress.add_task(what if key == "texts" else "frames",
+                                           total=total or None)
+        desc = "texts (label, chat)" if key == "texts" else f"frames {what}"
+        progress.update(tasks[key], completed=done, total=total or None, description=desc)
 
-        indexer = FrameIndexer(lk, every=every, model=model, batch=batch, on_progress=report)
-        if rebuild:
-            indexer.store.drop()
-        if progress is not None:
-            with progress:
-                rep = indexer.run(session, texts=not no_texts)
-        else:
+    indexer = FrameIndexer(lk, every=every, model=model, batch=batch, on_progress=report)
+    if rebuild:
+        indexer.store.drop()
+    if progress is not None:
+        with progress:
             rep = indexer.run(session, texts=not no_texts)
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
+    else:
+        rep = indexer.run(session, texts=not no_texts)
     for uri in rep.missing:
         err_console.print(f"[yellow]skipped:[/] recording {uri} is not on disk")
     if rep.recordings == 0 and rep.texts == 0 and rep.lake_rows == 0:
@@ -139,14 +135,21 @@ SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this ses
 T0Opt = Annotated[float | None, typer.Option("--t0", help="From this time (seconds).")]
 T1Opt = Annotated[float | None, typer.Option("--t1", help="Before this time (seconds).")]
 StepOpt = Annotated[str | None, typer.Option("--step", help="Only in this step (step_id).")]
-ActorOpt = Annotated[str | None, typer.Option(
-    "--actor", help="human or ai: only while a node of that actor type was running.")]
+ActorOpt = Annotated[Literal["human", "ai"] | None, typer.Option(
+    "--actor", help="Only while a node of this actor type was running.")]
 KOpt = Annotated[int, typer.Option("--k", help="How many hits.")]
-SearchFormatOpt = Annotated[str, typer.Option(
-    "--format", "-f", help="table, or json (an array of hit objects).")]
+SearchFormatOpt = Annotated[Literal[SEARCH_FORMATS], typer.Option(
+    "--format", "-f",
+    help="json is an array of hit objects.")]
+HitsOutputOpt = Annotated[Path | None, typer.Option(
+    "--output", "-o", help="Write the hits as JSON to this file instead of printing them.")]
 
 
-def _print_hits(hits: list[dict], fmt: str, kind: str) -> None:
+def _print_hits(hits: list[dict], fmt: str, kind: str, output: Path | None = None) -> None:
+    if output is not None:
+        output.write_text(json.dumps(hits, default=str, indent=2) + "\n")
+        err_console.print(f"wrote {len(hits)} {kind} hit(s) to {output}")
+        return
     if fmt == "json":
         console.print_json(json.dumps(hits, default=str))
         return
@@ -160,11 +163,6 @@ def _print_hits(hits: list[dict], fmt: str, kind: str) -> None:
     console.print(table)
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in SEARCH_FORMATS:
-        _fail(ValueError(f"unknown --format {fmt!r}; choose table or json"))
-
-
 @search_app.command("frames")
 def search_frames_cmd(
     query: Annotated[str | None, typer.Argument(help="What the screen showed, in words.")]
@@ -176,7 +174,7 @@ def search_frames_cmd(
     during_ai: Annotated[bool, typer.Option(
         "--during-ai", help="Only inside an AI episode: from the prompt to the human's "
         "response.")] = False,
-    k: KOpt = 10, fmt: SearchFormatOpt = "table",
+    k: KOpt = 10, fmt: SearchFormatOpt = "table", output: HitsOutputOpt = None,
 ):
     """Frames whose screen matches the words (full text + meaning) or the picture.
 
@@ -188,15 +186,11 @@ def search_frames_cmd(
     from graphlake.query.connection import Connection
     from graphlake.search import search_frames
 
-    _check_format(fmt)
     lk = _lake(lake)
-    try:
-        filters = _filters(corpus, session, t0, t1, step, actor, during_ai)
-        with Connection(lk) as con:
-            hits = search_frames(lk.root, con, query, image=image, filters=filters, k=k)
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
-    _print_hits(hits, fmt, "frame")
+    filters = _filters(corpus, session, t0, t1, step, actor, during_ai)
+    with Connection(lk) as con:
+        hits = search_frames(lk.root, con, query, image=image, filters=filters, k=k)
+    _print_hits(hits, fmt, "frame", output)
 
 
 @search_app.command("text")
@@ -204,7 +198,7 @@ def search_text_cmd(
     query: Annotated[str, typer.Argument(help="Words or a paraphrase.")],
     lake: LakeOpt = None, corpus: CorpusOpt = None, session: SessionOpt = None,
     t0: T0Opt = None, t1: T1Opt = None, step: StepOpt = None, actor: ActorOpt = None,
-    k: KOpt = 10, fmt: SearchFormatOpt = "table",
+    k: KOpt = 10, fmt: SearchFormatOpt = "table", output: HitsOutputOpt = None,
 ):
     """Node labels, node details and chat turns matching the words or their meaning.
 
@@ -213,12 +207,8 @@ def search_text_cmd(
     from graphlake.query.connection import Connection
     from graphlake.search import search_text
 
-    _check_format(fmt)
     lk = _lake(lake)
-    try:
-        filters = _filters(corpus, session, t0, t1, step, actor, False)
-        with Connection(lk) as con:
-            hits = search_text(lk.root, con, query, filters=filters, k=k)
-    except (GraphlakeError, ValueError) as exc:
-        _fail(exc)
-    _print_hits(hits, fmt, "text")
+    filters = _filters(corpus, session, t0, t1, step, actor, False)
+    with Connection(lk) as con:
+        hits = search_text(lk.root, con, query, filters=filters, k=k)
+    _print_hits(hits, fmt, "text", output)

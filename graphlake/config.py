@@ -13,6 +13,8 @@ ENV_LAKE = "GRAPHLAKE_LAKE"
 #: (the CLI's ``--max-rows`` / ``--timeout``, ``graphlake.connect(max_rows=, timeout_s=)``).
 DEFAULT_MAX_ROWS = 100_000
 DEFAULT_TIMEOUT_S = 300.0
+#: How query answers can be written (``--format``; graphlake.query.output).
+OUTPUT_FORMATS = ("table", "json", "csv", "parquet")
 
 
 def default_lake_dir() -> Path:

@@ -79,10 +79,10 @@ def test_sql_json_csv_parquet_and_version(tmp_path, corpus):
 def test_sql_errors_are_one_helpful_line(tmp_path):
     Lake(tmp_path / "lake").init()
     bad = cli("sql", "select lable from adoptions", lake=tmp_path / "lake", check=False)
-    assert bad.returncode == 2
+    assert bad.returncode == 1
     assert "Did you mean 'label'?" in bad.stderr and "Traceback" not in bad.stderr
     write = cli("sql", "drop table nodes", lake=tmp_path / "lake", check=False)
-    assert write.returncode == 2 and "only read statements" in write.stderr
+    assert write.returncode == 1 and "only read statements" in write.stderr
 
 
 def test_a_lake_that_does_not_exist_is_an_error_naming_it(tmp_path):
@@ -137,9 +137,9 @@ def test_lake_info_history_compact(tmp_path, corpus):
 
 def test_unknown_corpus_and_missing_path(tmp_path):
     bad = cli("ingest", "kolabb", str(tmp_path), lake=tmp_path / "l", check=False)
-    assert bad.returncode == 2 and "Did you mean 'kolab'" in bad.stderr
+    assert bad.returncode == 1 and "Did you mean 'kolab'" in bad.stderr
     missing = cli("ingest", "kolab", str(tmp_path / "nope"), lake=tmp_path / "l", check=False)
-    assert missing.returncode == 2 and "does not exist" in missing.stderr
+    assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
 COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "run"],
@@ -160,3 +160,40 @@ def test_version_and_help_say_what_they_should():
     assert cli("--version").stdout.strip() == f"graphlake {graphlake.__version__}"
     help_ = " ".join(cli("sql", "--help").stdout.split())
     assert "default: $GRAPHLAKE_LAKE, else the user data directory" in help_
+
+
+def test_exit_codes_usage_2_runtime_1_and_one_line_errors(tmp_path):
+    """Click's usage errors exit 2; errors of the work itself exit 1 with one `error:` line
+    and no traceback (one handler for every command)."""
+    lake = tmp_path / "lake"
+    ingest = cli("ingest", "kolab", str(HAND), "--quiet", lake=lake)
+    assert ingest.returncode == 0
+    usage = [("sql", "SELECT 1", "--format", "xml"),
+             ("sql", "SELECT 1", "--dialect", "spark"),
+             ("sql", "SELECT 1", "--engine", "presto"),
+             ("export", "graph", "kolab", "hand-1", "--format", "svg"),
+             ("bench", "score", "kolab-1b")]
+    for args in usage:
+        out = cli(*args, lake=lake, check=False)
+        assert out.returncode == 2 and "Usage:" in out.stderr, (args, out.stderr)
+    runtime = [("sql", "SELECT nope FROM nodes"), ("lake", "info", "--at", "99"),
+               ("query", "run", "no_such_query")]
+    for args in runtime:
+        out = cli(*args, lake=lake, check=False)
+        assert out.returncode == 1, (args, out.returncode, out.stderr)
+        assert out.stderr.startswith("error: ") and "Traceback" not in out.stderr, out.stderr
+    missing = cli("lake", "repair", lake=tmp_path / "nowhere", check=False)
+    assert missing.returncode == 1 and "no lake at" in missing.stderr
+
+
+def test_time_travel_is_at_and_data_commands_take_o(tmp_path):
+    lake = tmp_path / "lake"
+    cli("ingest", "kolab", str(HAND), "--quiet", lake=lake)
+    now = json.loads(cli("lake", "info", "--at", "1", "-f", "json", lake=lake).stdout)
+    assert now == json.loads(cli("lake", "info", "--version", "1", "-f", "json",
+                                 lake=lake).stdout)
+    for args in (("lake", "history"), ("lake", "info"), ("query", "list"), ("bench", "list"),
+                 ("sql", "SELECT count(*) AS n FROM nodes")):
+        target = tmp_path / f"{args[0]}-{args[1][:8]}.json"
+        cli(*args, "-f", "json", "-o", str(target), lake=lake)
+        assert json.loads(target.read_text()), args

@@ -29,4 +29,4 @@ def test_graphml_round_trip_and_dot(tmp_path):
     dot = to_dot(session_graph(lake, "kolab", "hand-1"))
     assert dot.startswith('digraph "hand-1"') and '"seg1a/n3" -> "seg1a/n2" [label="loop"];' in dot
     missing = cli("export", "graph", "kolab", "nope", lake=lake, check=False)
-    assert missing.returncode == 2 and "no nodes for kolab session 'nope'" in missing.stderr
+    assert missing.returncode == 1 and "no nodes for kolab session 'nope'" in missing.stderr

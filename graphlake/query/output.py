@@ -14,7 +14,9 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-FORMATS = ("table", "json", "csv", "parquet")
+from graphlake.config import OUTPUT_FORMATS
+
+FORMATS = OUTPUT_FORMATS
 
 
 def _cell(v) -> Text:
