@@ -252,3 +252,22 @@ def test_the_next_writer_cleans_what_a_killed_one_left(lake, tmp_path):
         json_.dumps({"pid": int(dead), "host": socket.gethostname()}))
     ingest_path("kolab", HAND, lake)
     assert not stray.exists() and not (lake.staging_dir / "dead").exists()
+
+
+def test_a_staging_folder_killed_while_being_made_is_still_cleaned(lake):
+    """Staging folders get their owner file before they take their name; one killed before
+    that names its process, so the next writer can tell it is dead."""
+    import os
+    import subprocess
+
+    lake.init()
+    made = lake.new_staging("ingest")
+    assert json.loads((made / "owner.json").read_text())["pid"] == os.getpid()
+    gone = subprocess.Popen(["true"])  # a process id that is surely gone
+    gone.wait()
+    dead = lake.staging_dir / f".{gone.pid}-ingest-half-made"
+    alive = lake.staging_dir / f".{os.getpid()}-ingest-half-made"
+    dead.mkdir()
+    alive.mkdir()
+    assert sorted(lake.clean_staging()) == [dead.name]
+    assert alive.exists() and made.exists()

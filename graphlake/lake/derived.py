@@ -127,8 +127,7 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
                     changed = None
                     break
                 changed |= since
-        staging = lake.meta_dir / "staging" / f"refresh-{time.time_ns()}"
-        staging.mkdir(parents=True, exist_ok=True)
+        staging = lake.new_staging("refresh")  # DuckDB spills here; owned, so cleanable
         con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory":
                                      str(staging), "preserve_insertion_order": False})
         try:

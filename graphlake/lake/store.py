@@ -20,10 +20,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import socket
 import sys
 import time
+import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -270,9 +272,24 @@ class Lake:
     def staging_dir(self) -> Path:
         return self.meta_dir / "staging"
 
+    def new_staging(self, label: str) -> Path:
+        """A fresh staging folder that says who owns it from the moment it exists: made under
+        a name carrying this process id, given its owner file, then renamed into place, so a
+        kill at any instant leaves nothing a later writer cannot attribute and clean up."""
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        final = self.staging_dir / f"{label}-{uuid.uuid4().hex}"
+        making = self.staging_dir / f".{os.getpid()}-{final.name}"
+        making.mkdir()
+        (making / OWNER).write_text(json.dumps({
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat()}))
+        making.rename(final)
+        return final
+
     def clean_staging(self) -> list[str]:
         """Remove staging folders whose run is dead: its owner process is gone from this host
-        (or, for a folder without an owner, it is over a day old)."""
+        (a folder still being made names its process; any other folder without an owner is
+        dead once over a day old)."""
         removed = []
         if not self.staging_dir.is_dir():
             return removed
@@ -282,7 +299,10 @@ class Lake:
                 owner = json.loads((run / OWNER).read_text())
             except (FileNotFoundError, NotADirectoryError, ValueError):
                 owner = None
-            if owner is None:
+            making = re.match(r"\.(\d+)-", run.name)
+            if owner is None and making:
+                dead = not _alive(int(making.group(1)))
+            elif owner is None:
                 dead = time.time() - run.stat().st_mtime > 86400
             elif owner.get("host") != host:
                 dead = False  # another machine's run: it says when it is done

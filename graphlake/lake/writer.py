@@ -29,11 +29,9 @@ import itertools
 import json
 import os
 import shutil
-import socket
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -44,7 +42,7 @@ from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
 from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats, source_run
-from graphlake.lake.store import OWNER, Lake, Snapshot
+from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 
 UNIT = "_unit"
@@ -130,12 +128,59 @@ class StagingEmitter(EmitterBase):
         rows = self._buffers[table]
         if not rows:
             return
-        schema = _STAGED[table]
-        columns = zip(*rows, strict=True)
-        arrays = [pa.array(list(col), type=f.type)
-                  for col, f in zip(columns, schema, strict=True)]
-        self._write(table, pa.Table.from_arrays(arrays, schema=schema))
         self._buffers[table] = []
+        schema = _STAGED[table]
+        try:
+            arrays = [pa.array(list(col), type=f.type)
+                      for col, f in zip(zip(*rows, strict=True), schema, strict=True)]
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError, TypeError):
+            arrays = self._conform(table, rows)
+            if arrays is None:
+                return
+        self._write(table, pa.Table.from_arrays(arrays, schema=schema))
+
+    def _conform(self, table: str, rows: list[tuple]) -> list[pa.Array] | None:
+        """A batch Arrow refused: the rows whose values do not fit their column's type (a
+        source's ``true`` where a count belongs, a number past int64) become rejects naming
+        the column, the type and the value; the others are converted. Rare, so row by row."""
+        schema = _STAGED[table]
+        kept, was = [], self.unit
+        for row in rows:
+            bad = None
+            for value, f in zip(row, schema, strict=True):
+                if value is None:
+                    continue
+                try:
+                    pa.array([value], type=f.type)
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError,
+                        TypeError) as exc:
+                    bad = (f, value, exc)
+                    break
+            if bad is None:
+                kept.append(row)
+                continue
+            f, value, exc = bad
+            record = dict(zip(schema.names, row, strict=True))
+            self.unit = record.pop(UNIT)
+            self.accepted[table] -= 1
+            if table == "sessions":
+                self.sessions.remove((record["session_id"], self.unit,
+                                      record.get("source_file") or ""))
+            self.reject(source_file=str(record.get("source_file") or record.get("uri") or ""),
+                        target_table=table, record_kind="value",
+                        record_ref=f"{table}.{f.name}", raw=record,
+                        session_id=record.get("session_id"),
+                        reason=f"column {f.name} holds {f.type}, and {value!r} is not one "
+                        f"({type(exc).__name__}: {str(exc)[:120]}); the rest of the record's "
+                        "file landed. Fix the value at the source and re-ingest")
+        self.unit = was
+        if table == "rejects":  # a reject made here is buffered again; flush it with these
+            kept.extend(self._buffers["rejects"])
+            self._buffers["rejects"] = []
+        if not kept:
+            return None
+        return [pa.array(list(col), type=f.type)
+                for col, f in zip(zip(*kept, strict=True), schema, strict=True)]
 
     def close(self) -> StagingSummary:
         """Flush every buffer; return the counts and sessions seen."""
@@ -162,12 +207,8 @@ class LakeRun:
         self.prune = prune and replace
         self.memory_limit = memory_limit
         lake.init()
-        self.staging = lake.staging_dir / uuid.uuid4().hex
-        self.staging.mkdir(parents=True)
-        # who owns this folder: a later writer removes it only once this process is gone
-        (self.staging / OWNER).write_text(json.dumps({
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "started": datetime.now(UTC).isoformat()}))
+        # owned by this process: a later writer removes it only once this process is gone
+        self.staging = lake.new_staging("ingest")
         self.default_run = source_run(corpus, source)
 
     def emitter(self, prefix: str = "p0", flush_rows: int = 50_000) -> StagingEmitter:

@@ -1,0 +1,226 @@
+"""Structure-aware fuzzing of every ingestor with Hypothesis.
+
+Each corpus starts from its real fixture files (valid documents of the source's own format);
+Hypothesis then rewrites them where a reader is most likely to trip: a value swapped for one
+of another type or an absurd size (None, huge and negative numbers, NaN and infinity, empty
+and odd strings, lists, objects, deep nesting), a key removed, a record duplicated, a garbage
+line added, an XML attribute or element text replaced. The property is the issue's: a reader
+never raises out of ``parse`` for one file (that would turn a whole file into one reject and
+lose its good records); what it cannot read becomes record rejects, and the rows it emits
+convert to the canonical Arrow schema.
+
+A failure here names the corpus and the mutation; Hypothesis shrinks it to the smallest one.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from conftest import FIXTURES, HAND
+from graphlake import ingest
+from graphlake.lake.writer import StagingEmitter
+
+HOSTILE = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
+    st.sampled_from([0, -1, 1e308, -1e308, 1e20, math.nan, math.inf, -math.inf, 2 ** 63]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["", " ", "\x00", "\ud7ff" * 3, "9999-99-99T99:99:99", "10000-01-01",
+                     "1e20", "NaN", "null", "../../etc/passwd", "a" * 5000]),
+    st.lists(st.none() | st.integers() | st.text(max_size=3), max_size=3),
+    st.dictionaries(st.text(max_size=4), st.integers() | st.none(), max_size=3),
+    st.builds(lambda: [[[[[[[[[[[]]]]]]]]]]]),
+)
+
+
+def _paths(node, prefix=()):
+    """Every (path) to a value in a JSON document, the root's children first."""
+    out = []
+    if isinstance(node, dict):
+        for k, v in node.items():
+            out.append((*prefix, k))
+            out.extend(_paths(v, (*prefix, k)))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            out.append((*prefix, i))
+            out.extend(_paths(v, (*prefix, i)))
+    return out
+
+
+def _parent(doc, path):
+    for step in path[:-1]:
+        doc = doc[step]
+    return doc
+
+
+@st.composite
+def mutated(draw, doc):
+    """``doc`` with 1-4 structure-aware mutations."""
+    doc = json.loads(json.dumps(doc))
+    for _ in range(draw(st.integers(1, 4))):
+        paths = _paths(doc)
+        if not paths:
+            return draw(HOSTILE)
+        path = paths[draw(st.integers(0, len(paths) - 1))]
+        parent, key = _parent(doc, path), path[-1]
+        op = draw(st.sampled_from(["replace", "replace", "replace", "delete", "duplicate"]))
+        if op == "replace":
+            parent[key] = copy.deepcopy(draw(HOSTILE))
+        elif op == "delete":
+            del parent[key]
+        elif isinstance(parent, list):
+            parent.insert(key, json.loads(json.dumps(parent[key])))
+        else:
+            parent[key] = [parent[key], parent[key]]
+    return doc
+
+
+def _dump(doc) -> str:
+    return doc if isinstance(doc, Raw) else json.dumps(doc, allow_nan=True)
+
+
+def _run(corpus: str, root: Path) -> None:
+    """Parse every unit under ``root`` into the lake writer's staging emitter, as the pipeline
+    does (so the rows are converted to the canonical Arrow schema), but let a reader's
+    exception escape: the pipeline would turn it into a whole-file reject, the finding."""
+    ing = ingest.get(corpus)
+    out = StagingEmitter(corpus, root.parent / f"{root.name}-staging", "u0", flush_rows=7)
+    for index, unit in enumerate(ing.units(root)):
+        out.unit = index
+        ing.parse(unit, out)
+    out.close()
+
+
+class Raw(str):
+    """A fixture line that is not JSON on purpose: written back as it was."""
+
+
+def _jsonl_docs(path: Path) -> list:
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                out.append(Raw(line))
+    return out
+
+
+FUZZ = settings(max_examples=40, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                       HealthCheck.too_slow, HealthCheck.data_too_large])
+
+JSONL_CORPORA = {
+    "coauthor": FIXTURES / "coauthor" / "reopen_0123456789abcdef0123456789abcdef.jsonl",
+    "marble": FIXTURES / "marble" / "result_log.jsonl",
+    "hasbench": FIXTURES / "hasbench" / "traces.jsonl",
+    "almanac": FIXTURES / "almanac" / "s01.jsonl",
+}
+
+
+@pytest.mark.parametrize("corpus", sorted(JSONL_CORPORA))
+@FUZZ
+@given(data=st.data())
+def test_jsonl_ingestors_survive_mutated_records(corpus, data, tmp_path_factory):
+    source = JSONL_CORPORA[corpus]
+    records = _jsonl_docs(source)
+    objects = [i for i, r in enumerate(records) if not isinstance(r, Raw)]
+    which = objects[data.draw(st.integers(0, len(objects) - 1), label="record")]
+    records[which] = data.draw(mutated(records[which]), label="mutation")
+    lines = [_dump(r) for r in records]
+    if data.draw(st.booleans(), label="garbage line"):
+        lines.insert(data.draw(st.integers(0, len(lines))), data.draw(
+            st.sampled_from(["{", "]", "not json", '{"a": ' + "[" * 3000 + "]" * 3000 + "}",
+                             "\xff\xfe", "[]", "null", "42"])))
+    root = tmp_path_factory.mktemp(corpus)
+    for extra in source.parent.iterdir():  # side files (maps, tasks.yaml) stay as they are
+        if extra != source:
+            (shutil.copytree if extra.is_dir() else shutil.copy)(extra, root / extra.name)
+    (root / source.name).write_text("\n".join(lines) + "\n", errors="surrogatepass")
+    _run(corpus, root)
+
+
+@FUZZ
+@given(data=st.data())
+def test_kolab_survives_mutated_session_files(data, tmp_path_factory):
+    name = data.draw(st.sampled_from(["graph.json", "meta.json", "ratings.json",
+                                      "survey.json", "chat.jsonl"]), label="file")
+    root = tmp_path_factory.mktemp("kolab")
+    shutil.copytree(HAND, root / "hand")
+    target = root / "hand" / name
+    if name.endswith(".jsonl"):
+        docs = _jsonl_docs(target)
+        k = data.draw(st.sampled_from([i for i, d in enumerate(docs) if not isinstance(d, Raw)]),
+                      label="line")
+        docs[k] = data.draw(mutated(docs[k]), label="mutation")
+        target.write_text("\n".join(_dump(d) for d in docs) + "\n")
+    else:
+        target.write_text(_dump(data.draw(mutated(json.loads(target.read_text())),
+                                          label="mutation")))
+    _run("kolab", root)
+
+
+TAU2_FILES = [FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json",
+              FIXTURES / "tau2_runs" / "voice_run" / "results.json"]
+
+
+@FUZZ
+@given(data=st.data())
+def test_tau2_survives_mutated_results(data, tmp_path_factory):
+    source = data.draw(st.sampled_from(TAU2_FILES), label="file")
+    root = tmp_path_factory.mktemp("tau2")
+    if source.parent.name == "voice_run":
+        shutil.copytree(source.parent, root / "voice_run")
+        target = root / "voice_run" / "results.json"
+        sims = sorted((root / "voice_run" / "simulations").glob("*.json"))
+        if sims and data.draw(st.booleans(), label="mutate a simulation file"):
+            target = sims[data.draw(st.integers(0, len(sims) - 1))]
+    else:
+        target = root / source.name
+        shutil.copy(source, target)
+    doc = json.loads(target.read_text())
+    # aim at the simulations: most of a results file's structure lives there
+    sims = doc.get("simulations") if isinstance(doc, dict) else None
+    if sims and data.draw(st.booleans(), label="inside one simulation"):
+        k = data.draw(st.integers(0, len(sims) - 1))
+        sims[k] = data.draw(mutated(sims[k]), label="mutation")
+    else:
+        doc = data.draw(mutated(doc), label="mutation")
+    target.write_text(_dump(doc))
+    _run("tau2", root)
+
+
+_ATTR = re.compile(r'(\s[\w:.-]+=")([^"]*)(")')
+
+
+@FUZZ
+@given(data=st.data())
+def test_maptask_survives_mutated_xml(data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("maptask")
+    shutil.copytree(FIXTURES / "maptask_release", root / "release")
+    files = sorted((root / "release").rglob("*.xml"))
+    target = files[data.draw(st.integers(0, len(files) - 1), label="file")]
+    text = target.read_text()
+    attrs = list(_ATTR.finditer(text))
+    for _ in range(data.draw(st.integers(1, 4))):
+        if not attrs:
+            break
+        m = attrs[data.draw(st.integers(0, len(attrs) - 1))]
+        value = data.draw(st.sampled_from(["", "-1", "1e308", "nan", "inf", "abc", "0",
+                                           "99999999999999999999", "&amp;", "&lt;x&gt;"]))
+        text = text[:m.start(2)] + value + text[m.end(2):]
+        attrs = list(_ATTR.finditer(text))
+    if data.draw(st.booleans(), label="truncate"):
+        text = text[:data.draw(st.integers(0, len(text)))]
+    target.write_text(text)
+    _run("maptask", root)
