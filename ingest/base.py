@@ -233,6 +233,22 @@ class RecordError(ValueError):
     """A source record that cannot be ingested; its message becomes the reject reason."""
 
 
+#: What a reader raises when a record has a shape it did not expect (a list where an object
+#: belongs, a number where a name does): per-record loops catch these with their own
+#: RecordError so that one odd record is one reject, not a lost file.
+SHAPE_ERRORS: tuple[type[Exception], ...] = (RecordError, TypeError, AttributeError,
+                                             ValueError, KeyError, IndexError, OverflowError)
+
+
+def shape_reason(exc: Exception) -> str:
+    """The reject reason for ``exc`` caught as one of :data:`SHAPE_ERRORS`."""
+    if isinstance(exc, RecordError):
+        return str(exc)
+    return (f"the record does not have the shape this source's format gives it "
+            f"({type(exc).__name__}: {str(exc)[:200]}); check its fields' types against the "
+            "format's documentation")
+
+
 def within(p: Path, root: Path) -> bool:
     """Whether ``p`` stays inside ``root`` once symbolic links are followed. A link out of the
     input folder (say, to /etc/passwd) or to nowhere is never read: its bytes would otherwise

@@ -24,6 +24,7 @@ import yaml
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
+    SHAPE_ERRORS,
     Emitter,
     SourceUnit,
     attrs_json,
@@ -32,6 +33,7 @@ from graphlake.ingest.base import (
     json_lines,
     load_yaml,
     run_row,
+    shape_reason,
     stable_id,
     to_json,
 )
@@ -155,9 +157,9 @@ class _Trace:
         for lineno, rec in json_lines(self.path, self.reject):
             try:
                 self.line(rec, lineno)
-            except _Bad as exc:
+            except SHAPE_ERRORS as exc:
                 rid = rec.get("run_id") if isinstance(rec, dict) else None
-                self.reject(lineno, str(exc), rec, rid if isinstance(rid, str) else None)
+                self.reject(lineno, shape_reason(exc), rec, rid if isinstance(rid, str) else None)
 
     def reject(self, lineno: int, reason: str, raw, rid: str | None = None) -> None:
         self.out.reject(source_file=self.src, target_table="events", record_kind="trace_line",

@@ -30,6 +30,7 @@ import ijson
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
+    SHAPE_ERRORS,
     Emitter,
     SourceUnit,
     attrs_json,
@@ -37,12 +38,15 @@ from graphlake.ingest.base import (
     file_units,
     load_json,
     run_row,
+    shape_reason,
     to_json,
     within,
 )
 from graphlake.ingest.base import RecordError as _Bad
 
 RESULTS_NAME = "results.json"
+#: What ijson raises where a file stops being JSON (truncation, NaN, bad bytes).
+BROKEN_JSON = (ijson.JSONError, UnicodeDecodeError)
 SIMULATIONS_DIR = "simulations"
 SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "ticks",
                        "reward_info"})
@@ -122,7 +126,17 @@ class Tau2Ingestor:
                             info, ids, {k: self._one(unit.path, k) for k in keys
                                         if k not in ("timestamp", "info", "tasks",
                                                      "simulations")}, out)
-            self._simulations(unit.path, info, run, out)
+            landed = out.accepted["sessions"]
+            try:
+                self._simulations(unit.path, info, run, out)
+            except BROKEN_JSON as exc:  # truncated mid-array, a NaN, bytes that are not UTF-8
+                landed = out.accepted["sessions"] - landed
+                out.reject(source_file=src, target_table="sessions", record_kind="file",
+                           record_ref="$.simulations", raw=unit.path.read_bytes()[-(1 << 16):],
+                           reason=f"the file stops being valid JSON inside 'simulations' "
+                           f"({type(exc).__name__}: {str(exc)[:200]}); the {landed} "
+                           "simulation(s) before that point landed, the rest did not. Fix "
+                           "the file (a truncated copy? a NaN?) and re-ingest")
         else:
             out.reject(source_file=src, target_table="sessions", record_kind="file",
                        record_ref="$", reason="neither a tau2 results file (an object with "
@@ -142,15 +156,26 @@ class Tau2Ingestor:
 
     @staticmethod
     def _one(path: Path, prefix: str):
-        with path.open("rb") as fh:
-            for item in ijson.items(fh, prefix, use_float=True):
-                return item
+        """The first value at ``prefix``; None when absent or past a point where the file
+        stops being valid JSON (the simulations pass reports that)."""
+        try:
+            with path.open("rb") as fh:
+                for item in ijson.items(fh, prefix, use_float=True):
+                    return item
+        except BROKEN_JSON:
+            pass
         return None
 
     @staticmethod
-    def _items(path: Path, prefix: str):
+    def _items(path: Path, prefix: str, *, to_the_break: bool = False):
+        """(index, value) at ``prefix``, streamed. ``to_the_break``: stop quietly where the
+        file stops being valid JSON instead of raising."""
         with path.open("rb") as fh:
-            yield from enumerate(ijson.items(fh, prefix, use_float=True))
+            try:
+                yield from enumerate(ijson.items(fh, prefix, use_float=True))
+            except BROKEN_JSON:
+                if not to_the_break:
+                    raise
 
     @staticmethod
     def _ids_and_keys(path: Path) -> tuple[list[str], list[str]]:
@@ -158,11 +183,14 @@ class Tau2Ingestor:
         streaming pass over parse events: no simulation is built in memory."""
         ids, keys = [], []
         with path.open("rb") as fh:
-            for prefix, event, value in ijson.parse(fh):
-                if prefix == "simulations.item.id" and event == "string":
-                    ids.append(value)
-                elif prefix == "" and event == "map_key":
-                    keys.append(value)
+            try:
+                for prefix, event, value in ijson.parse(fh):
+                    if prefix == "simulations.item.id" and event == "string":
+                        ids.append(value)
+                    elif prefix == "" and event == "map_key":
+                        keys.append(value)
+            except BROKEN_JSON:
+                pass  # what came before the break; the simulations pass reports it
         return ids, keys
 
     # -- runs --------------------------------------------------------------------------------
@@ -243,7 +271,7 @@ class Tau2Ingestor:
     # -- tasks -> scenarios ------------------------------------------------------------------
     def _tasks(self, path: Path, prefix: str, out: Emitter, domain: str | None) -> None:
         src = str(path)
-        for k, task in self._items(path, prefix):
+        for k, task in self._items(path, prefix, to_the_break=True):
             ref = f"$.{prefix.replace('.item', '')}[{k}]" if "." in prefix else f"$[{k}]"
             if not isinstance(task, dict) or not isinstance(task.get("id"), str | int):
                 out.reject(source_file=src, target_table="scenarios", record_kind="task",
@@ -290,9 +318,9 @@ class Tau2Ingestor:
                         out: Emitter) -> None:
         try:
             self._simulation(sim, info, run, src, out)
-        except _Bad as exc:
+        except SHAPE_ERRORS as exc:
             out.reject(source_file=src, target_table="sessions", record_kind="simulation",
-                       record_ref=ref, reason=str(exc), raw=sim,
+                       record_ref=ref, reason=shape_reason(exc), raw=sim,
                        session_id=sim.get("id") if isinstance(sim, dict) else None)
 
     def _simulation(self, sim, info: dict, run: str, src: str, out: Emitter) -> None:
@@ -340,10 +368,11 @@ class Tau2Ingestor:
             for i, msg in enumerate(messages):
                 try:
                     rows = self._message(sid, i, msg, start)
-                except _Bad as exc:
+                except SHAPE_ERRORS as exc:
                     out.reject(source_file=src, target_table="events", record_kind="message",
                                record_ref=f"$.simulations[id={sid}].messages[{i}]",
-                               reason=f"simulation {sid} message #{i}: {exc}", raw=msg,
+                               reason=f"simulation {sid} message #{i}: {shape_reason(exc)}",
+                               raw=msg,
                                session_id=sid)
                     continue
                 for r in rows:
@@ -427,10 +456,10 @@ class _TickReader:
         for i, tick in enumerate(ticks):
             try:
                 rows.extend(self._tick(i, tick))
-            except _Bad as exc:
+            except SHAPE_ERRORS as exc:
                 self.out.reject(source_file=self.src, target_table="events", record_kind="tick",
                                 record_ref=f"$.ticks[{i}]", session_id=self.sid, raw=tick,
-                                reason=f"simulation {self.sid} tick #{i}: {exc}")
+                                reason=f"simulation {self.sid} tick #{i}: {shape_reason(exc)}")
         for side in list(self.open):
             rows.append(self._close(side))
         return rows

@@ -182,3 +182,27 @@ def test_the_wrong_ingestor_commits_nothing_and_names_the_right_one(tmp_path):
     (bad / "x.json").write_text('{"timestamp": "t", "info": {}, "simulations": [{"id": 1}]}')
     ingest_path("tau2", bad, tmp_path / "lake2")
     assert len(q(tmp_path / "lake2", "SELECT * FROM rejects")) == 1
+
+
+def test_a_tau2_file_truncated_mid_array_keeps_the_simulations_before_the_cut(tmp_path):
+    src = FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json"
+    text = src.read_text()
+    doc = json.loads(text)
+    sims = doc["simulations"]
+    assert len(sims) >= 3
+    # cut inside the third simulation
+    third = text.index(json.dumps(sims[2]["id"]))
+    for name, body in (("cut.json", text[:third + 5]),
+                       ("nan.json", text[:third] + text[third:].replace("0.0", "NaN", 1))):
+        folder = tmp_path / name.split(".")[0]
+        folder.mkdir()
+        (folder / name).write_text(body)
+        lake = tmp_path / f"lake-{name}"
+        out = cli("ingest", "tau2", str(folder), "--quiet", lake=lake, check=False)
+        assert out.returncode == 0, out.stderr
+        landed = {r["session_id"] for r in q(lake, "SELECT session_id FROM sessions")}
+        assert {sims[0]["id"], sims[1]["id"]} <= landed, name
+        (reject,) = q(lake, "SELECT record_ref, reason FROM rejects WHERE record_kind = 'file'")
+        assert reject["record_ref"] == "$.simulations"
+        assert "stops being valid JSON" in reject["reason"]
+        assert f"the {len(landed)} simulation(s) before that point landed" in reject["reason"]
