@@ -5,10 +5,10 @@ request), the same guarded SQL, patterns and primitives as the CLI.
     gl = graphlake.connect("~/lake")
     gl.sql("SELECT label, count(*) AS n FROM adoptions GROUP BY 1", output="pandas")
     gl.match("(p:human)-[:next]->(a:ai)<-[r:responds {label: 'modify'}]-(h)", graph="kolab")
-    gl.descendants("kolab", "hand-1", "seg1a/n1", max_hops=3)
+    gl.descendants("kolab", "kolab-7-000000", "seg1a/n1", max_hops=3)
     gl.query("collab_metrics", corpus="kolab")
-    gl.rustworkx("kolab", "hand-1")          # per-session algorithms SQL is awkward at
-    gl.betweenness("kolab", "hand-1")        # e.g. which actions broker the workflow
+    gl.rustworkx("kolab", "kolab-7-000000")    # per-session algorithms SQL is awkward at
+    gl.betweenness("kolab", "kolab-7-000000")  # e.g. which actions broker the workflow
 
 Pass ``engine="spark"`` to run the same statements on PySpark over the same files.
 """

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
+    SHAPE_ERRORS,
     Emitter,
     SourceUnit,
     attrs_json,
@@ -25,6 +26,7 @@ from graphlake.ingest.base import (
     iso_time,
     json_lines,
     load_json,
+    shape_reason,
     to_json,
 )
 from graphlake.ingest.base import RecordError as _Bad
@@ -99,8 +101,8 @@ class _Session:
                     self.header(rec)
                 else:
                     self.action(rec, lineno)
-            except _Bad as exc:
-                self.reject(lineno, str(exc), rec)
+            except SHAPE_ERRORS as exc:
+                self.reject(lineno, shape_reason(exc), rec)
         if self.sid is None:
             return
         nodes = [r["node_id"] for r in self.node_rows]

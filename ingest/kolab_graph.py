@@ -141,7 +141,13 @@ class GraphParser:
             if seg is None:
                 continue
             graph.segments.append(seg)
-            for j, node in enumerate(step.get("nodes") or []):
+            nodes = step.get("nodes") or []
+            if not isinstance(nodes, list):
+                self.reject("nodes", "step", f"steps[{i}].nodes", f"step {seg.key}'s 'nodes' is "
+                            f"{type(nodes).__name__}, not a list of node objects; the step "
+                            "landed without nodes", nodes, self.sid)
+                nodes = []
+            for j, node in enumerate(nodes):
                 n = self._node(node, seg, f"steps[{i}].nodes[{j}]", graph)
                 if n is not None and node.get("user_response") is not None:
                     pending_responses.append((n, node["user_response"], f"steps[{i}].nodes[{j}]"))

@@ -19,7 +19,15 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from graphlake.ingest.base import Emitter, attrs_json, load_json, to_json, within
+from graphlake.ingest.base import (
+    SHAPE_ERRORS,
+    Emitter,
+    attrs_json,
+    load_json,
+    shape_reason,
+    to_json,
+    within,
+)
 from graphlake.ingest.base import RecordError as _Bad
 from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedGraph
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock
@@ -294,18 +302,18 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
         name = p.name
         if name in (GRAPH_FILE, "meta.json"):
             continue
-        if name == "chat.jsonl":
-            r.chat(p)
-        elif name == "ratings.json":
-            r.ratings(p)
-        elif name == "survey.json":
-            r.survey(p)
-        elif name in ("workflow.md", "workflow.txt"):
-            r.document(p, "workflow_document")
-        elif name == "transcript.srt":
-            r.document(p, "transcript")
-        elif p.suffix.lower() in VIDEO_EXT and p.is_file():
-            r.media(p)
+        side = {"chat.jsonl": r.chat, "ratings.json": r.ratings, "survey.json": r.survey,
+                "workflow.md": lambda f: r.document(f, "workflow_document"),
+                "workflow.txt": lambda f: r.document(f, "workflow_document"),
+                "transcript.srt": lambda f: r.document(f, "transcript")}.get(name)
+        if side is None and p.suffix.lower() in VIDEO_EXT and p.is_file():
+            side = r.media
+        if side is not None:
+            try:
+                side(p)
+            except SHAPE_ERRORS as exc:  # one odd side file must not cost the session
+                ing.reject_file(out, p, f"{name}: {shape_reason(exc)}; the session landed "
+                                "without what this file holds", table="documents")
         else:
             ing.reject_file(out, p, f"unrecognised file {name!r} in a session folder; expected "
                             f"{', '.join(sorted(SIDE_FILES))} or a video "

@@ -317,7 +317,8 @@ class _Release:
         data = path.read_bytes()
         try:
             return ET.fromstring(data)
-        except ET.ParseError as exc:
+        except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError: the XML
+            # declaration names an encoding Python does not know
             self.out.reject(source_file=str(path), target_table="events", record_kind="file",
                             record_ref="$", reason=f"not valid XML ({exc}); fix it and "
                             "re-ingest", raw=data, session_id=self.sid)

@@ -25,12 +25,14 @@ import yaml
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
+    SHAPE_ERRORS,
     Emitter,
     SourceUnit,
     attrs_json,
     file_units,
     json_lines,
     load_yaml,
+    shape_reason,
     to_json,
 )
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
@@ -59,10 +61,13 @@ class MarbleIngestor:
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
             for lineno, line in json_lines(unit.path, bad):
-                if isinstance(line, dict) and "iterations" in line:
-                    _ResultLog(unit.path, lineno, out).read(line)
-                else:
-                    self._task(line, None, src, f"line {lineno}", out)
+                try:
+                    if isinstance(line, dict) and "iterations" in line:
+                        _ResultLog(unit.path, lineno, out).read(line)
+                    else:
+                        self._task(line, None, src, f"line {lineno}", out)
+                except SHAPE_ERRORS as exc:  # one odd line is one reject, not a lost file
+                    bad(lineno, shape_reason(exc), line)
         elif unit.kind == "yaml":
             text = unit.path.read_bytes()
             try:

@@ -70,6 +70,11 @@ def _ts(text) -> datetime:
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)  # tau2 writes local times, no zone
 
 
+def _obj(v) -> dict:
+    """An object the format says is one; anything else (kept in attrs by the caller) as {}."""
+    return v if isinstance(v, dict) else {}
+
+
 def _s(v) -> str | None:
     return v if isinstance(v, str) or v is None else to_json(v)
 
@@ -119,7 +124,7 @@ class Tau2Ingestor:
         elif shape == "results":
             info = self._one(unit.path, "info")
             info = info if isinstance(info, dict) else {}
-            domain = (info.get("environment_info") or {}).get("domain_name")
+            domain = _obj(info.get("environment_info")).get("domain_name")
             self._tasks(unit.path, "tasks.item", out, domain)
             ids, keys = self._ids_and_keys(unit.path)
             run = self._run(unit.path, unit.path.stem, self._one(unit.path, "timestamp"),
@@ -202,8 +207,8 @@ class Tau2Ingestor:
         for sim_id in sorted(sim_ids):
             digest.update(b"\0" + sim_id.encode())
         run_id = digest.hexdigest()[:16]
-        agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
-        env = info.get("environment_info") or {}
+        agent, user = _obj(info.get("agent_info")), _obj(info.get("user_info"))
+        env = _obj(info.get("environment_info"))
         try:
             started = _ts(timestamp) if timestamp is not None else None
         except _Bad:
@@ -216,8 +221,9 @@ class Tau2Ingestor:
             settings={**{k: v for k, v in info.items()
                          if k not in ("agent_info", "user_info", "environment_info")},
                       "domain": env.get("domain_name")},
-            attrs={"agent_info": agent, "user_info": user,
-                   "environment_info": {k: v for k, v in env.items() if k != "policy"},
+            attrs={"agent_info": info.get("agent_info"), "user_info": info.get("user_info"),
+                   "environment_info": {k: v for k, v in env.items() if k != "policy"}
+                   if env or "environment_info" not in info else info["environment_info"],
                    **({"timestamp": timestamp} if started is None and timestamp else {}),
                    **extras}))
         return run_id
