@@ -124,3 +124,16 @@ def test_statements_within_the_limits_still_pass():
     check("SELECT " + "(" * 30 + "1" + ")" * 30 + " FROM nodes", COLUMNS)
     check("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(200)),
           COLUMNS)
+
+
+@pytest.mark.parametrize("sql,message", [
+    ("SELECT * FROM descendants('kolab', 's')",
+     r"descendants\(\) takes 4 arguments, got 2: descendants\(corpus, session_id, node_id, "
+     r"max_hops\) \(nodes reachable from node_id"),
+    ("SELECT * FROM step_nodes('kolab', 's', 'seg1', 2)",
+     r"step_nodes\(\) takes 3 arguments, got 4: step_nodes\(corpus, session_id, step_id\)"),
+    ("SELECT allen(1, 2, 3) FROM nodes", r"allen\(\) takes 4 arguments, got 3"),
+])
+def test_a_graph_function_with_the_wrong_arguments_gets_its_signature(sql, message):
+    with pytest.raises(SqlError, match=message):
+        check(sql, COLUMNS)

@@ -35,10 +35,19 @@ class Macro:
     table: bool = True
     doc: str = ""
 
+    @property
+    def usage(self) -> str:
+        """The call as a reader writes it, e.g. ``descendants(corpus, session_id, node_id,
+        max_hops)``: for errors and help."""
+        return f"{self.name}({', '.join(_READABLE.get(p, p) for p in self.params)})"
+
     def create_sql(self) -> str:
         kind = "TABLE " if self.table else ""
         return f"CREATE MACRO {self.name}({', '.join(self.params)}) AS {kind}{self.body}"
 
+
+#: The macros' short parameter names as their callers know them.
+_READABLE = {"c": "corpus", "s": "session_id", "start": "node_id", "step": "step_id"}
 
 _HOP_LIMIT = ("least(coalesce(max_hops, 1000000000), (SELECT count(*) FROM nodes n "
               "WHERE n.corpus = c AND n.session_id = s))")
@@ -88,9 +97,9 @@ UNION ALL
 SELECT [src] AS cycle, 1 AS length FROM _arcs WHERE src = dst AND max_len >= 1"""
 
 MACROS: dict[str, Macro] = {m.name: m for m in (
-    _reach("descendants", "src", "dst", "nodes reachable from start, with the fewest hops"),
-    _reach("ancestors", "dst", "src", "nodes that reach start, with the fewest hops"),
-    _reach("neighborhood", "src", "dst", "k-hop context around start, either direction",
+    _reach("descendants", "src", "dst", "nodes reachable from node_id, with the fewest hops"),
+    _reach("ancestors", "dst", "src", "nodes that reach node_id, with the fewest hops"),
+    _reach("neighborhood", "src", "dst", "the max_hops-hop context around node_id, either direction",
            directed=False),
     Macro("window_nodes", ("c", "s", "t0", "t1"),
           "SELECT o.node_id, o.seq, o.t_start, o.t_end, o.step_id, o.actor_type "

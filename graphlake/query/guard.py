@@ -28,7 +28,7 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 
 from graphlake.errors import QueryTimeoutError, SqlError
-from graphlake.query.graph_macros import TABLE_MACROS
+from graphlake.query.graph_macros import MACROS, TABLE_MACROS
 
 #: Functions that read files, the environment or other databases: never on a public path.
 FORBIDDEN_FUNCTIONS = {
@@ -179,6 +179,11 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
                        f"UNION); got {kind}. The lake is written by `graphlake ingest`.")
     for fn in tree.find_all(exp.Func):
         name = (fn.name if isinstance(fn, exp.Anonymous) else fn.sql_name()).lower()
+        macro = MACROS.get(name) if isinstance(fn, exp.Anonymous) else None
+        if macro is not None and len(fn.expressions) != len(macro.params):
+            n = len(fn.expressions)
+            raise SqlError(f"{name}() takes {len(macro.params)} arguments, got {n}: "
+                           f"{macro.usage} ({macro.doc})")
         if name in FORBIDDEN_FUNCTIONS or isinstance(fn, exp.ReadCSV | exp.ReadParquet):
             raise SqlError(f"function {name}() reads outside the lake and is not allowed here; "
                            "query the lake views instead (see `graphlake sql --help`)")
