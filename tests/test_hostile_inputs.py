@@ -206,3 +206,28 @@ def test_a_tau2_file_truncated_mid_array_keeps_the_simulations_before_the_cut(tm
         assert reject["record_ref"] == "$.simulations"
         assert "stops being valid JSON" in reject["reason"]
         assert f"the {len(landed)} simulation(s) before that point landed" in reject["reason"]
+
+
+def test_times_that_look_wrong_are_flagged_not_dropped(tmp_path):
+    """Events that go backwards, start before the session or lie months in are kept as the
+    source gave them and listed in the time_flags view."""
+    src = FIXTURES / "almanac"
+    shutil.copytree(src, tmp_path / "almanac")
+    path = tmp_path / "almanac" / "s01.jsonl"
+    lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    actions = [i for i, rec in enumerate(lines) if rec.get("type") == "action"]
+    assert len(actions) >= 4
+    lines[actions[2]]["t"] = lines[actions[1]]["t"] - 5      # goes backwards
+    lines[actions[3]]["t"] = 40 * 86400.0                   # 40 days in
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lake = tmp_path / "lake"
+    ingest_path("almanac", tmp_path / "almanac", lake)
+    flags = q(lake, "SELECT flag, t FROM time_flags ORDER BY flag")
+    assert {f["flag"] for f in flags} >= {"backwards", "over_30_days_in"}, flags
+    assert 40 * 86400.0 in {f["t"] for f in flags}
+    # nothing was dropped for its time: as many events as from the unmodified source
+    clean = tmp_path / "clean"
+    ingest_path("almanac", src, clean)
+    count = "SELECT count(*) AS n FROM events"
+    assert q(lake, count) == q(clean, count)
+    assert q(clean, "SELECT count(*) AS n FROM time_flags") == [{"n": 0}]

@@ -14,7 +14,7 @@ from importlib import resources
 #: Views derived from the canonical tables, in dependency order: each is one SQL file in
 #: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
 VIEW_ORDER = ("adoptions", "adoption_chains", "co_occurrences", "session_metrics",
-              "session_process", "run_outcomes", "frame_occurrences", "event_frames")
+              "session_process", "run_outcomes", "frame_occurrences", "event_frames", "time_flags")
 
 #: Views kept as lake tables, in dependency order. Each must be computable one session at a
 #: time (grouped and joined by corpus and session), so that a refresh can recompute just the
