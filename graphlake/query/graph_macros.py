@@ -99,8 +99,8 @@ SELECT [src] AS cycle, 1 AS length FROM _arcs WHERE src = dst AND max_len >= 1""
 MACROS: dict[str, Macro] = {m.name: m for m in (
     _reach("descendants", "src", "dst", "nodes reachable from node_id, with the fewest hops"),
     _reach("ancestors", "dst", "src", "nodes that reach node_id, with the fewest hops"),
-    _reach("neighborhood", "src", "dst", "the max_hops-hop context around node_id, either direction",
-           directed=False),
+    _reach("neighborhood", "src", "dst",
+           "the max_hops-hop context around node_id, either direction", directed=False),
     Macro("window_nodes", ("c", "s", "t0", "t1"),
           "SELECT o.node_id, o.seq, o.t_start, o.t_end, o.step_id, o.actor_type "
           "FROM node_occurrences o WHERE o.corpus = c AND o.session_id = s "
