@@ -17,7 +17,7 @@ def test_readme_names_every_named_query_and_view():
     for name in named.load_all():
         assert f"`{name}`" in README, name
     from graphlake.query.catalog import DERIVED_VIEWS
-    from graphlake.query.graph_macros import MACROS
+    from graphlake.schema.graph_macros import MACROS
 
     for table in [*TABLES, *DERIVED_VIEWS]:
         assert f"`{table}`" in README, table

@@ -77,7 +77,7 @@ def test_inlined_macros_give_the_same_answers(tmp_path_factory, case):
     """expand_macros (the Spark path) is the same relation as DuckDB's registered macros."""
     import sqlglot
 
-    from graphlake.query.graph_macros import expand_macros
+    from graphlake.schema.graph_macros import expand_macros
 
     n, edges, start, k = case
     lake = graph_lake(tmp_path_factory.mktemp("ex"), n, edges)
@@ -103,7 +103,7 @@ ALLEN_CASES = [  # (a, b, relation of a to b): all 13
 def test_allen_relations(tmp_path):
     import sqlglot
 
-    from graphlake.query.graph_macros import expand_macros
+    from graphlake.schema.graph_macros import expand_macros
 
     lake = graph_lake(tmp_path, 1, [])
     for (a0, a1), (b0, b1), rel in ALLEN_CASES:

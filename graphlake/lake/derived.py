@@ -41,6 +41,14 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 
 from graphlake.lake.store import Lake, Snapshot
+from graphlake.schema.duckdb_views import (
+    create_macros,
+    create_table_views,
+    derived_schema,
+    files_select,
+    string_literal,
+)
+from graphlake.schema.graph_macros import MACROS
 from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED, depends_on, standalone_sql
 
 #: Delta table configuration keys: the definition a table was computed with, and the versions
@@ -55,8 +63,6 @@ CHUNK_ROWS = 1_000_000
 @cache
 def definition(name: str) -> str:
     """A hash of everything a materialized view's rows depend on besides the data."""
-    from graphlake.query.graph_macros import MACROS
-
     text = standalone_sql(name) + "".join(m.create_sql() for m in MACROS.values())
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -161,10 +167,6 @@ def carry_over(lake: Lake, base: Snapshot, versions: dict[str, int]) -> None:
 
 # ------------------------------------------------------------------------------ internals
 
-def _quote(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _files(lake: Lake, table: str, version: int | None) -> list[str]:
     if version is None:
         return []
@@ -199,7 +201,6 @@ def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None
 def _recompute(con: duckdb.DuckDBPyConnection, lake: Lake, base: Snapshot,
                changed: set[tuple[str, str]] | None, target: str) -> dict[str, tuple[int, int]]:
     """Write each view's rows for ``changed`` sessions (None: all); {view: (rows, version)}."""
-    from graphlake.query.catalog import create_macros, create_table_views, derived_schema
 
     files = {t: _files(lake, t, base.table_versions.get(t)) for t in inputs()}
     create_table_views(con, files)
@@ -241,14 +242,14 @@ def _chunks(con: duckdb.DuckDBPyConnection, narrow: bool) -> list[str]:
         groups[-1][3] += n
     tail = (" AND session_id IN (SELECT session_id FROM _changed WHERE corpus = {c})"
             if narrow else "")
-    return [f"corpus = {_quote(c)} AND session_id BETWEEN {_quote(lo)} AND {_quote(hi)}"
-            + tail.format(c=_quote(c)) for c, lo, hi, _n in groups]
+    lit = string_literal
+    return [f"corpus = {lit(c)} AND session_id BETWEEN {lit(lo)} AND {lit(hi)}"
+            + tail.format(c=lit(c)) for c, lo, hi, _n in groups]
 
 
 def _compute(con: duckdb.DuckDBPyConnection, name: str, files: dict[str, list[str]],
              done: dict[str, list[str]], chunks: list[str]):
     """Batches of view ``name``, one group of sessions at a time."""
-    from graphlake.query.catalog import create_table_views, derived_schema, files_select
 
     for where in chunks:
         create_table_views(con, files, where=where)
@@ -282,8 +283,8 @@ def _delete_sessions(lake: Lake, name: str, base: Snapshot,
         by_corpus.setdefault(c, []).append(s)
     if by_corpus:
         DeltaTable(str(lake.table_path(name))).delete(" OR ".join(
-            f"(corpus = {_quote(c)} AND session_id IN ({', '.join(map(_quote, ids))}))"
-            for c, ids in sorted(by_corpus.items())))
+            f"(corpus = {string_literal(c)} AND session_id IN "
+            f"({', '.join(map(string_literal, ids))}))" for c, ids in sorted(by_corpus.items())))
 
 
 def _create(lake: Lake, name: str, schema: pa.Schema) -> None:

@@ -44,6 +44,7 @@ from deltalake.transaction import AddAction
 from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats, source_run
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
+from graphlake.schema.duckdb_views import string_list, string_literal
 
 UNIT = "_unit"
 UNITS_DIR = "_units"
@@ -56,14 +57,6 @@ WHERE_FROM = frozenset({"source_file", "uri", "source", "run_id"})
 SAME_REJECT = ("corpus", "session_id", "target_table", "record_kind", "record_ref", "reason")
 _STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
            for name, spec in TABLES.items()}
-
-
-def _sql_str(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
-def _sql_list(paths: list[str]) -> str:
-    return "[" + ", ".join(map(_sql_str, paths)) + "]"
 
 
 @dataclass
@@ -310,11 +303,11 @@ class LakeRun:
         sessions), the staged files, and whether rows were dropped that way."""
         folder = self.staging / table
         files = sorted(str(p) for p in folder.glob("*.parquet"))
-        source = f"read_parquet({_sql_list(files)})"
+        source = f"read_parquet({string_list(files)})"
         if has_losers:
             with_units = " UNION ALL ".join(
-                f"SELECT * FROM read_parquet({_sql_list([f])}) POSITIONAL JOIN "
-                f"read_parquet({_sql_list([str(folder / UNITS_DIR / Path(f).name)])})"
+                f"SELECT * FROM read_parquet({string_list([f])}) POSITIONAL JOIN "
+                f"read_parquet({string_list([str(folder / UNITS_DIR / Path(f).name)])})"
                 for f in files)
             # a loser with no session_id is a failed unit: all its rows go
             lost = (f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
@@ -335,8 +328,8 @@ class LakeRun:
             return None
         spec = TABLES[table]
         own = [k for k in spec.key if k not in ("corpus", "session_id")]
-        rows = (f"(SELECT {', '.join(spec.columns)} FROM read_parquet({_sql_list(existing)}, "
-                f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)})")
+        rows = (f"(SELECT {', '.join(spec.columns)} FROM read_parquet({string_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)})")
         sql = (f"SELECT * FROM {rows} WHERE session_id <> '' AND session_id IN "
                f"(SELECT DISTINCT session_id FROM {source})")
         if own:
@@ -383,9 +376,9 @@ class LakeRun:
             return staged
         source, files, _losers = staged
         used = (f"(SELECT * FROM {source} WHERE run_id <> "
-                f"{_sql_str(self.default_run['run_id'])} OR run_id IN (SELECT run_id FROM "
-                f"read_parquet({_sql_list(sessions)}, union_by_name=true) WHERE corpus = "
-                f"{_sql_str(self.corpus)} AND run_id IS NOT NULL))")
+                f"{string_literal(self.default_run['run_id'])} OR run_id IN (SELECT run_id FROM "
+                f"read_parquet({string_list(sessions)}, union_by_name=true) WHERE corpus = "
+                f"{string_literal(self.corpus)} AND run_id IS NOT NULL))")
         return used, files, True  # filtered: its files cannot be adopted as they are
 
     def _stale_rejects(self, con, base: Snapshot, sources: dict) -> dict[str, list[tuple]]:
@@ -396,8 +389,8 @@ class LakeRun:
         existing = self.lake.files("rejects", base)
         if not existing or "sessions" not in sources:
             return {}
-        lake_rejects = (f"(SELECT * FROM read_parquet({_sql_list(existing)}, "
-                        f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)} AND "
+        lake_rejects = (f"(SELECT * FROM read_parquet({string_list(existing)}, "
+                        f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
                         f"session_id <> '' AND session_id IN (SELECT session_id FROM "
                         f"{sources['sessions'][0]}))")
         again = (f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
@@ -415,8 +408,8 @@ class LakeRun:
         source, files, _losers = staged
         cols = ", ".join(SAME_REJECT)
         fresh = (f"(SELECT * FROM {source} ANTI JOIN (SELECT {cols} FROM read_parquet("
-                 f"{_sql_list(existing)}, union_by_name=true) WHERE corpus = "
-                 f"{_sql_str(self.corpus)}) l USING ({cols}))")
+                 f"{string_list(existing)}, union_by_name=true) WHERE corpus = "
+                 f"{string_literal(self.corpus)}) l USING ({cols}))")
         return fresh, files, True  # filtered: its files cannot be adopted as they are
 
     def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
@@ -425,8 +418,8 @@ class LakeRun:
         root = self.source.rstrip("/")
 
         def under(column: str) -> str:
-            return (f"({column} = {_sql_str(root)} OR starts_with({column}, "
-                    f"{_sql_str(root + '/')}))")
+            return (f"({column} = {string_literal(root)} OR starts_with({column}, "
+                    f"{string_literal(root + '/')}))")
 
         found = {t: src for t, (src, _f, _l) in sources.items()}
         gone: set[str] = set()
@@ -440,8 +433,8 @@ class LakeRun:
             seen = (f" AND {key} NOT IN (SELECT {key} FROM {found[table]})"
                     if table in found else "")
             rows = [r[0] for r in con.sql(
-                f"SELECT DISTINCT {key} FROM read_parquet({_sql_list(existing)}, "
-                f"union_by_name=true) WHERE corpus = {_sql_str(self.corpus)} AND {cond}"
+                f"SELECT DISTINCT {key} FROM read_parquet({string_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND {cond}"
                 f"{seen}").fetchall()]
             if table == "sessions":
                 gone |= set(rows)
@@ -460,15 +453,15 @@ class LakeRun:
         terms = []
         if sessions:
             terms.append(f"(session_id <> '' AND session_id IN "
-                         f"({', '.join(map(_sql_str, sorted(sessions)))}))")
+                         f"({', '.join(map(string_literal, sorted(sessions)))}))")
         # keys of a table keyed by session are of its session-less rows; rejects are keyed
         # by their own id alone
         scope = "session_id = '' AND " if "session_id" in TABLES[table].key else ""
         for key in keys:
             terms.append(f"({scope}" + " AND ".join(
-                f"{c} = {_sql_str(str(v))}" for c, v in zip(own, key, strict=True)) + ")")
-        predicate = f"corpus = {_sql_str(self.corpus)} AND ({' OR '.join(terms)})"
-        n = con.sql(f"SELECT count(*) FROM read_parquet({_sql_list(existing)}, "
+                f"{c} = {string_literal(str(v))}" for c, v in zip(own, key, strict=True)) + ")")
+        predicate = f"corpus = {string_literal(self.corpus)} AND ({' OR '.join(terms)})"
+        n = con.sql(f"SELECT count(*) FROM read_parquet({string_list(existing)}, "
                     f"union_by_name=true) WHERE {predicate}").fetchall()[0][0]
         if not n:
             return 0, None
@@ -492,7 +485,7 @@ class LakeRun:
                           "LIMIT 1").fetchall()
         existing = self.lake.files(table, base)
         # only the sessions this run touches can collide: prune the scan to them
-        in_lake = (f"(SELECT {keys} FROM read_parquet({_sql_list(existing)}, "
+        in_lake = (f"(SELECT {keys} FROM read_parquet({string_list(existing)}, "
                    f"union_by_name=true) WHERE session_id IN (SELECT DISTINCT session_id "
                    f"FROM {source}))") if existing else None
         collides = in_lake and con.sql(f"SELECT 1 FROM {source} SEMI JOIN {in_lake} "

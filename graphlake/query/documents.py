@@ -16,17 +16,18 @@ from graphlake.query.engine import run_sql
 def document_at(lake, session_id: str, seq: int | None = None, *,
                 corpus: str = "coauthor") -> str:
     """The document text after the event with sequence number ``seq`` (the end when None)."""
-    sid = session_id.replace("'", "''")
-    prompt = run_sql(f"SELECT text FROM documents WHERE corpus = '{corpus}' AND "
-                     f"session_id = '{sid}' AND doc_id = 'prompt'", lake).table.to_pylist()
+    key = {"corpus": corpus, "sid": session_id}
+    prompt = run_sql("SELECT text FROM documents WHERE corpus = $corpus AND "
+                     "session_id = $sid AND doc_id = 'prompt'", lake,
+                     params=key).table.to_pylist()
     if not prompt:
         raise GraphlakeError(f"no {corpus} session {session_id!r} in the lake; list them with "
                              f"graphlake sql \"SELECT session_id FROM sessions WHERE corpus = "
                              f"'{corpus}'\"")
-    upto = "" if seq is None else f" AND seq <= {int(seq)}"
-    deltas = run_sql(f"SELECT payload FROM events WHERE corpus = '{corpus}' AND "
-                     f"session_id = '{sid}' AND payload IS NOT NULL{upto} ORDER BY seq",
-                     lake, max_rows=None).table.column("payload").to_pylist()
+    deltas = run_sql("SELECT payload FROM events WHERE corpus = $corpus AND session_id = $sid "
+                     "AND payload IS NOT NULL AND ($seq IS NULL OR seq <= $seq) ORDER BY seq",
+                     lake, params={**key, "seq": None if seq is None else int(seq)},
+                     max_rows=None).table.column("payload").to_pylist()
     doc = prompt[0]["text"] or ""
     for payload in deltas:
         doc, _ = apply_delta(doc, orjson.loads(payload)["ops"])

@@ -28,7 +28,7 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 
 from graphlake.errors import QueryTimeoutError, SqlError
-from graphlake.query.graph_macros import MACROS, TABLE_MACROS
+from graphlake.schema.graph_macros import MACROS, TABLE_MACROS
 
 #: Functions that read files, the environment or other databases: never on a public path.
 FORBIDDEN_FUNCTIONS = {

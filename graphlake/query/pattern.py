@@ -44,6 +44,7 @@ from sqlglot.errors import ParseError
 from graphlake.errors import SqlError
 from graphlake.query.guard import suggest as _suggest
 from graphlake.schema import TABLES
+from graphlake.schema.duckdb_views import string_literal
 
 
 class PatternError(SqlError):
@@ -463,11 +464,6 @@ class _Ref:
     node: str
 
 
-def _sql_string(value: str) -> str:
-    """``value`` as a SQL string literal built by sqlglot (quotes escaped), never pasted."""
-    return exp.Literal.string(value).sql("duckdb")
-
-
 def _lit_filters(alias: str, props: dict[str, str]) -> list[str]:
     return [f"{alias}.{k} IS NULL" if v == "NULL" else f"{alias}.{k} = {v}"
             for k, v in props.items()]
@@ -476,7 +472,7 @@ def _lit_filters(alias: str, props: dict[str, str]) -> list[str]:
 def _node_filters(alias: str, n: NodePat) -> list[str]:
     out = []
     if n.labels:
-        labels = ", ".join(_sql_string(x) for x in n.labels)
+        labels = ", ".join(string_literal(x) for x in n.labels)
         out.append(f"{alias}.actor_type IN ({labels})" if len(n.labels) > 1
                    else f"{alias}.actor_type = {labels}")
     return out + _lit_filters(alias, n.props)
@@ -633,7 +629,7 @@ class _Compiler:
         arc_filters = _edge_filters("x", e)
         keys = "x.corpus = r.corpus AND x.session_id = r.session_id"
         if self.gt.graph:  # one corpus: filter the arcs once, join on session and node only
-            arc_filters.append(f"x.corpus = {_sql_string(self.gt.graph)}")
+            arc_filters.append(f"x.corpus = {string_literal(self.gt.graph)}")
             keys = "x.session_id = r.session_id"
         self.ctes.append(f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
                          f"x.{far} AS b FROM {et.table} AS x WHERE {' AND '.join(arc_filters)})")
@@ -663,11 +659,11 @@ class _Compiler:
         that keeps ``(p)-[:prompts]->()`` followed by ``-[:next]->{1,3}`` from walking out
         of every node of the lake. Otherwise it starts from every node that can match
         ``left_node``."""
-        graph = [f"n.corpus = {_sql_string(self.gt.graph)}"] if self.gt.graph else []
+        graph = [f"n.corpus = {string_literal(self.gt.graph)}"] if self.gt.graph else []
         if left is not None and self.from_sql:
             where = list(self.where)
             if self.gt.graph and self.anchor is not None:
-                where.append(f"{self.anchor.corpus} = {_sql_string(self.gt.graph)}")
+                where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
             cond = f" WHERE {' AND '.join(where)}" if where else ""
             return (f"(SELECT DISTINCT {left.corpus} AS corpus, {left.session} AS session_id, "
                     f"{left.node} AS node_id FROM {' '.join(self.from_sql)}{cond}) AS n")
@@ -726,7 +722,7 @@ class _Compiler:
                 far = self.edge(els[j], ref, els[j - 1], path.mode)
                 ref = self.node(els[j + 1], far)
         if self.gt.graph:
-            self.where.append(f"{self.anchor.corpus} = {_sql_string(self.gt.graph)}")
+            self.where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
         self._check_refs()
         self._inline_id_only()
         cols = ([c.sql("duckdb") for c in self.gt.columns] if self.gt.columns else

@@ -32,8 +32,8 @@ import sqlglot
 from sqlglot import exp
 
 from graphlake.errors import SqlError
-from graphlake.query.graph_macros import expand_macros
 from graphlake.query.pattern import compile_patterns
+from graphlake.schema.graph_macros import expand_macros
 
 
 @dataclass(frozen=True)

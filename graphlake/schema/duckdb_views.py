@@ -1,0 +1,93 @@
+"""DuckDB views over lake files, and SQL literals built by sqlglot: what both the query
+catalog (:mod:`graphlake.query.catalog`) and the materialized-view refresh
+(:mod:`graphlake.lake.derived`) build on, kept below both so neither imports the other.
+
+Every value pasted into generated SQL (a file path, a corpus, a session id) goes through
+:func:`string_literal` / :func:`string_list`, which sqlglot renders with its own quoting; where a
+statement can take bound parameters it does instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import cache
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from graphlake.schema.graph_macros import MACROS
+from graphlake.schema.tables import TABLES
+from graphlake.schema.views import DERIVED_VIEWS
+
+
+def string_literal(value: str) -> str:
+    """``value`` as a DuckDB string literal, quoted by sqlglot."""
+    return exp.Literal.string(value).sql("duckdb")
+
+
+def string_list(values: Iterable[str]) -> str:
+    """A DuckDB list literal of strings (``['a', 'b']``), quoted by sqlglot."""
+    return exp.Array(expressions=[exp.Literal.string(v) for v in values]).sql("duckdb")
+
+
+_DUCK_TYPES = {
+    pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+    pa.list_(pa.string()): "VARCHAR[]",
+}
+
+
+def _empty_select(schema: pa.Schema) -> str:
+    cols = ", ".join(f"CAST(NULL AS {_DUCK_TYPES[f.type]}) AS {f.name}" for f in schema)
+    return f"SELECT {cols} WHERE false"
+
+
+def files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
+    if not files:
+        return _empty_select(schema)
+    cols = ", ".join(schema.names)
+    return (f"SELECT {cols} FROM read_parquet({string_list(files)}, union_by_name=true)"
+            + (f" WHERE {where}" if where else ""))
+
+
+def create_table_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], *,
+                       where: str = "") -> dict[str, list[str]]:
+    """One view per canonical table over ``files[table]`` (rows matching ``where``, when
+    given); a table without files is an empty view with the right columns."""
+    columns = {}
+    for name, spec in TABLES.items():
+        con.execute(f"CREATE OR REPLACE VIEW {name} AS "
+                    f"{files_select(files.get(name, []), spec.schema, where)}")
+        columns[name] = list(spec.schema.names)
+    return columns
+
+
+def create_macros(con: duckdb.DuckDBPyConnection) -> None:
+    """The graph primitives (``descendants``, ``allen``, ...) as DuckDB macros."""
+    for macro in MACROS.values():
+        con.execute(macro.create_sql())
+
+
+def derived_schema(name: str) -> pa.Schema:
+    """The Arrow schema of a derived view, as DuckDB types it over empty tables."""
+    return _derived_schemas()[name]
+
+
+@cache
+def _derived_schemas() -> dict[str, pa.Schema]:
+    con = duckdb.connect()
+    try:
+        create_table_views(con, {})
+        create_macros(con)
+        out = {}
+        for name, (sql, _doc) in DERIVED_VIEWS.items():
+            con.execute(f"CREATE VIEW {name} AS {sql}")
+            schema = con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
+            # plain list<item> types, as the canonical tables use
+            out[name] = pa.schema([
+                f.with_type(pa.list_(f.type.value_type)) if pa.types.is_list(f.type) else f
+                for f in schema])
+        return out
+    finally:
+        con.close()
