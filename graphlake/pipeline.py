@@ -13,7 +13,7 @@ from pathlib import Path
 
 from graphlake import ingest
 from graphlake.errors import WrongCorpusError
-from graphlake.ingest.base import IngestStats, SourceUnit, parse_isolated
+from graphlake.ingest.base import IngestStats, SourceUnit
 from graphlake.ingest.sniff import is_non_data, sniff
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
@@ -41,13 +41,7 @@ def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[Source
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        if hasattr(ingestor, "parse_many"):  # a batch-capable ingestor does its own looping
-            ingestor.parse_many(units, start, em, tick)
-        else:
-            for i, unit in enumerate(units):
-                parse_isolated(ingestor.parse, unit, em, start + i)
-                if tick:
-                    tick(unit, 1)
+        ingestor.parse_many(units, start, em, tick)
     finally:
         if was_enabled:
             gc.enable()

@@ -18,6 +18,11 @@ def register(name: str):
     """Class decorator: make an ingestor available as ``graphlake ingest NAME``."""
 
     def deco(cls):
+        from graphlake.ingest.base import Ingestor
+
+        if not (isinstance(cls, type) and issubclass(cls, Ingestor)):
+            raise TypeError(f"{cls!r} must subclass graphlake.ingest.base.Ingestor to be "
+                            f"registered as {name!r}")
         cls.name = name
         _REGISTRY[name] = cls
         return cls

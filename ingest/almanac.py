@@ -20,6 +20,7 @@ from graphlake.ingest import register
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
+    Ingestor,
     SourceUnit,
     attrs_json,
     file_units,
@@ -46,7 +47,7 @@ STEP = "session"
 
 
 @register("almanac")
-class AlmanacIngestor:
+class AlmanacIngestor(Ingestor):
     """Almanac sessions (JSON Lines) and maps (maps/<map_id>.json)."""
 
     name = "almanac"

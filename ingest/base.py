@@ -8,6 +8,7 @@ rows in memory for tests and notebooks.
 
 from __future__ import annotations
 
+import abc
 import hashlib
 import json
 from collections import Counter, defaultdict
@@ -227,6 +228,38 @@ class SourceUnit:
     path: Path
     kind: str  # e.g. "graph_file", "session_dir", "unknown_file"
     companions: tuple[Path, ...] = ()
+
+
+class Ingestor(abc.ABC):
+    """What every source format implements (``@register("name")`` sets ``name``).
+
+    ``units`` lists what can be parsed on its own (a file, a session folder); ``parse`` turns
+    one unit into canonical rows and rejects through an emitter and never writes the lake.
+    ``parse_many`` is the driver's entry point: by default each unit is parsed in isolation
+    (whatever one file raises becomes its reject, the run goes on); an ingestor with a faster
+    batch path (Kolab's vectorised reader) overrides it. Shared helpers for the common chores
+    live beside this class: :func:`file_units` and :func:`data_files` (walking the input,
+    symlinks kept inside it), :func:`json_lines`, :func:`load_json`, :func:`load_yaml`
+    (bounded reading), :func:`iso_time` (times)."""
+
+    name: str = ""
+    help: str = ""
+
+    @abc.abstractmethod
+    def units(self, path: Path) -> list[SourceUnit]:
+        """The independently parseable units under ``path`` (a file or a folder)."""
+
+    @abc.abstractmethod
+    def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        """Emit the rows and rejects of one unit."""
+
+    def parse_many(self, units: list[SourceUnit], start: int, out: EmitterBase,
+                   tick: Callable[[SourceUnit, int], None] | None = None) -> None:
+        """Parse ``units`` (numbered from ``start``), each isolated from the others."""
+        for i, unit in enumerate(units):
+            parse_isolated(self.parse, unit, out, start + i)
+            if tick:
+                tick(unit, 1)
 
 
 class RecordError(ValueError):

@@ -32,6 +32,7 @@ from pathlib import Path
 from graphlake.ingest import register
 from graphlake.ingest.base import (
     Emitter,
+    Ingestor,
     SourceUnit,
     file_units,
     json_lines,
@@ -140,7 +141,7 @@ def _track(spans: list[Episode], kind: str, pos: int, n: int) -> None:
 
 
 @register("coauthor")
-class CoAuthorIngestor:
+class CoAuthorIngestor(Ingestor):
     """CoAuthor keystroke logs (.jsonl, one session per file)."""
 
     name = "coauthor"

@@ -26,6 +26,7 @@ from graphlake.ingest import register
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
+    Ingestor,
     SourceUnit,
     attrs_json,
     file_units,
@@ -57,7 +58,7 @@ EVENT_KNOWN = frozenset({"type", "run_id", "event_id", "step", "t", "channel", "
 
 
 @register("hasbench")
-class HasBenchIngestor:
+class HasBenchIngestor(Ingestor):
     """HAS-Bench task YAML (B.3.2) and execution traces (graphlake JSON Lines)."""
 
     name = "hasbench"

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, load_json, parse_isolated, within
+from graphlake.ingest.base import Emitter, Ingestor, SourceUnit, load_json, parse_isolated, within
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
 
 GRAPH_FILE = "graph.json"
@@ -26,7 +26,7 @@ VIDEO_EXT = {".mp4", ".mov", ".webm", ".mkv", ".avi"}
 
 
 @register("kolab")
-class KolabIngestor:
+class KolabIngestor(Ingestor):
     """Kolab workflow graphs: a graph JSON, a session folder, or a folder of either."""
 
     name = "kolab"

@@ -10,9 +10,9 @@ take, while the rest of the file lands.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
-from graphlake.ingest.base import Emitter, attrs_json, to_json
+from graphlake.ingest.base import Emitter, RecordError, attrs_json, iso_time, to_json
 from graphlake.ingest.timefmt import TimeFormatError, format_clock, parse_clock, parse_range
 
 SESSION_KNOWN = frozenset({"session_id", "participant_id", "title", "goal", "steps"})
@@ -202,14 +202,13 @@ class GraphParser:
         if value in (None, ""):
             return None
         try:
-            ts = datetime.fromisoformat(str(value))
-        except ValueError:
+            return iso_time(str(value))
+        except RecordError:
             self.reject("sessions", "meta", "meta.json$.started_at", f"session {self.sid}: "
                         f"started_at {value!r} is not an ISO 8601 time such as "
                         "'2026-03-02T14:00:00+00:00'; the session landed without it", value,
                         self.sid)
             return None
-        return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
     # -- steps -----------------------------------------------------------------------------
     def _segment(self, step, i: int, graph: ParsedGraph) -> Segment | None:

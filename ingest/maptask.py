@@ -26,7 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, SourceUnit, data_files, load_json, to_json
+from graphlake.ingest.base import Emitter, Ingestor, SourceUnit, data_files, load_json, to_json
 from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
@@ -44,7 +44,7 @@ HREF = re.compile(r"#id\(([^)]+)\)(?:\.\.id\(([^)]+)\))?")
 
 
 @register("maptask")
-class MapTaskIngestor:
+class MapTaskIngestor(Ingestor):
     """GMMT-annotated Map Task dialogues and landmark configurations."""
 
     name = "maptask"

@@ -27,6 +27,7 @@ from graphlake.ingest import register
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
+    Ingestor,
     SourceUnit,
     attrs_json,
     file_units,
@@ -43,7 +44,7 @@ KNOWN = frozenset({"scenario", "task_id", "coordinate_mode", "coordination_mode"
 
 
 @register("marble")
-class MarbleIngestor:
+class MarbleIngestor(Ingestor):
     """MultiAgentBench task JSONL files and scenario YAML configs."""
 
     name = "marble"

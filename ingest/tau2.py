@@ -23,7 +23,7 @@ size ingests with bounded memory.
 from __future__ import annotations
 
 import hashlib
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 import ijson
@@ -32,10 +32,12 @@ from graphlake.ingest import register
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
+    Ingestor,
     SourceUnit,
     attrs_json,
     data_files,
     file_units,
+    iso_time,
     load_json,
     run_row,
     shape_reason,
@@ -61,13 +63,10 @@ ROLES = {"assistant": ("ai", "agent"), "user": ("human", "human"), "tool": ("sys
 
 
 def _ts(text) -> datetime:
+    """tau2's times: ISO 8601 texts without a zone (read as UTC), required."""
     if not isinstance(text, str):
         raise _Bad(f"timestamp {text!r} is not an ISO 8601 text")
-    try:
-        ts = datetime.fromisoformat(text)
-    except ValueError:
-        raise _Bad(f"timestamp {text!r} is not ISO 8601 (e.g. 2025-10-05T07:52:53.055)") from None
-    return ts if ts.tzinfo else ts.replace(tzinfo=UTC)  # tau2 writes local times, no zone
+    return iso_time(text, "timestamp")
 
 
 def _obj(v) -> dict:
@@ -80,7 +79,7 @@ def _s(v) -> str | None:
 
 
 @register("tau2")
-class Tau2Ingestor:
+class Tau2Ingestor(Ingestor):
     """tau2-bench results files (simulations, tasks, run info) and task files."""
 
     name = "tau2"

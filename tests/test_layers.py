@@ -39,3 +39,16 @@ def test_a_layer_never_imports_a_higher_one(layer):
     bad = [(f.relative_to(ROOT).as_posix(), m) for f in files for m in imports(f)
            if any(m == p or m.startswith(p + ".") for p in FORBIDDEN[layer])]
     assert not bad, bad
+
+
+def test_every_ingestor_implements_the_protocol():
+    from graphlake import ingest
+    from graphlake.ingest.base import Ingestor
+
+    for name in ingest.names():
+        ing = ingest.get(name)
+        assert isinstance(ing, Ingestor) and ing.name == name and ing.help, name
+    with pytest.raises(TypeError, match="must subclass graphlake.ingest.base.Ingestor"):
+        ingest.register("not-one")(type("Loose", (), {"units": None, "parse": None}))
+    with pytest.raises(TypeError, match="abstract"):
+        type("Half", (Ingestor,), {"units": lambda self, path: []})()
