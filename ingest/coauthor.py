@@ -31,11 +31,14 @@ from pathlib import Path
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
+    SHAPE_ERRORS,
     Emitter,
     Ingestor,
+    RecordError,
     SourceUnit,
     file_units,
     json_lines,
+    shape_reason,
     to_json,
 )
 
@@ -193,7 +196,10 @@ class _Session:
                 self.reject(lineno, f"eventTimestamp {ev['eventTimestamp']!r} is not a time "
                             "between 1970 and 2100 in milliseconds since 1970", ev)
                 continue
-            self.event(lineno, ev)
+            try:
+                self.event(lineno, ev)
+            except SHAPE_ERRORS as exc:  # a field of odd type: this event, not the file
+                self.reject(lineno, shape_reason(exc), ev)
         if self.t0 is None:
             self.out.reject(source_file=self.src, target_table="sessions", record_kind="file",
                             record_ref="$", reason="no usable events: nothing to ingest",
@@ -210,7 +216,10 @@ class _Session:
         t = (ev["eventTimestamp"] - self.t0) / 1000.0
         self.t_last = max(self.t_last, t)
         if name == "system-initialize" and self.prompt is None:
-            self.prompt = ev.get("currentDoc") or ""
+            doc = ev.get("currentDoc")
+            if doc is not None and not isinstance(doc, str):
+                raise RecordError(f"currentDoc is {type(doc).__name__}, not the document text")
+            self.prompt = doc or ""
             if self.doc is None:
                 self.doc = self.prompt
         delta = ev.get("textDelta")
@@ -279,7 +288,7 @@ class _Session:
             if base.selected:  # a second choice from the same candidates: its own episode
                 ep = self._new_episode(t, lineno, base)
                 if ev.get("currentSuggestions"):
-                    ep.suggestions = ev["currentSuggestions"]
+                    ep.suggestions = _suggestions(ev)
                 return f"ep{ep.k}/request"
             if base.dismissed:  # closed, then brought back: the decision is still to come
                 base.dismissed, base.t_decide = False, None
@@ -291,7 +300,7 @@ class _Session:
             return None
         if name == "suggestion-open":
             ep.t_open = t
-            ep.suggestions = ev.get("currentSuggestions") or []
+            ep.suggestions = _suggestions(ev)
             self.last = ep
             return f"ep{ep.k}/suggestion"
         if name == "suggestion-select" and source == "user":
@@ -388,3 +397,13 @@ class _Session:
                                      if ep.reopened_from is not None else {}),
                                   **({"reopens": ep.reopens} if ep.reopens else {})})})
         return chain[-1]
+
+
+def _suggestions(ev: dict) -> list:
+    """The offered suggestions: a list in CoAuthor's logs; anything else is refused here, while
+    the event is read, rather than breaking the session's rows at the end."""
+    got = ev.get("currentSuggestions") or []
+    if not isinstance(got, list):
+        raise RecordError(f"currentSuggestions is {type(got).__name__}, not a list of "
+                          "suggestions")
+    return got

@@ -242,8 +242,8 @@ class Tau2Ingestor(Ingestor):
                        record_ref="$", reason="a run folder's results.json must be an object "
                        "with info and tasks", raw=meta)
             return
-        info = meta.get("info") if isinstance(meta.get("info"), dict) else {}
-        domain = (info.get("environment_info") or {}).get("domain_name")
+        info = _obj(meta.get("info"))
+        domain = _obj(info.get("environment_info")).get("domain_name")
         self._tasks(meta_path, "tasks.item", out, domain)
         files = [f for f in sorted((folder / SIMULATIONS_DIR).glob("*.json"))
                  if within(f, folder)]
