@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from graphlake.query.engine import run_sql
+from graphlake.schema.duckdb_views import string_literal
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -47,7 +48,7 @@ def export_ocel(lake, path: str | Path, *, corpus: str | None = None,
 
 def ocel_document(lake, *, corpus: str | None = None, version: int | None = None) -> dict:
     """The lake (or one corpus) as an OCEL 2.0 document (the JSON layout, as Python data)."""
-    where = "" if corpus is None else "WHERE corpus = '" + corpus.replace("'", "''") + "'"
+    where = "" if corpus is None else f"WHERE corpus = {string_literal(corpus)}"
 
     def q(sql: str) -> list[dict]:
         return run_sql(sql, lake, version=version, max_rows=None, timeout_s=None) \

@@ -24,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from graphlake.errors import attempt_import
+from graphlake.schema.duckdb_views import string_literal
 from graphlake.vision.embed import ModelError
 
 DB_DIR = "_frames"
@@ -40,9 +41,10 @@ ANN_MIN_ROWS = 100_000
 EXACT_MAX_ROWS = 20_000
 
 
-def sql_str(value: str) -> str:
-    """A string literal for a LanceDB filter (single quotes doubled)."""
-    return "'" + str(value).replace("'", "''") + "'"
+def sql_str(value) -> str:
+    """A string literal for a LanceDB (DataFusion) filter, quoted by sqlglot as for DuckDB:
+    both dialects write string literals the same way."""
+    return string_literal(str(value))
 
 
 def vector_type(dim: int) -> pa.DataType:
