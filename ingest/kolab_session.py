@@ -298,14 +298,15 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
                                 "fix graph.json and re-ingest the folder", table="events")
         return
     r = _Reader(out, graph)
+    readers = {"chat.jsonl": r.chat, "ratings.json": r.ratings, "survey.json": r.survey,
+               "workflow.md": lambda f: r.document(f, "workflow_document"),
+               "workflow.txt": lambda f: r.document(f, "workflow_document"),
+               "transcript.srt": lambda f: r.document(f, "transcript")}
     for p in others:
         name = p.name
         if name in (GRAPH_FILE, "meta.json"):
             continue
-        side = {"chat.jsonl": r.chat, "ratings.json": r.ratings, "survey.json": r.survey,
-                "workflow.md": lambda f: r.document(f, "workflow_document"),
-                "workflow.txt": lambda f: r.document(f, "workflow_document"),
-                "transcript.srt": lambda f: r.document(f, "transcript")}.get(name)
+        side = readers.get(name)
         if side is None and p.suffix.lower() in VIDEO_EXT and p.is_file():
             side = r.media
         if side is not None:

@@ -231,3 +231,25 @@ def test_times_that_look_wrong_are_flagged_not_dropped(tmp_path):
     count = "SELECT count(*) AS n FROM events"
     assert q(lake, count) == q(clean, count)
     assert q(clean, "SELECT count(*) AS n FROM time_flags") == [{"n": 0}]
+
+
+def test_a_value_that_does_not_fit_its_column_is_a_reject_and_the_rest_lands(tmp_path):
+    """`false` where CoAuthor's event number belongs used to crash the whole run at the
+    Parquet write; now that row is a reject naming column, type and value."""
+    src = FIXTURES / "coauthor"
+    name = next(src.glob("*.jsonl")).name
+    lines = (src / name).read_text().splitlines()
+    first = json.loads(lines[0])
+    first["eventNum"] = False
+    lines[0] = json.dumps(first)
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / name).write_text("\n".join(lines) + "\n")
+    lake, clean = tmp_path / "lake", tmp_path / "clean"
+    ingest_path("coauthor", tmp_path / "in", lake)
+    ingest_path("coauthor", src, clean)
+    (reject,) = q(lake, "SELECT target_table, record_ref, reason FROM rejects")
+    assert reject["target_table"] == "events" and reject["record_ref"] == "events.seq"
+    assert reject["reason"].startswith("column seq holds int64, and False is not one")
+    count = "SELECT count(*) AS n FROM events"
+    assert q(lake, count)[0]["n"] == q(clean, count)[0]["n"] - 1
+    assert q(lake, "SELECT count(*) AS n FROM nodes") == q(clean, "SELECT count(*) AS n FROM nodes")

@@ -176,8 +176,9 @@ class StagingEmitter(EmitterBase):
                 for col, f in zip(zip(*kept, strict=True), schema, strict=True)]
 
     def close(self) -> StagingSummary:
-        """Flush every buffer; return the counts and sessions seen."""
-        for table in TABLES:
+        """Flush every buffer; return the counts and sessions seen. Rejects go last: flushing
+        another table can add rejects (values that do not fit their column)."""
+        for table in (*(t for t in TABLES if t != "rejects"), "rejects"):
             self._flush(table)
         return StagingSummary(Counter(self.accepted), Counter(self.rejected), self.sessions,
                               list(self.failed_units))

@@ -69,11 +69,16 @@ def check_length(sql: str) -> None:
                        "(e.g. WHERE x IN (SELECT unnest($ids))) instead of in the text")
 
 
-def _check_size(sql: str) -> None:
-    """Refuse statements too long or nested too deeply to parse safely, before parsing."""
+_DUCKDB = sqlglot.Dialect.get_or_raise("duckdb")
+
+
+def _tokens(sql: str) -> list:
+    """The statement's tokens, once it is known not too long or nested too deeply to parse
+    safely (checked on the tokens, before the recursive parser sees them)."""
     check_length(sql)
+    tokens = _DUCKDB.tokenize(sql)
     depth = deepest = 0
-    for token in sqlglot.Dialect.get_or_raise("duckdb").tokenize(sql):
+    for token in tokens:
         kind = token.token_type.name
         if kind in _OPEN:
             depth += 1
@@ -86,6 +91,7 @@ def _check_size(sql: str) -> None:
                         line=token.line, col=token.col)
         elif kind in _CLOSE:
             depth = max(0, depth - 1)
+    return tokens
 
 
 def _tree_depth(tree: exp.Expression) -> int:
@@ -100,8 +106,8 @@ def _tree_depth(tree: exp.Expression) -> int:
 def parse(sql: str) -> exp.Expression:
     """Parse exactly one DuckDB statement or raise :class:`SqlError` with its position."""
     try:
-        _check_size(sql)
-        statements = [s for s in sqlglot.parse(sql, read="duckdb") if s is not None]
+        tokens = _tokens(sql)  # tokenized once: the parser reads the same tokens
+        statements = [s for s in _DUCKDB.parser().parse(tokens, sql) if s is not None]
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
         raise SqlError(f"SQL syntax error: {err.get('description', exc)}"
