@@ -6,13 +6,23 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
 
 import graphlake
 from graphlake.query.connection import Connection
 from graphlake.server import errors
 from graphlake.server.middleware import GuardMiddleware
 from graphlake.server.models import ErrorResponse
-from graphlake.server.routers import benchmarks, corpora, health, media, search, sessions, sql
+from graphlake.server.routers import (
+    benchmarks,
+    corpora,
+    health,
+    media,
+    search,
+    sessions,
+    sql,
+    workbench,
+)
 from graphlake.server.settings import Settings
 from graphlake.server.state import State, new_benchmarks
 
@@ -49,8 +59,9 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     errors.install(app)
     # routes are matched in order: after health (the load benchmark's ceiling) comes the
     # evaluation hot path
-    for module in (health, benchmarks, sessions, media, search, sql, corpora):
+    for module in (health, benchmarks, sessions, media, search, sql, corpora, workbench):
         app.include_router(module.router)
+    app.mount("/static", StaticFiles(directory=workbench.STATIC), name="static")
     app.add_middleware(GuardMiddleware, token=settings.token,
                        max_body_bytes=settings.max_body_bytes)
     return app

@@ -1,10 +1,15 @@
 """Pure ASGI middleware: bearer-token auth on every request (docs included) and a cap on the
-request body, counted as it arrives (a missing or false Content-Length cannot get around it)."""
+request body, counted as it arrives (a missing or false Content-Length cannot get around it).
+
+The workbench's page and its static files hold no lake data and are served without a token;
+the page then sends the token it is given on every call. A ``<video>`` or ``<img>`` cannot send
+a header, so a GET may carry the token as ``?token=`` instead (as Jupyter does)."""
 
 from __future__ import annotations
 
 import hmac
 import json
+from urllib.parse import parse_qs
 
 from graphlake.server.errors import error_body
 
@@ -21,6 +26,18 @@ class _TooLarge(Exception):
     pass
 
 
+#: Paths anyone may read: the workbench page and its scripts (no lake data).
+PUBLIC_PATHS = ("/",)
+PUBLIC_PREFIX = "/static/"
+
+
+def _query_token(scope) -> bytes:
+    if scope.get("method") != "GET" or not scope.get("query_string"):
+        return b""
+    given = parse_qs(scope["query_string"].decode("latin-1")).get("token")
+    return f"Bearer {given[0]}".encode() if given else b""
+
+
 class GuardMiddleware:
     def __init__(self, app, *, token: str | None, max_body_bytes: int):
         self.app = app
@@ -31,13 +48,16 @@ class GuardMiddleware:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         headers = dict(scope.get("headers") or [])
-        if self.token is not None:
-            given = headers.get(b"authorization", b"")
+        path = scope.get("path", "")
+        public = path in PUBLIC_PATHS or path.startswith(PUBLIC_PREFIX)
+        if self.token is not None and not public:
+            given = headers.get(b"authorization") or _query_token(scope)
             if not hmac.compare_digest(given, self.token):
                 return await _send_error(
                     send, 401, "this server needs a token: send the header "
                     "'Authorization: Bearer <token>' with the token `graphlake serve` was "
-                    "started with", [(b"www-authenticate", b"Bearer")])
+                    "started with (a GET may pass ?token=<token>; the workbench: open "
+                    "/?token=<token>)", [(b"www-authenticate", b"Bearer")])
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
             return await _send_error(send, 413, f"request body of {int(length)} bytes is over "

@@ -147,6 +147,8 @@ class NamedQueryInfo(BaseModel):
     title: str
     description: str
     params: list[QueryParam]
+    chart: dict[str, Any] | None = Field(default=None, description="A Vega-Lite spec (no "
+                                         "data) that plots the query's rows.")
 
 
 class NamedQueryRequest(BaseModel):
@@ -241,3 +243,50 @@ class TextHit(SearchHit):
     source: str = Field(description="node (label and detail) or chat.")
     ref_id: str = Field(description="node_id or event_id.")
     actor_type: str | None
+
+
+class SessionOverview(BaseModel):
+    corpus: str
+    session_id: str
+    title: str | None = None
+    domain: str | None = None
+    condition: str | None = None
+    duration_s: float | None = None
+    n_nodes: int | None = None
+    n_ai_nodes: int | None = None
+    n_responses: int | None = None
+    burstiness: float | None = None
+    topology_w: float | None = None
+    retention_adopt: float | None = None
+    retention_modify: float | None = None
+    collaboration_rating: float | None = None
+    output_quality_rating: float | None = None
+    success: bool | None = Field(default=None, description="Agent traces: the run passed.")
+    score: float | None = None
+    termination: str | None = None
+
+
+class SessionOverviewPage(Page[SessionOverview]):
+    total: int = Field(description="Sessions matching the filters, over all pages.")
+    offset: int = Field(description="Position of this page's first item.")
+
+
+class Timeline(BaseModel):
+    """A session for the workbench timeline; occurrences and events as parallel arrays."""
+    corpus: str
+    session_id: str
+    info: dict[str, Any]
+    duration_s: float
+    lanes: list[dict[str, Any]] = Field(description="Swimlanes top to bottom: id, label, "
+                                        "actor_type, index.")
+    steps: list[dict[str, Any]] = Field(description="Step bands with their ratings.")
+    occurrences: dict[str, list[Any]] = Field(description="One bar per node occurrence "
+                                              "(loops are several): parallel arrays, lane is "
+                                              "an index into lanes.")
+    events: dict[str, list[Any]] = Field(description="Events no node stands for (chat, "
+                                         "clarifications, tool calls), as parallel arrays.")
+    edges: list[GraphEdge]
+    adoptions: list[dict[str, Any]] = Field(description="Adopt/modify/reject triples: "
+                                            "source_node, ai_node, response_node, label.")
+    media: list[dict[str, Any]]
+    outcome: dict[str, Any] | None = Field(description="Agent traces: run_outcomes' row.")

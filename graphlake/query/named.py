@@ -11,11 +11,16 @@ Parameter types are ``text``, ``int``, ``float`` and ``bool``; ``= value`` gives
 (``= NULL`` makes the parameter optional with no value). The loader parses every file with
 sqlglot and checks that declared parameters and used placeholders match, reporting problems
 as ``file:line``.
+
+A query may come with a chart: a Vega-Lite spec in ``charts/<name>.vl.json`` beside it, with
+no ``data`` (the workbench plots the query's rows with it). The spec is declarative, so a chart
+is reviewed like the SQL it plots.
 """
 
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from importlib import resources
@@ -59,6 +64,7 @@ class NamedQuery:
     sql: str
     path: Path
     params: tuple[Param, ...] = field(default_factory=tuple)
+    chart: dict | None = field(default=None, compare=False)  # Vega-Lite, without data
 
     def bind(self, given: dict[str, str]) -> dict:
         """Convert ``name=value`` texts to typed values, apply defaults, reject unknowns."""
@@ -129,7 +135,25 @@ def parse_file(path: Path, text: str | None = None) -> NamedQuery:
         raise NamedQueryError(f"{path}: parameters {sorted(declared - used)} are declared but "
                               "never used as $name")
     return NamedQuery(meta["name"], meta.get("title", meta["name"]), meta.get("description", ""),
-                      text, path, tuple(params))
+                      text, path, tuple(params), _chart(path, meta["name"]))
+
+
+def _chart(path: Path, name: str) -> dict | None:
+    """The query's Vega-Lite spec (``charts/<name>.vl.json`` beside it), if it has one."""
+    spec_path = path.parent / "charts" / f"{name}.vl.json"
+    if not spec_path.is_file():
+        return None
+    try:
+        spec = json.loads(spec_path.read_text())
+    except ValueError as exc:
+        raise NamedQueryError(f"{spec_path}: not JSON ({exc})") from None
+    if not isinstance(spec, dict) or "mark" not in spec and "layer" not in spec:
+        raise NamedQueryError(f"{spec_path}: a chart is one Vega-Lite spec with a 'mark' or "
+                              "'layer'")
+    if "data" in spec:
+        raise NamedQueryError(f"{spec_path}: leave 'data' out; the chart plots the query's "
+                              "rows")
+    return spec
 
 
 def builtin_dir() -> Path:

@@ -9,8 +9,9 @@ from starlette.concurrency import run_in_threadpool
 
 from graphlake.protocols.render import NODE_FIELDS, render_chat, render_dot, render_graph
 from graphlake.server.errors import NotFound
-from graphlake.server.models import Chat, Event, Graph, Media, Page, Session
+from graphlake.server.models import Chat, Event, Graph, Media, Page, Session, Timeline
 from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
+from graphlake.server.timeline import build_timeline
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
 
@@ -178,3 +179,11 @@ def session_media(state: StateDep, corpus: str, session_id: str):
     data = _session(state, corpus, session_id)
     return json_response({"items": [{"corpus": corpus, "session_id": session_id, **m}
                                     for m in data.media], "next_cursor": None})
+
+
+@router.get("/{corpus}/{session_id}/timeline", response_model=Timeline)
+def session_timeline(state: StateDep, corpus: str, session_id: str):
+    """Everything the workbench's timeline draws, in one answer: swimlanes per actor, every
+    node occurrence and every event no node stands for, step bands with their ratings, edges,
+    adoption triples, recordings and, for agent traces, the outcome."""
+    return json_response(build_timeline(state.con, _session(state, corpus, session_id)))

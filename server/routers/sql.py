@@ -62,7 +62,8 @@ def run_sql(request: Request, state: StateDep, body: SqlRequest):
 def _info(q) -> dict:
     return {"name": q.name, "title": q.title, "description": q.description,
             "params": [{"name": p.name, "type": p.type, "required": p.required,
-                        "default": p.default, "doc": p.doc} for p in q.params]}
+                        "default": p.default, "doc": p.doc} for p in q.params],
+            "chart": q.chart}
 
 
 @router.get("/queries", response_model=list[NamedQueryInfo], tags=["queries"])

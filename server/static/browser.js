@@ -1,0 +1,96 @@
+// Corpora and sessions with their metrics: filter, sort and page through /workbench/sessions.
+import { api } from "./api.js";
+import { clock, el, errorBox, fmt } from "./dom.js";
+
+const COLUMNS = [
+  ["session_id", "session"], ["corpus", "corpus"], ["title", "title"], ["domain", "domain"],
+  ["condition", "condition"], ["duration_s", "duration"], ["n_nodes", "nodes"],
+  ["n_responses", "responses"], ["burstiness", "B"], ["topology_w", "W"],
+  ["retention_adopt", "R_A"], ["retention_modify", "R_M"],
+  ["collaboration_rating", "collab."], ["output_quality_rating", "quality"],
+  ["success", "pass/fail"],
+];
+const TITLES = {
+  burstiness: "burstiness B (Kolab 4.2)", topology_w: "workflow topology W: branch nodes / edges",
+  retention_adopt: "R_A: share of AI outputs adopted", retention_modify: "R_M: share modified",
+  collaboration_rating: "mean collaboration rating", output_quality_rating: "mean output-quality rating",
+  success: "agent traces: the run passed",
+};
+const PAGE = 25;
+
+export async function browserView(root, { query }) {
+  const state = {
+    corpus: query.get("corpus") || "", q: query.get("q") || "", domain: "", success: "",
+    sort: query.get("sort") || "session_id", order: query.get("order") || "asc",
+    cursors: [null],  // cursor of every page seen, so Previous goes back
+  };
+  const corpora = await api("/corpora", { params: { limit: 100 } });
+  const cards = el("div", { class: "cards", id: "corpora" });
+  const drawCards = () => cards.replaceChildren(...corpora.items.map((c) => el("div", {
+    class: `card${state.corpus === c.corpus ? " active" : ""}`, dataset: { corpus: c.corpus },
+    onclick: () => { state.corpus = state.corpus === c.corpus ? "" : c.corpus; drawCards(); reload(); },
+  }, el("b", {}, c.corpus), el("div", { class: "muted" },
+    `${c.sessions} sessions · ${c.nodes} nodes · ${c.events} events`))));
+  drawCards();
+
+  const q = el("input", { type: "search", id: "filter-q", placeholder: "id, title or goal", value: state.q });
+  const domain = el("input", { type: "text", id: "filter-domain", placeholder: "domain", size: 12 });
+  const success = el("select", { id: "filter-success" }, el("option", { value: "" }, "any outcome"),
+    el("option", { value: "true" }, "passed"), el("option", { value: "false" }, "failed"));
+  let timer;
+  const debounced = () => { clearTimeout(timer); timer = setTimeout(reload, 250); };
+  q.addEventListener("input", () => { state.q = q.value; debounced(); });
+  domain.addEventListener("input", () => { state.domain = domain.value; debounced(); });
+  success.addEventListener("change", () => { state.success = success.value; reload(); });
+
+  const info = el("span", { class: "muted", id: "page-info" });
+  const prev = el("button", { id: "prev-page", onclick: () => { state.cursors.pop(); state.cursors.pop(); load(); } }, "Previous");
+  const next = el("button", { id: "next-page", onclick: () => load() }, "Next");
+  const out = el("div", { class: "results", id: "sessions" });
+  root.append(el("h1", {}, "Corpora"), cards,
+    el("h2", {}, "Sessions"), el("div", { class: "toolbar" }, q, domain, success, prev, next, info), out);
+
+  function reload() { state.cursors = [null]; load(); }
+
+  async function load() {
+    const cursor = state.cursors[state.cursors.length - 1];
+    let page;
+    try {
+      page = await api("/workbench/sessions", { params: {
+        corpus: state.corpus, q: state.q, domain: state.domain, success: state.success,
+        sort: state.sort, order: state.order, limit: PAGE, cursor } });
+    } catch (err) { out.replaceChildren(errorBox(err)); return; }
+    state.cursors.push(page.next_cursor);
+    prev.disabled = state.cursors.length <= 2;
+    next.disabled = !page.next_cursor;
+    const last = page.offset + page.items.length;
+    info.textContent = page.total ? `${page.offset + 1}-${last} of ${page.total}` : "no sessions match";
+    out.replaceChildren(renderTable(page.items));
+  }
+
+  function renderTable(rows) {
+    const head = el("tr", {}, COLUMNS.map(([key, label]) => el("th", {
+      class: `sortable${state.sort === key ? ` sorted-${state.order}` : ""}`, title: TITLES[key] || null,
+      dataset: { sort: key },
+      onclick: () => {
+        state.order = state.sort === key && state.order === "asc" ? "desc" : "asc";
+        state.sort = key; reload();
+      },
+    }, label)));
+    const body = el("tbody", {}, rows.map((r) => el("tr", {
+      class: "link", dataset: { session: r.session_id, corpus: r.corpus },
+      onclick: () => { location.hash = `#/session/${encodeURIComponent(r.corpus)}/${encodeURIComponent(r.session_id)}`; },
+    }, COLUMNS.map(([key]) => cell(key, r[key])))));
+    return el("table", {}, el("thead", {}, head), body);
+  }
+  await load();
+}
+
+function cell(key, v) {
+  if (key === "success") {
+    return el("td", { class: v === null || v === undefined ? "" : v ? "pass" : "fail" },
+      v === null || v === undefined ? "" : v ? "pass" : "fail");
+  }
+  if (key === "duration_s") return el("td", { class: "num" }, clock(v));
+  return el("td", { class: typeof v === "number" ? "num" : null }, fmt(v, 3));
+}

@@ -1,0 +1,71 @@
+// What a model sees: one benchmark instance exactly as the evaluator service hands it out
+// (GET /benchmarks/{protocol}/instances/{id}), beside its session's timeline with the cut-off.
+import { api, mediaUrl } from "./api.js";
+import { clock, el, errorBox } from "./dom.js";
+import { createTimeline } from "./timeline.js";
+
+export async function instanceView(root, { query }) {
+  const benches = (await api("/benchmarks")).items;
+  const proto = el("select", { id: "protocol" }, benches.map((b) => el("option", { value: b.id, title: b.description }, b.id)));
+  const cond = el("select", { id: "condition" });
+  const inst = el("select", { id: "instance" });
+  const about = el("p", { class: "muted", id: "protocol-about" });
+  const out = el("div", { id: "instance-view" });
+  root.append(el("h1", {}, "What a model sees"),
+    el("div", { class: "toolbar" }, el("label", {}, "protocol ", proto), el("label", {}, "condition ", cond),
+      el("label", {}, "instance ", inst)), about, out);
+  let tl = null;
+
+  proto.value = query.get("protocol") || benches[0]?.id || "";
+  proto.addEventListener("change", () => pickProtocol());
+  cond.addEventListener("change", () => listInstances());
+  inst.addEventListener("change", () => show());
+
+  async function pickProtocol(wantCond) {
+    const b = benches.find((x) => x.id === proto.value);
+    if (!b) return;
+    about.textContent = `${b.description} Window: ${b.window}. Cut-off: ${b.cutoff}. Labels: ${b.labels.join(", ")}.`;
+    cond.replaceChildren(...b.conditions.map((c) => el("option", { value: c }, c)));
+    if (wantCond && b.conditions.includes(wantCond)) cond.value = wantCond;
+    await listInstances(query.get("id"));
+  }
+  async function listInstances(want) {
+    const page = await api(`/benchmarks/${proto.value}/instances`, { params: { condition: cond.value, limit: 50 } });
+    inst.replaceChildren(...page.items.map((i) => el("option", { value: i.id }, `${i.id}`)));
+    if (want && page.items.some((i) => i.id === want)) inst.value = want;
+    await show();
+  }
+  async function show() {
+    if (tl) { tl.dispose(); tl = null; }
+    if (!inst.value) { out.replaceChildren(el("p", { class: "muted" }, "No instances in this lake.")); return; }
+    out.dataset.state = "loading";
+    try {
+      const i = await api(`/benchmarks/${proto.value}/instances/${encodeURIComponent(inst.value)}`, { params: { condition: cond.value } });
+      const cutoff = i.inputs.cutoff ?? null;
+      const box = el("div", { id: "timeline" });
+      const video = i.inputs.video?.frames ? el("div", { class: "thumbs", id: "instance-frames" },
+        i.inputs.video.frames.map((f) => el("img", { src: mediaUrl(f.url, { width: 320 }), title: clock(f.t), alt: `frame at ${clock(f.t)}` }))) : null;
+      out.replaceChildren(
+        el("h2", {}, `${i.id} · ${i.condition} · ${i.corpus} / ${i.session_id}`,
+          cutoff !== null ? el("span", { class: "muted" }, ` · cut-off ${clock(cutoff)}`) : null),
+        el("p", {}, el("a", { href: `#/session/${encodeURIComponent(i.corpus)}/${encodeURIComponent(i.session_id)}?t=${cutoff ?? 0}` }, "open the session")),
+        box, el("h2", {}, "Prompt"), el("pre", { id: "instance-prompt" }, i.prompt),
+        video ? el("h2", {}, "Frames in the context") : null, video,
+        el("details", {}, el("summary", {}, "inputs (JSON)"), el("pre", { id: "instance-inputs" }, JSON.stringify(i.inputs, null, 2))));
+      const data = await api(`/sessions/${encodeURIComponent(i.corpus)}/${encodeURIComponent(i.session_id)}/timeline`);
+      tl = createTimeline(box, data, {});
+      if (cutoff !== null) {
+        const t0 = i.inputs.window?.t0 ?? null;
+        tl.cutoff(cutoff, t0);
+        const span = cutoff - (t0 ?? cutoff - 60);
+        tl.zoom(Math.max(0, (t0 ?? cutoff) - span), cutoff + span);
+      }
+      const target = i.inputs.target?.ai_node;
+      if (target) tl.highlight(new Set([target]), target);
+      out.dataset.cutoff = String(cutoff);
+    } catch (err) { out.replaceChildren(errorBox(err)); }
+    out.dataset.state = "ready";
+  }
+  await pickProtocol(query.get("condition"));
+  return () => { if (tl) tl.dispose(); };
+}

@@ -1,0 +1,189 @@
+// The session timeline, drawn by Apache ECharts (vendored): one swimlane per actor, a bar per
+// node occurrence (a loop is several bars), a tick per event no node stands for, step bands
+// with their ratings, action edges, and adoption arrows coloured by label. Canvas rendering,
+// no animation and no data filtering on zoom keep zoom and pan smooth at thousands of bars.
+/* global echarts */
+import { clock } from "./dom.js";
+
+export const LABEL_COLORS = { adopt: "#1a7f37", modify: "#bf8700", reject: "#cf222e" };
+const ACTOR_COLORS = { human: "#57606a", user: "#57606a", simulated_user: "#8250df",
+                       ai: "#0969da", agent: "#0969da", tool: "#9a6700", system: "#6e7781" };
+const EVENT_COLORS = { message: "#8250df", clarification: "#bc4c00", feedback: "#1a7f37",
+                       control: "#cf222e", tool_call: "#9a6700", tool_result: "#d4a72c" };
+const STEP_FILL = ["rgba(9,105,218,0.05)", "rgba(130,80,223,0.07)"];
+
+function color(map, key) { return map[key] || "#6e7781"; }
+
+export function createTimeline(container, data, { onNode, onSeek } = {}) {
+  const occ = data.occurrences, ev = data.events;
+  const n = occ.node_id.length;
+  const byNode = new Map();  // node_id -> occurrence indices, in time order
+  for (let i = 0; i < n; i++) {
+    if (!byNode.has(occ.node_id[i])) byNode.set(occ.node_id[i], []);
+    byNode.get(occ.node_id[i]).push(i);
+  }
+  let lit = null;  // node_ids to highlight (null: all at full strength)
+  let selected = null;
+
+  const end = (i) => (occ.t_end[i] ?? occ.t_start[i]);
+  const barData = () => {
+    const out = new Array(n);
+    for (let i = 0; i < n; i++) out[i] = [occ.lane[i], occ.t_start[i], end(i), i];
+    return out;
+  };
+  const evData = ev.t.map((t, i) => [ev.lane[i], t, ev.t_end[i] ?? t, i]);
+
+  // the occurrence of `node` an arrow to `t` leaves from: its last start at or before t
+  function occBefore(node, t) {
+    const list = byNode.get(node);
+    if (!list) return null;
+    let pick = list[0];
+    for (const i of list) if (occ.t_start[i] <= t) pick = i;
+    return pick;
+  }
+  function arrow(src, dst, style) {
+    const d = byNode.get(dst)?.[0];
+    if (d === undefined) return null;
+    const s = occBefore(src, occ.t_start[d]);
+    if (s === null) return null;
+    return { coords: [[end(s), occ.lane[s]], [occ.t_start[d], occ.lane[d]]], lineStyle: style,
+             src, dst };
+  }
+  const edgeLines = data.edges.map((e) => arrow(e.src, e.dst,
+    { color: "#afb8c1", width: 1, opacity: 0.7, curveness: 0.15 })).filter(Boolean);
+  const adoptLines = [];
+  for (const a of data.adoptions) {
+    const c = color(LABEL_COLORS, a.label);
+    if (a.source_node) {
+      const req = arrow(a.source_node, a.ai_node, { color: "#8c959f", width: 1, type: "dashed", curveness: 0.3 });
+      if (req) adoptLines.push({ ...req, label: "request" });
+    }
+    if (a.response_node) {
+      const resp = arrow(a.ai_node, a.response_node, { color: c, width: 2.5, curveness: 0.3 });
+      if (resp) adoptLines.push({ ...resp, label: a.label });
+    }
+  }
+
+  function bar(paramsIndex, api, fill) {
+    const lane = api.value(0);
+    const a = api.coord([api.value(1), lane]), b = api.coord([api.value(2), lane]);
+    const h = api.size([0, 1])[1] * 0.5;
+    const cs = paramsIndex.coordSys;
+    const shape = echarts.graphic.clipRectByRect(
+      { x: a[0], y: a[1] - h / 2, width: Math.max(3, b[0] - a[0]), height: h },
+      { x: cs.x, y: cs.y, width: cs.width, height: cs.height });
+    return shape && { type: "rect", shape, style: { fill, stroke: "#fff", lineWidth: 0.5 } };
+  }
+
+  const stepBands = data.steps.filter((s) => s.t_start !== null && s.t_end !== null)
+    .map((s, k) => {
+      const r = s.ratings || {};
+      const rated = [r.collaboration !== undefined ? `collab ${r.collaboration}` : null,
+                     r.output_quality !== undefined ? `quality ${r.output_quality}` : null].filter(Boolean);
+      const name = `${s.badge || s.name || s.step_id}${rated.length ? ` · ${rated.join(" · ")}` : ""}`;
+      return [{ xAxis: s.t_start, name, itemStyle: { color: STEP_FILL[k % 2] } }, { xAxis: s.t_end }];
+    });
+
+  const chart = echarts.init(container, null, { renderer: "canvas" });
+  const option = {
+    animation: false,
+    grid: { left: 150, right: 24, top: 34, bottom: 56 },
+    tooltip: { trigger: "item", confine: true, formatter: tooltip },
+    xAxis: { type: "value", min: 0, max: Math.max(1, data.duration_s), axisLabel: { formatter: clock },
+             splitLine: { show: false } },
+    yAxis: { type: "category", inverse: true, data: data.lanes.map((l) => l.label),
+             axisLabel: { width: 140, overflow: "truncate" }, splitLine: { show: true } },
+    dataZoom: [
+      { type: "inside", xAxisIndex: 0, filterMode: "none" },
+      { type: "slider", xAxisIndex: 0, filterMode: "none", height: 18, bottom: 8,
+        labelFormatter: (v) => clock(v) },
+    ],
+    series: [
+      { id: "occ", type: "custom", renderItem: (p, api) => {
+          const i = api.value(3);
+          const node = occ.node_id[i];
+          let fill = color(ACTOR_COLORS, occ.actor_type[i]);
+          if (lit && !lit.has(node)) fill = "#d0d7de";
+          if (node === selected) fill = "#fb8500";
+          return bar(p, api, fill);
+        },
+        encode: { x: [1, 2], y: 0 }, data: barData(), clip: true,
+        markArea: { silent: true, label: { position: "insideTop", fontSize: 10, color: "#57606a" },
+                    data: stepBands } },
+      { id: "events", type: "custom", renderItem: (p, api) =>
+          bar(p, api, color(EVENT_COLORS, ev.kind[api.value(3)])),
+        encode: { x: [1, 2], y: 0 }, data: evData, clip: true },
+      { id: "edges", type: "lines", coordinateSystem: "cartesian2d", silent: true, clip: true,
+        symbol: ["none", "arrow"], symbolSize: 5, data: edgeLines, z: 1 },
+      { id: "adoptions", type: "lines", coordinateSystem: "cartesian2d", clip: true,
+        symbol: ["none", "arrow"], symbolSize: 9, data: adoptLines, z: 3,
+        tooltip: { formatter: (p) => `${p.data.label}: ${p.data.src} → ${p.data.dst}` } },
+      { id: "cursor", type: "line", data: [], silent: true,
+        markLine: { symbol: "none", silent: true, animation: false, label: { show: false },
+                    lineStyle: { color: "#cf222e", width: 1.5, type: "solid" }, data: [] } },
+      { id: "cutoff", type: "line", data: [], silent: true,
+        markLine: { symbol: "none", silent: true, animation: false,
+                    label: { formatter: "cut-off", color: "#cf222e" },
+                    lineStyle: { color: "#cf222e", width: 2, type: "dashed" }, data: [] } },
+    ],
+  };
+  chart.setOption(option);
+
+  function tooltip(p) {
+    if (p.seriesId === "occ") {
+      const i = p.value[3];
+      return `<b>${esc(occ.label[i] || occ.node_id[i])}</b><br>${esc(occ.actor[i] || occ.actor_type[i])} · `
+        + `${clock(occ.t_start[i])}–${clock(end(i))}<br>${esc((occ.detail[i] || "").slice(0, 160))}`;
+    }
+    if (p.seriesId === "events") {
+      const i = p.value[3];
+      return `<b>${esc(ev.kind[i])}</b> ${esc(ev.actor[i] || ev.actor_type[i] || "")} · ${clock(ev.t[i])}`
+        + `<br>${esc((ev.text[i] || "").slice(0, 160))}`;
+    }
+    return "";
+  }
+
+  chart.on("click", { seriesId: "occ" }, (p) => onNode && onNode(occ.node_id[p.value[3]], p.value[3]));
+  chart.getZr().on("click", (e) => {
+    if (e.target || !onSeek) return;
+    const px = [e.offsetX, e.offsetY];
+    if (!chart.containPixel("grid", px)) return;
+    onSeek(chart.convertFromPixel("grid", px)[0]);
+  });
+  const resize = () => chart.resize();
+  window.addEventListener("resize", resize);
+
+  function redraw() { chart.setOption({ series: [{ id: "occ", data: barData() }] }); }
+
+  return {
+    chart, byNode,
+    /** Highlight these node_ids (dim the rest); null shows all. */
+    highlight(nodes, node = null) { lit = nodes; selected = node; redraw(); },
+    cursor(t) {
+      chart.setOption({ series: [{ id: "cursor", markLine: { data: t === null ? [] : [{ xAxis: t }] } }] },
+                      { lazyUpdate: true, silent: true });
+    },
+    /** Mark a context's cut-off, and shade its window [t0, t] when t0 is given. */
+    cutoff(t, t0 = null) {
+      chart.setOption({ series: [{ id: "cutoff", markLine: { data: t === null ? [] : [{ xAxis: t }] },
+        markArea: { silent: true, itemStyle: { color: "rgba(207,34,46,0.07)" },
+                    label: { show: true, position: "insideBottom", formatter: "context window", color: "#cf222e", fontSize: 10 },
+                    data: t === null || t0 === null ? [] : [[{ xAxis: t0 }, { xAxis: t }]] } }] });
+    },
+    /** Zoom the time axis to [t0, t1] seconds. */
+    zoom(t0, t1) { chart.dispatchAction({ type: "dataZoom", startValue: t0, endValue: t1 }); },
+    /** Pixel (relative to the container) of a node's first bar's middle: tests click there. */
+    pixelOf(node) {
+      const i = byNode.get(node)?.[0];
+      if (i === undefined) return null;
+      const a = chart.convertToPixel("grid", [occ.t_start[i], occ.lane[i]]);
+      const b = chart.convertToPixel("grid", [end(i), occ.lane[i]]);
+      return [(a[0] + Math.max(a[0] + 3, b[0])) / 2, a[1]];
+    },
+    dispose() { window.removeEventListener("resize", resize); chart.dispose(); },
+  };
+}
+
+function esc(s) {
+  return String(s ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" }[c]));
+}
