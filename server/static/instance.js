@@ -29,7 +29,7 @@ export async function instanceView(root, { query }) {
     if (wantCond && b.conditions.includes(wantCond)) cond.value = wantCond;
     await listInstances(query.get("id"));
   }
-  async function listInstances(want) {
+  async function listInstances(want = inst.value) {
     const page = await api(`/benchmarks/${proto.value}/instances`, { params: { condition: cond.value, limit: 50 } });
     inst.replaceChildren(...page.items.map((i) => el("option", { value: i.id }, `${i.id}`)));
     if (want && page.items.some((i) => i.id === want)) inst.value = want;

@@ -43,14 +43,15 @@ export async function sessionView(root, { args, query }) {
   const [corpus, sid] = args;
   const base = `/sessions/${encodeURIComponent(corpus)}/${encodeURIComponent(sid)}`;
   performance.mark("timeline-fetch-start");
+  // the metrics line is not worth waiting for: both requests go out together
+  const metricsP = api("/workbench/sessions", { params: { corpus, q: sid, limit: 5 } })
+    .then((p) => p.items.find((r) => r.session_id === sid)).catch(() => null);
   const data = await api(`${base}/timeline`);
   performance.mark("timeline-data");
-  const metrics = await api("/workbench/sessions", { params: { corpus, q: sid, limit: 5 } })
-    .then((p) => p.items.find((r) => r.session_id === sid)).catch(() => null);
 
   const head = el("div", { class: "session-head" },
     el("h1", {}, data.info.title || sid, " ", el("span", { class: "muted" }, `${corpus} / ${sid}`)),
-    el("div", { class: "metrics muted", id: "session-metrics" }, metricLine(data, metrics)),
+    el("div", { class: "metrics muted", id: "session-metrics" }, metricLine(data, null)),
     data.info.goal ? el("div", {}, el("b", {}, "Goal: "), data.info.goal) : null);
   const legend = el("div", { class: "legend" },
     Object.entries(LABEL_COLORS).map(([k, c]) => el("span", {}, el("i", { style: `background:${c}` }), k)),
@@ -61,6 +62,7 @@ export async function sessionView(root, { args, query }) {
   const side = el("div", {});
   root.append(head, legend, box, el("div", { class: "below" }, side, detail));
 
+  metricsP.then((m) => root.querySelector("#session-metrics")?.replaceChildren(...metricLine(data, m)));
   const media = data.media[0];
   let video = null;
   if (media) {
@@ -76,12 +78,11 @@ export async function sessionView(root, { args, query }) {
   const tl = createTimeline(box, data, {
     onNode: (node) => showNode(node),
     onSeek: (t) => seek(t),
-  });
-  tl.chart.on("finished", function first() {
-    tl.chart.off("finished", first);
-    performance.mark("timeline-rendered");
-    // interactive once the main thread is free again after the first frame
-    setTimeout(() => { performance.mark("timeline-interactive"); root.dataset.timeline = "ready"; }, 0);
+    onFirstRender: () => {
+      performance.mark("timeline-rendered");
+      // interactive once the main thread is free again after the first frame
+      setTimeout(() => { performance.mark("timeline-interactive"); root.dataset.timeline = "ready"; }, 0);
+    },
   });
   window.workbench = { timeline: tl, data, video, seek, showNode };
 

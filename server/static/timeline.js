@@ -14,7 +14,7 @@ const STEP_FILL = ["rgba(9,105,218,0.05)", "rgba(130,80,223,0.07)"];
 
 function color(map, key) { return map[key] || "#6e7781"; }
 
-export function createTimeline(container, data, { onNode, onSeek } = {}) {
+export function createTimeline(container, data, { onNode, onSeek, onFirstRender } = {}) {
   const occ = data.occurrences, ev = data.events;
   const n = occ.node_id.length;
   const byNode = new Map();  // node_id -> occurrence indices, in time order
@@ -41,27 +41,46 @@ export function createTimeline(container, data, { onNode, onSeek } = {}) {
     for (const i of list) if (occ.t_start[i] <= t) pick = i;
     return pick;
   }
-  function arrow(src, dst, style) {
+  // an arrow from the end of src's occurrence before dst starts, to dst's first start
+  function arrow(src, dst) {
     const d = byNode.get(dst)?.[0];
     if (d === undefined) return null;
     const s = occBefore(src, occ.t_start[d]);
     if (s === null) return null;
-    return { coords: [[end(s), occ.lane[s]], [occ.t_start[d], occ.lane[d]]], lineStyle: style,
-             src, dst };
+    return [[end(s), occ.lane[s]], [occ.t_start[d], occ.lane[d]]];
   }
-  const edgeLines = data.edges.map((e) => arrow(e.src, e.dst,
-    { color: "#afb8c1", width: 1, opacity: 0.7, curveness: 0.15 })).filter(Boolean);
-  const adoptLines = [];
+  const lines = (list) => list.filter(Boolean).map((coords) => ({ coords }));
+  const edgeLines = lines(data.edges.map((e) => arrow(e.src, e.dst)));
+  const requests = lines(data.adoptions.filter((a) => a.source_node).map((a) => arrow(a.source_node, a.ai_node)));
+  const responses = {};  // label -> lines from the AI output to the person's response
+  const heads = [];      // [x1, lane1, x2, lane2, label index]: arrowheads, drawn per frame
+  const labels = Object.keys(LABEL_COLORS);
   for (const a of data.adoptions) {
-    const c = color(LABEL_COLORS, a.label);
-    if (a.source_node) {
-      const req = arrow(a.source_node, a.ai_node, { color: "#8c959f", width: 1, type: "dashed", curveness: 0.3 });
-      if (req) adoptLines.push({ ...req, label: "request" });
-    }
-    if (a.response_node) {
-      const resp = arrow(a.ai_node, a.response_node, { color: c, width: 2.5, curveness: 0.3 });
-      if (resp) adoptLines.push({ ...resp, label: a.label });
-    }
+    if (!a.response_node) continue;
+    const c = arrow(a.ai_node, a.response_node);
+    if (!c) continue;
+    (responses[a.label] ||= []).push({ coords: c });
+    heads.push([c[0][0], c[0][1], c[1][0], c[1][1], labels.indexOf(a.label)]);
+  }
+  // lines series in ECharts' large mode: one path per series, not one element per line,
+  // which keeps zoom and pan at thousands of edges cheap; arrowheads are their own series
+  const lineSeries = (id, data, style, z) => ({
+    id, type: "lines", coordinateSystem: "cartesian2d", silent: true, clip: true, large: true,
+    largeThreshold: 0, symbol: "none", lineStyle: style, data, z });
+  const CURVE = 0.3;
+
+  function arrowhead(p, api) {
+    const a = api.coord([api.value(0), api.value(1)]), b = api.coord([api.value(2), api.value(3)]);
+    const cs = p.coordSys;
+    if (b[0] < cs.x || b[0] > cs.x + cs.width) return null;
+    // the tangent at the end of ECharts' quadratic curve (its control point for curveness c)
+    const cp = [(a[0] + b[0]) / 2 - (a[1] - b[1]) * CURVE, (a[1] + b[1]) / 2 - (b[0] - a[0]) * CURVE];
+    const ang = Math.atan2(b[1] - cp[1], b[0] - cp[0]);
+    const L = 9, W = 4;
+    const back = [b[0] - L * Math.cos(ang), b[1] - L * Math.sin(ang)];
+    const off = [W * Math.sin(ang), -W * Math.cos(ang)];
+    return { type: "polygon", shape: { points: [b, [back[0] + off[0], back[1] + off[1]],
+      [back[0] - off[0], back[1] - off[1]]] }, style: { fill: LABEL_COLORS[labels[api.value(4)]] } };
   }
 
   function bar(paramsIndex, api, fill) {
@@ -75,21 +94,33 @@ export function createTimeline(container, data, { onNode, onSeek } = {}) {
     return shape && { type: "rect", shape, style: { fill, stroke: "#fff", lineWidth: 0.5 } };
   }
 
-  const stepBands = data.steps.filter((s) => s.t_start !== null && s.t_end !== null)
-    .map((s, k) => {
-      const r = s.ratings || {};
-      const rated = [r.collaboration !== undefined ? `collab ${r.collaboration}` : null,
-                     r.output_quality !== undefined ? `quality ${r.output_quality}` : null].filter(Boolean);
-      const name = `${s.badge || s.name || s.step_id}${rated.length ? ` · ${rated.join(" · ")}` : ""}`;
-      return [{ xAxis: s.t_start, name, itemStyle: { color: STEP_FILL[k % 2] } }, { xAxis: s.t_end }];
-    });
+  const timedSteps = data.steps.filter((s) => s.t_start !== null && s.t_end !== null);
+  const stepNames = timedSteps.map((s) => {
+    const r = s.ratings || {};
+    const rated = [r.collaboration !== undefined ? `collab ${r.collaboration}` : null,
+                   r.output_quality !== undefined ? `quality ${r.output_quality}` : null].filter(Boolean);
+    return `${s.badge || s.name || s.step_id}${rated.length ? ` · ${rated.join(" · ")}` : ""}`;
+  });
+  const GRID = { left: 150, right: 24, top: 34, bottom: 56 };
+  // step bands; a band too narrow on screen for its name goes unnamed (names would overlap)
+  function stepBands(span) {
+    const px = Math.max(1, container.clientWidth - GRID.left - GRID.right) / Math.max(span, 1e-9);
+    return timedSteps.map((s, k) => [{
+      xAxis: s.t_start, itemStyle: { color: STEP_FILL[k % 2] },
+      name: (s.t_end - s.t_start) * px > stepNames[k].length * 6.5 ? stepNames[k] : "",
+    }, { xAxis: s.t_end }]);
+  }
+  const duration = Math.max(1, data.duration_s);
 
   const chart = echarts.init(container, null, { renderer: "canvas" });
+  if (onFirstRender) {
+    chart.on("finished", function first() { chart.off("finished", first); onFirstRender(); });
+  }
   const option = {
     animation: false,
-    grid: { left: 150, right: 24, top: 34, bottom: 56 },
+    grid: GRID,
     tooltip: { trigger: "item", confine: true, formatter: tooltip },
-    xAxis: { type: "value", min: 0, max: Math.max(1, data.duration_s), axisLabel: { formatter: clock },
+    xAxis: { type: "value", min: 0, max: duration, axisLabel: { formatter: clock },
              splitLine: { show: false } },
     yAxis: { type: "category", inverse: true, data: data.lanes.map((l) => l.label),
              axisLabel: { width: 140, overflow: "truncate" }, splitLine: { show: true } },
@@ -109,15 +140,16 @@ export function createTimeline(container, data, { onNode, onSeek } = {}) {
         },
         encode: { x: [1, 2], y: 0 }, data: barData(), clip: true,
         markArea: { silent: true, label: { position: "insideTop", fontSize: 10, color: "#57606a" },
-                    data: stepBands } },
+                    data: stepBands(duration) } },
       { id: "events", type: "custom", renderItem: (p, api) =>
           bar(p, api, color(EVENT_COLORS, ev.kind[api.value(3)])),
         encode: { x: [1, 2], y: 0 }, data: evData, clip: true },
-      { id: "edges", type: "lines", coordinateSystem: "cartesian2d", silent: true, clip: true,
-        symbol: ["none", "arrow"], symbolSize: 5, data: edgeLines, z: 1 },
-      { id: "adoptions", type: "lines", coordinateSystem: "cartesian2d", clip: true,
-        symbol: ["none", "arrow"], symbolSize: 9, data: adoptLines, z: 3,
-        tooltip: { formatter: (p) => `${p.data.label}: ${p.data.src} → ${p.data.dst}` } },
+      lineSeries("edges", edgeLines, { color: "#afb8c1", width: 1, opacity: 0.6, curveness: 0.15 }, 1),
+      lineSeries("requests", requests, { color: "#8c959f", width: 1, type: "dashed", curveness: CURVE }, 2),
+      ...labels.map((l) => lineSeries(`adoptions-${l}`, responses[l] || [],
+        { color: LABEL_COLORS[l], width: 2.5, curveness: CURVE }, 3)),
+      { id: "arrowheads", type: "custom", silent: true, renderItem: arrowhead, data: heads, z: 4,
+        encode: { x: [0, 2], y: [1, 3] }, clip: true },
       { id: "cursor", type: "line", data: [], silent: true,
         markLine: { symbol: "none", silent: true, animation: false, label: { show: false },
                     lineStyle: { color: "#cf222e", width: 1.5, type: "solid" }, data: [] } },
@@ -150,6 +182,12 @@ export function createTimeline(container, data, { onNode, onSeek } = {}) {
     if (!chart.containPixel("grid", px)) return;
     onSeek(chart.convertFromPixel("grid", px)[0]);
   });
+  chart.on("datazoom", (e) => {
+    const z = e.batch ? e.batch[0] : e;
+    const span = z.startValue !== undefined ? z.endValue - z.startValue
+      : ((z.end ?? 100) - (z.start ?? 0)) / 100 * duration;
+    chart.setOption({ series: [{ id: "occ", markArea: { data: stepBands(span) } }] }, { lazyUpdate: true });
+  });
   const resize = () => chart.resize();
   window.addEventListener("resize", resize);
 
@@ -179,6 +217,19 @@ export function createTimeline(container, data, { onNode, onSeek } = {}) {
       const a = chart.convertToPixel("grid", [occ.t_start[i], occ.lane[i]]);
       const b = chart.convertToPixel("grid", [end(i), occ.lane[i]]);
       return [(a[0] + Math.max(a[0] + 3, b[0])) / 2, a[1]];
+    },
+    /** Pixel (relative to the container) of time t in empty space below the last lane's bars:
+     * a click there seeks. */
+    pixelAtTime(t) {
+      const last = data.lanes.length - 1;
+      const [x, y] = chart.convertToPixel("grid", [t, last]);
+      const band = last > 0 ? Math.abs(chart.convertToPixel("grid", [t, 0])[1] - y) / last : 40;
+      return [x, y + band * 0.4];
+    },
+    /** Where the playback cursor is drawn (null: not drawn). */
+    cursorAt() {
+      const s = chart.getOption().series.find((x) => x.id === "cursor");
+      return s.markLine.data.length ? s.markLine.data[0].xAxis : null;
     },
     dispose() { window.removeEventListener("resize", resize); chart.dispose(); },
   };
