@@ -570,11 +570,13 @@ def serve(
         "into memory at startup, so a context costs a slice, not queries (0: never).")]
     = 20_000_000,
 ):
-    """Serve the lake over HTTP for model evaluators (FastAPI, run by uvicorn).
+    """Serve the lake over HTTP for model evaluators and the browser workbench.
 
     Benchmark protocols with leakage-safe instances and scoring (/benchmarks), sessions with
     their graph, events, chat and recordings (/sessions, /media), read-only SQL (/sql) and
-    named queries (/queries). API docs at /docs, the OpenAPI spec at /openapi.json.
+    named queries (/queries). API docs at /docs, the OpenAPI spec at /openapi.json. The
+    workbench (sessions, timelines with the recording, search, SQL, instance previews) is at
+    / : open http://127.0.0.1:8000/ (with --token T, open /?token=T).
 
     Binds to 127.0.0.1 by default; a non-loopback --host is refused without --token.
 
@@ -603,7 +605,8 @@ def serve(
                            "query_timeout_s": timeout, "max_body_bytes": max_body,
                            "preload_rows": preload_rows})})
     err_console.print(f"graphlake: serving {lk.root} on http://{host}:{port} "
-                      f"(docs at /docs{', token required' if token else ''})")
+                      f"(docs at /docs{', token required' if token else ''})\n"
+                      f"workbench: http://{host}:{port}/{'?token=...' if token else ''}")
     uvicorn.run("graphlake.server.main:app", host=host, port=port, workers=workers,
                 log_level="warning", access_log=False)
 

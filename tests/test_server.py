@@ -362,6 +362,10 @@ def test_graphlake_serve_command(demo_lake):
                 time.sleep(0.2)
         assert resp.json()["status"] == "ok"
         assert httpx.get(url + "/health").status_code == 401
+        # the workbench page and its scripts need no token (they hold no data)
+        page = httpx.get(url + "/")
+        assert page.status_code == 200 and "graphlake workbench" in page.text
+        assert httpx.get(url + "/static/vendor/echarts.min.js").status_code == 200
         with Client(url, token="t0k") as client:
             assert client.sql("SELECT * FROM nodes").truncated is True  # --max-rows 3
     finally:

@@ -27,6 +27,7 @@ async function render() {
   }
   if (current) { try { current(); } catch (e) { console.warn(e); } current = null; }
   view.dataset.state = "loading";
+  for (const key of Object.keys(view.dataset)) if (key !== "state") delete view.dataset[key];
   view.replaceChildren();
   try {
     current = await show(view, r);

@@ -4,6 +4,21 @@
 import { api } from "./api.js";
 import { el, errorBox, table } from "./dom.js";
 
+// Vega, Vega-Lite and vega-embed (vendored), loaded on the first chart: most visits draw none.
+const VEGA = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"].map((f) => `/static/vendor/${f}`);
+let vegaLoaded = null;
+
+function loadVega() {
+  vegaLoaded ||= VEGA.reduce((prev, src) => prev.then(() => new Promise((resolve, reject) => {
+    const tag = document.createElement("script");
+    tag.src = src;
+    tag.onload = resolve;
+    tag.onerror = () => reject(new Error(`could not load ${src}`));
+    document.head.append(tag);
+  })), Promise.resolve());
+  return vegaLoaded;
+}
+
 const EXAMPLE = "SELECT corpus, count(*) AS sessions, round(avg(duration_s)) AS mean_s\nFROM sessions GROUP BY corpus ORDER BY corpus";
 
 export async function sqlView(root, { query }) {
@@ -62,6 +77,7 @@ export async function sqlView(root, { query }) {
   }
 
   async function draw(spec, res) {
+    await loadVega();
     const values = res.rows.map((r) => Object.fromEntries(res.columns.map((c, i) => [c, r[i]])));
     await vegaEmbed(chart, { $schema: "https://vega.github.io/schema/vega-lite/v6.json", ...spec,
       data: { values } }, { actions: false, renderer: "svg" });
