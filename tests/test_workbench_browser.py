@@ -149,12 +149,18 @@ def test_sessions_browser_filters_sorts_and_opens_a_session(page, server):
     assert "R_A" in d.find_element(By.ID, "session-metrics").text
 
 
-def test_click_a_node_shows_details_chain_chat_and_frames(page, server):
+def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake):
     d = page
     open_session(d, server)
     tl = httpx.get(f"{server.url}/sessions/kolab/{SID}/timeline").json()
-    triple = next(a for a in tl["adoptions"] if a["response_node"] and a["source_node"])
-    ai = triple["ai_node"]
+    from graphlake.query.connection import Connection
+
+    with Connection(wb_lake) as con:  # an adoption chain, as the lake's view has it
+        chains = con.rows("SELECT ai_nodes FROM adoption_chains WHERE corpus = 'kolab' AND "
+                          "session_id = $s AND NOT rooted_at_ai ORDER BY chain_root",
+                          {"s": SID})
+    ai = chains[0]["ai_nodes"][-1]
+    triple = next(a for a in tl["adoptions"] if a["ai_node"] == ai)
     xy = js(d, "return workbench.timeline.pixelOf(arguments[0])", ai)
     click_canvas(d, xy)
     wait_for(d, lambda d: d.find_element(By.ID, "detail").get_attribute("data-node") == ai)
@@ -170,12 +176,68 @@ def test_click_a_node_shows_details_chain_chat_and_frames(page, server):
     wait_for(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail-frames img")) == 4)
     wait_for(d, lambda d: js(d, "return [...document.querySelectorAll('#detail-frames img')]"
                                 ".every(i => i.complete && i.naturalWidth > 0)"), 90)
-    # the chain is highlighted: the chart redrew with the chain lit
+    # the chain is highlighted, as the lake's adoption_chains view defines it: every AI
+    # output of the chain lit, no AI output of another chain
+    mine = set(chains[0]["ai_nodes"])
+    every_ai = {a["ai_node"] for a in tl["adoptions"]}
+    lit = set(js(d, "return workbench.timeline.litNodes()"))
+    assert lit & every_ai == mine
     assert js(d, "return workbench.timeline.cursorAt()") == pytest.approx(
         tl["occurrences"]["t_start"][i])
     if os.environ.get("GRAPHLAKE_UPDATE_SCREENSHOTS"):
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)
         d.save_screenshot(str(README_SHOT))
+
+
+@pytest.mark.parametrize("corpus", ["kolab", "hasbench", "almanac"])
+def test_a_session_of_every_corpus_opens_and_its_events_click(page, server, corpus):
+    """Every corpus's sessions draw (agent traces have events and no edges, Almanac's
+    actions are nodes), and a click on an event's tick shows that event."""
+    d = page
+    sid = httpx.get(f"{server.url}/workbench/sessions", params={"corpus": corpus, "limit": 1}
+                    ).json()["items"][0]["session_id"]
+    tl = httpx.get(f"{server.url}/sessions/{corpus}/{sid}/timeline").json()
+    open_view(d, server, f"session/{corpus}/{sid}")
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline")
+             == "ready")
+    lanes = js(d, "return echarts.getInstanceByDom(document.getElementById('timeline'))"
+                  ".getOption().yAxis[0].data")
+    assert lanes == [x["label"] for x in tl["lanes"]]
+    ev = tl["events"]
+    if ev["t"]:
+        # the tick with the most room around it in its lane: a click there hits only it
+        def room(i):
+            return min((abs(ev["t"][i] - ev["t"][j]) for j in range(len(ev["t"]))
+                        if j != i and ev["lane"][j] == ev["lane"][i]), default=1e9)
+        i = max(range(len(ev["t"])), key=room)
+        click_canvas(d, js(d, "return workbench.timeline.pixelOfEvent(arguments[0])", i))
+        wait_for(d, lambda d: d.find_element(By.ID, "detail").get_attribute("data-event")
+                 == tl["events"]["event_id"][i])
+        assert d.find_element(By.ID, "detail-text").get_attribute("textContent") == \
+            (tl["events"]["text"][i] or "")
+
+
+def test_adoption_chain_follows_responses_that_became_requests(page, server):
+    """The page's chain rule (session.js) on triples built to tell it apart from "the triples
+    touching the node": a -> b -> c, then c asked again: c -> d -> e; apart: x -> y -> z, and
+    an AI output nobody asked for, p -> q."""
+    d = page
+    open_view(d, server, "sql")
+    triples = [
+        {"annotation_id": "t1", "source_node": "a", "ai_node": "b", "response_node": "c"},
+        {"annotation_id": "t2", "source_node": "c", "ai_node": "d", "response_node": "e"},
+        {"annotation_id": "t3", "source_node": "x", "ai_node": "y", "response_node": "z"},
+        {"annotation_id": "t4", "source_node": None, "ai_node": "p", "response_node": "q"},
+    ]
+    chain = """const [triples, node, done] = arguments;
+               import('/static/session.js').then((m) => {
+                 const c = m.adoptionChain(triples, node);
+                 done([[...c.nodes].sort(), c.triples.map((t) => t.annotation_id).sort()]);
+               });"""
+    for node, nodes, ids in [("d", "abcde", ["t1", "t2"]), ("a", "abcde", ["t1", "t2"]),
+                             ("y", "xyz", ["t3"]), ("q", "pq", ["t4"]), ("n", "", [])]:
+        got = d.execute_async_script(chain, triples, node)
+        assert got == [sorted(nodes), ids], node
 
 
 def test_recording_plays_in_sync_and_a_click_seeks_it(page, server):
@@ -272,10 +334,14 @@ def test_sql_console_runs_a_query_and_charts_a_named_one(page, server):
 
 def test_an_evaluator_instance_as_a_model_sees_it(page, server):
     d = page
-    open_view(d, server, "instance?protocol=kolab-1a&condition=graph-chat")
+    listed = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances",
+                       params={"condition": "graph-chat", "limit": 1000}).json()["items"]
+    iid = next(i["id"] for i in listed if i["session_id"] == SID)  # the recorded session
+    open_view(d, server, f"instance?protocol=kolab-1a&condition=graph-chat&id={iid}")
     wait_for(d, lambda d: d.find_element(By.ID, "instance-view").get_attribute("data-state")
              == "ready")
-    iid = Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute("value")
+    assert Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute(
+        "value") == iid
     inst = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances/{iid}",
                      params={"condition": "graph-chat"}).json()
     shown = d.find_element(By.ID, "instance-prompt").get_attribute("textContent")
@@ -289,6 +355,8 @@ def test_an_evaluator_instance_as_a_model_sees_it(page, server):
     # another condition: the same instance, another context
     Select(d.find_element(By.ID, "condition")).select_by_value("video")
     wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#instance-frames img"))
+    wait_for(d, lambda d: js(d, "return [...document.querySelectorAll('#instance-frames img')]"
+                                ".every(i => i.complete && i.naturalWidth > 0)"), 90)
     assert Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute(
         "value") == iid
     video = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances/{iid}",

@@ -31,8 +31,10 @@ export async function instanceView(root, { query }) {
   }
   async function listInstances(want = inst.value) {
     const page = await api(`/benchmarks/${proto.value}/instances`, { params: { condition: cond.value, limit: 50 } });
-    inst.replaceChildren(...page.items.map((i) => el("option", { value: i.id }, `${i.id}`)));
-    if (want && page.items.some((i) => i.id === want)) inst.value = want;
+    const ids = page.items.map((i) => i.id);
+    if (want && !ids.includes(want)) ids.unshift(want);  // asked for by address: beyond page 1
+    inst.replaceChildren(...ids.map((id) => el("option", { value: id }, id)));
+    if (want) inst.value = want;
     await show();
   }
   async function show() {
@@ -43,8 +45,10 @@ export async function instanceView(root, { query }) {
       const i = await api(`/benchmarks/${proto.value}/instances/${encodeURIComponent(inst.value)}`, { params: { condition: cond.value } });
       const cutoff = i.inputs.cutoff ?? null;
       const box = el("div", { id: "timeline" });
-      const video = i.inputs.video?.frames ? el("div", { class: "thumbs", id: "instance-frames" },
-        i.inputs.video.frames.map((f) => el("img", { src: mediaUrl(f.url, { width: 320 }), title: clock(f.t), alt: `frame at ${clock(f.t)}` }))) : null;
+      const v = i.inputs.video;
+      const video = !v ? null : v.frames ? el("div", { class: "thumbs", id: "instance-frames" },
+        v.frames.map((f) => el("img", { src: mediaUrl(f.url, { width: 320 }), title: clock(f.t), alt: `frame at ${clock(f.t)}` })))
+        : el("p", { class: "muted", id: "instance-frames" }, "This session has no recording: the video part of the context is empty.");
       out.replaceChildren(
         el("h2", {}, `${i.id} · ${i.condition} · ${i.corpus} / ${i.session_id}`,
           cutoff !== null ? el("span", { class: "muted" }, ` · cut-off ${clock(cutoff)}`) : null),

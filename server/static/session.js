@@ -77,6 +77,7 @@ export async function sessionView(root, { args, query }) {
 
   const tl = createTimeline(box, data, {
     onNode: (node) => showNode(node),
+    onEvent: (i) => showEvent(i),
     onSeek: (t) => seek(t),
     onFirstRender: () => {
       performance.mark("timeline-rendered");
@@ -84,7 +85,7 @@ export async function sessionView(root, { args, query }) {
       setTimeout(() => { performance.mark("timeline-interactive"); root.dataset.timeline = "ready"; }, 0);
     },
   });
-  window.workbench = { timeline: tl, data, video, seek, showNode };
+  window.workbench = { timeline: tl, data, video, seek, showNode, showEvent };
 
   function seek(t) {
     tl.cursor(t);
@@ -115,6 +116,21 @@ export async function sessionView(root, { args, query }) {
   const node = query.get("node");
   if (node) showNode(node);
 
+  function showEvent(i) {
+    const e = data.events;
+    tl.highlight(null);
+    delete detail.dataset.node;
+    detail.dataset.event = e.event_id[i];
+    detail.replaceChildren(
+      el("h2", { id: "detail-title" }, `${e.kind[i]}${e.channel[i] ? ` (${e.channel[i]})` : ""}`),
+      el("dl", {},
+        el("dt", {}, "event"), el("dd", { id: "detail-event" }, e.event_id[i]),
+        el("dt", {}, "actor"), el("dd", {}, `${e.actor[i] || ""} (${e.actor_type[i] || "?"})`),
+        el("dt", {}, "time"), el("dd", {}, clock(e.t[i]))),
+      el("pre", { id: "detail-text" }, e.text[i] || ""));
+    seek(e.t[i]);
+  }
+
   async function showNode(nodeId) {
     const idx = tl.byNode.get(nodeId);
     if (!idx) { detail.replaceChildren(errorBox(new Error(`no node ${nodeId} in this session`))); return; }
@@ -134,9 +150,12 @@ export async function sessionView(root, { args, query }) {
       chainList(chain, nodeId),
       el("h2", {}, "Chat before it"), el("div", { id: "detail-chat" }, el("span", { class: "muted" }, "...")),
       el("h2", {}, "Nearest frames"), el("div", { class: "thumbs", id: "detail-frames" }));
+    delete detail.dataset.event;
     detail.dataset.node = nodeId;
     seek(o.t_start[i]);
+    const still = () => detail.dataset.node === nodeId;  // not replaced by a later click
     const chat = await api(`${base}/chat`, { params: { t0: Math.max(0, o.t_start[i] - 600), t1: (o.t_end[i] ?? o.t_start[i]) + 0.001 } });
+    if (!still()) return;
     const turns = chat.turns.slice(-2);
     detail.querySelector("#detail-chat").replaceChildren(...(turns.length ? turns.map(turn)
       : [el("span", { class: "muted" }, "no chat in the ten minutes before")]));
@@ -144,6 +163,7 @@ export async function sessionView(root, { args, query }) {
       const t0 = Math.max(0, o.t_start[i] - 2), t1 = Math.min(media.duration_s || Infinity, (o.t_end[i] ?? o.t_start[i]) + 2);
       if (t1 > t0) {
         const frames = await api(`/media/${media.media_id}/frames`, { params: { t0, t1, n: 4 } });
+        if (!still()) return;
         detail.querySelector("#detail-frames").replaceChildren(...frames.items.map((f) => el("img", {
           src: mediaUrl(`/media/${media.media_id}/frame.jpg`, { t: f.t, width: 320 }),
           title: clock(f.t), alt: `frame at ${clock(f.t)}`, onclick: () => seek(f.t) })));

@@ -14,7 +14,7 @@ const STEP_FILL = ["rgba(9,105,218,0.05)", "rgba(130,80,223,0.07)"];
 
 function color(map, key) { return map[key] || "#6e7781"; }
 
-export function createTimeline(container, data, { onNode, onSeek, onFirstRender } = {}) {
+export function createTimeline(container, data, { onNode, onEvent, onSeek, onFirstRender } = {}) {
   const occ = data.occurrences, ev = data.events;
   const n = occ.node_id.length;
   const byNode = new Map();  // node_id -> occurrence indices, in time order
@@ -65,8 +65,9 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
   // lines series in ECharts' large mode: one path per series, not one element per line,
   // which keeps zoom and pan at thousands of edges cheap; arrowheads are their own series
   const lineSeries = (id, data, style, z) => ({
-    id, type: "lines", coordinateSystem: "cartesian2d", silent: true, clip: true, large: true,
-    largeThreshold: 0, symbol: "none", lineStyle: style, data, z });
+    id, type: "lines", coordinateSystem: "cartesian2d", silent: true, clip: true,
+    large: data.length > 0, largeThreshold: 0, symbol: "none", lineStyle: style, data, z });
+    // (ECharts' large mode fails on an empty series: agent traces have no edges)
   const CURVE = 0.3;
 
   function arrowhead(p, api) {
@@ -88,10 +89,10 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
     const a = api.coord([api.value(1), lane]), b = api.coord([api.value(2), lane]);
     const h = api.size([0, 1])[1] * 0.5;
     const cs = paramsIndex.coordSys;
-    const shape = echarts.graphic.clipRectByRect(
-      { x: a[0], y: a[1] - h / 2, width: Math.max(3, b[0] - a[0]), height: h },
-      { x: cs.x, y: cs.y, width: cs.width, height: cs.height });
-    return shape && { type: "rect", shape, style: { fill, stroke: "#fff", lineWidth: 0.5 } };
+    if (b[0] < cs.x || a[0] > cs.x + cs.width) return null;  // off screen: nothing to draw
+    // the series clips what overlaps the edges
+    return { type: "rect", shape: { x: a[0], y: a[1] - h / 2, width: Math.max(3, b[0] - a[0]), height: h },
+             style: { fill, stroke: "#fff", lineWidth: 0.5 } };
   }
 
   const timedSteps = data.steps.filter((s) => s.t_start !== null && s.t_end !== null);
@@ -130,7 +131,9 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
         labelFormatter: (v) => clock(v) },
     ],
     series: [
-      { id: "occ", type: "custom", renderItem: (p, api) => {
+      // node bars above event ticks: a tick inside a bar (the node's own chat turn) leaves
+      // the click to the bar, whose pane shows that turn
+      { id: "occ", type: "custom", z: 2.5, renderItem: (p, api) => {
           const i = api.value(3);
           const node = occ.node_id[i];
           let fill = color(ACTOR_COLORS, occ.actor_type[i]);
@@ -141,7 +144,7 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
         encode: { x: [1, 2], y: 0 }, data: barData(), clip: true,
         markArea: { silent: true, label: { position: "insideTop", fontSize: 10, color: "#57606a" },
                     data: stepBands(duration) } },
-      { id: "events", type: "custom", renderItem: (p, api) =>
+      { id: "events", type: "custom", z: 2, renderItem: (p, api) =>
           bar(p, api, color(EVENT_COLORS, ev.kind[api.value(3)])),
         encode: { x: [1, 2], y: 0 }, data: evData, clip: true },
       lineSeries("edges", edgeLines, { color: "#afb8c1", width: 1, opacity: 0.6, curveness: 0.15 }, 1),
@@ -175,7 +178,11 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
     return "";
   }
 
-  chart.on("click", { seriesId: "occ" }, (p) => onNode && onNode(occ.node_id[p.value[3]], p.value[3]));
+  // one handler that looks at the series (ECharts' click queries do not filter by seriesId)
+  chart.on("click", (p) => {
+    if (p.seriesId === "occ" && onNode) onNode(occ.node_id[p.value[3]], p.value[3]);
+    else if (p.seriesId === "events" && onEvent) onEvent(p.value[3]);
+  });
   chart.getZr().on("click", (e) => {
     if (e.target || !onSeek) return;
     const px = [e.offsetX, e.offsetY];
@@ -197,6 +204,8 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
     chart, byNode,
     /** Highlight these node_ids (dim the rest); null shows all. */
     highlight(nodes, node = null) { lit = nodes; selected = node; redraw(); },
+    /** The node_ids drawn highlighted (null: all). */
+    litNodes() { return lit ? [...lit] : null; },
     cursor(t) {
       chart.setOption({ series: [{ id: "cursor", markLine: { data: t === null ? [] : [{ xAxis: t }] } }] },
                       { lazyUpdate: true, silent: true });
@@ -217,6 +226,10 @@ export function createTimeline(container, data, { onNode, onSeek, onFirstRender 
       const a = chart.convertToPixel("grid", [occ.t_start[i], occ.lane[i]]);
       const b = chart.convertToPixel("grid", [end(i), occ.lane[i]]);
       return [(a[0] + Math.max(a[0] + 3, b[0])) / 2, a[1]];
+    },
+    /** Pixel (relative to the container) of event i's tick. */
+    pixelOfEvent(i) {
+      return chart.convertToPixel("grid", [ev.t[i], ev.lane[i]]).map((v, k) => v + (k === 0 ? 1 : 0));
     },
     /** Pixel (relative to the container) of time t in empty space below the last lane's bars:
      * a click there seeks. */
