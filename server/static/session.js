@@ -73,7 +73,7 @@ export async function sessionView(root, { args, query }) {
   } else {
     side.append(el("h2", {}, "Recording"), el("p", { class: "muted" }, "This session has no recording."));
   }
-  side.append(chatPane(data));
+  side.append(countsLine(data));
 
   const tl = createTimeline(box, data, {
     onNode: (node) => showNode(node),
@@ -100,7 +100,6 @@ export async function sessionView(root, { args, query }) {
         pending = false;
         tl.cursor(video.currentTime);
         root.querySelector("#video-time").textContent = clock(video.currentTime);
-        video.dataset.synced = String(video.currentTime);
       });
     };
     video.addEventListener("timeupdate", follow);
@@ -187,7 +186,7 @@ function turn(m) {
     el("span", { class: "muted" }, `${clock(m.t)} ${m.actor_type}: `), m.text);
 }
 
-function chatPane(data) {
+function countsLine(data) {
   const n = data.occurrences.node_id.length, ne = data.events.t.length;
   return el("p", { class: "muted" }, `${data.lanes.length} lanes · ${n} node occurrences · `
     + `${ne} other events · ${data.edges.length} edges · ${data.adoptions.length} adoption triples`);
