@@ -346,6 +346,9 @@ def test_an_evaluator_instance_as_a_model_sees_it(page, server):
                      params={"condition": "graph-chat"}).json()
     shown = d.find_element(By.ID, "instance-prompt").get_attribute("textContent")
     assert shown == inst["prompt"]
+    stray = """return [...document.getElementById('instance-view').childNodes]
+               .filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent)"""
+    assert js(d, stray) == [], "text outside the view's elements (a null printed?)"
     assert float(d.find_element(By.ID, "instance-view").get_attribute("data-cutoff")) == \
         pytest.approx(inst["inputs"]["cutoff"])
     drawn = js(d, """const s = echarts.getInstanceByDom(document.getElementById('timeline'))

@@ -49,13 +49,14 @@ export async function instanceView(root, { query }) {
       const video = !v ? null : v.frames ? el("div", { class: "thumbs", id: "instance-frames" },
         v.frames.map((f) => el("img", { src: mediaUrl(f.url, { width: 320 }), title: clock(f.t), alt: `frame at ${clock(f.t)}` })))
         : el("p", { class: "muted", id: "instance-frames" }, "This session has no recording: the video part of the context is empty.");
-      out.replaceChildren(
+      out.replaceChildren(...[  // (replaceChildren would print a null as "null")
         el("h2", {}, `${i.id} · ${i.condition} · ${i.corpus} / ${i.session_id}`,
           cutoff !== null ? el("span", { class: "muted" }, ` · cut-off ${clock(cutoff)}`) : null),
         el("p", {}, el("a", { href: `#/session/${encodeURIComponent(i.corpus)}/${encodeURIComponent(i.session_id)}?t=${cutoff ?? 0}` }, "open the session")),
         box, el("h2", {}, "Prompt"), el("pre", { id: "instance-prompt" }, i.prompt),
         video ? el("h2", {}, "Frames in the context") : null, video,
-        el("details", {}, el("summary", {}, "inputs (JSON)"), el("pre", { id: "instance-inputs" }, JSON.stringify(i.inputs, null, 2))));
+        el("details", {}, el("summary", {}, "inputs (JSON)"), el("pre", { id: "instance-inputs" }, JSON.stringify(i.inputs, null, 2))),
+      ].filter(Boolean));
       const data = await api(`/sessions/${encodeURIComponent(i.corpus)}/${encodeURIComponent(i.session_id)}/timeline`);
       tl = createTimeline(box, data, {});
       if (cutoff !== null) {
