@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import platform
+import shutil
 import statistics
 import sys
 from datetime import UTC, datetime
@@ -125,8 +126,6 @@ def main(argv: list[str] | None = None) -> int:
     if why:
         print(why, file=sys.stderr)
         return 2
-    import shutil
-
     shutil.rmtree(args.work, ignore_errors=True)
     lake, big, small = build_lake(args.work, args.nodes)
     port = free_port()

@@ -107,6 +107,10 @@ def test_overview_sorts_filters_and_pages(http, con):
     assert passed["total"] == expect > 0 and all(r["success"] for r in passed["items"])
     found = http.get("/workbench/sessions", params={"q": SID.upper()}).json()["items"]
     assert [r["session_id"] for r in found] == [SID]
+    # an exact id: one session, and a prefix of it none (the session page's metrics line)
+    one = http.get("/workbench/sessions", params={"session": SID}).json()
+    assert [r["session_id"] for r in one["items"]] == [SID] and one["total"] == 1
+    assert http.get("/workbench/sessions", params={"session": SID[:-1]}).json()["total"] == 0
 
 
 def test_overview_refuses_unknown_sort_columns(http):

@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse
+from sqlglot import exp
 
 from graphlake.server.models import SessionOverviewPage
 from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
@@ -30,6 +31,7 @@ FROM sessions s
 LEFT JOIN session_metrics m ON m.corpus = s.corpus AND m.session_id = s.session_id
 LEFT JOIN run_outcomes r ON r.corpus = s.corpus AND r.session_id = s.session_id
 WHERE ($corpus IS NULL OR s.corpus = $corpus) AND ($domain IS NULL OR s.domain = $domain)
+  AND ($session IS NULL OR s.session_id = $session)
   AND ($q IS NULL OR contains(lower(concat_ws(' ', s.session_id, s.title, s.goal)), lower($q)))
   AND ($success IS NULL OR r.success = $success)
 """
@@ -50,6 +52,8 @@ def index():
 
 @router.get("/workbench/sessions", response_model=SessionOverviewPage)
 def session_overview(state: StateDep, corpus: str | None = None, domain: str | None = None,
+                     session: Annotated[str | None, Query(description="exactly this "
+                                                          "session_id")] = None,
                      q: Annotated[str | None, Query(description="words in id, title or goal")]
                      = None,
                      success: Annotated[bool | None, Query(description="agent traces: "
@@ -62,10 +66,12 @@ def session_overview(state: StateDep, corpus: str | None = None, domain: str | N
     their outcome (run_outcomes): filtered, sorted by any column, a page at a time, with the
     number of sessions that match."""
     start = (decode_cursor(cursor, version=state.con.version) or {"o": 0})["o"]
-    params = {"corpus": corpus, "domain": domain, "q": q or None, "success": success}
-    # sort is one of OVERVIEW_COLUMNS (checked by FastAPI), never free text
+    params = {"corpus": corpus, "domain": domain, "session": session, "q": q or None,
+              "success": success}
+    # sort is one of OVERVIEW_COLUMNS (checked by FastAPI), and goes in quoted by sqlglot
+    column = exp.to_identifier(sort, quoted=True).sql("duckdb")
     rows = state.con.rows(
-        f"{_SELECT} {_FROM} ORDER BY {sort} {order.upper()} NULLS LAST, s.corpus, "
+        f"{_SELECT} {_FROM} ORDER BY {column} {order.upper()} NULLS LAST, s.corpus, "
         f"s.session_id LIMIT $limit OFFSET $offset",
         {**params, "limit": limit + 1, "offset": start})
     total = state.con.rows(f"SELECT count(*) AS n {_FROM}", params)[0]["n"]

@@ -31,16 +31,10 @@ export function fmt(v, digits = 2) {
   return String(v);
 }
 
-/** A plain table of rows (objects) or of arrays with column names. */
-export function table(columns, rows, { onRow, numeric = () => false } = {}) {
-  const body = el("tbody");
-  for (const r of rows) {
-    const cells = columns.map((c, i) => {
-      const v = Array.isArray(r) ? r[i] : r[c];
-      return el("td", { class: typeof v === "number" || numeric(c) ? "num" : null }, fmt(v, 3));
-    });
-    body.append(el("tr", { class: onRow ? "link" : null, onclick: onRow ? () => onRow(r) : null }, cells));
-  }
+/** A plain table: column names and rows as arrays (the shape of a /sql answer). */
+export function table(columns, rows) {
+  const body = el("tbody", {}, rows.map((r) => el("tr", {}, r.map((v) =>
+    el("td", { class: typeof v === "number" ? "num" : null }, fmt(v, 3))))));
   return el("table", {}, el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))), body);
 }
 

@@ -22,14 +22,14 @@ export function adoptionChain(adoptions, node) {
     }
     roots.add(start);
   }
-  const requests = new Set(roots), triples = [];
+  const requests = new Set(roots), taken = new Set(), triples = [];
   let grew = true;
   while (grew) {
     grew = false;
     for (const a of adoptions) {
-      if (triples.includes(a)) continue;
+      if (taken.has(a)) continue;
       if (requests.has(a.source_node) || (!a.source_node && requests.has(a.ai_node))) {
-        triples.push(a); grew = true;
+        taken.add(a); triples.push(a); grew = true;
         if (a.response_node) requests.add(a.response_node);
       }
     }
@@ -44,8 +44,8 @@ export async function sessionView(root, { args, query }) {
   const base = `/sessions/${encodeURIComponent(corpus)}/${encodeURIComponent(sid)}`;
   performance.mark("timeline-fetch-start");
   // the metrics line is not worth waiting for: both requests go out together
-  const metricsP = api("/workbench/sessions", { params: { corpus, q: sid, limit: 5 } })
-    .then((p) => p.items.find((r) => r.session_id === sid)).catch(() => null);
+  const metricsP = api("/workbench/sessions", { params: { corpus, session: sid, limit: 1 } })
+    .then((p) => p.items[0] || null).catch(() => null);
   const data = await api(`${base}/timeline`);
   performance.mark("timeline-data");
 
