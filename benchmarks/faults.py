@@ -101,7 +101,8 @@ def prepare(work: Path, sessions: int = 12, seed: int = 11) -> dict[str, Scenari
     """Build the four starting lakes and measure each operation uninterrupted once."""
     from graphlake.demo.corpus import write_demo_corpus
 
-    corpus = write_demo_corpus(work / "corpus", sessions=sessions, seed=seed)
+    # no recording: the harness kills lake writes, and encoding a video costs 14 s a build
+    corpus = write_demo_corpus(work / "corpus", sessions=sessions, seed=seed, recording=False)
     folders = sorted(p for p in corpus.iterdir() if p.is_dir())
     half_a, half_b = work / "src-a", work / "src-b"
     for i, folder in enumerate(folders):

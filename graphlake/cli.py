@@ -38,8 +38,8 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _top(version: Annotated[bool, typer.Option(
         "--version", callback=_print_version, is_eager=True,
-        help="Print graphlake's version and exit. (A lake version to read is --version N "
-        "after a command, e.g. `graphlake sql ... --version 3`.)")] = False) -> None:
+        help="Print graphlake's version and exit. (To read lake version N, pass --at N to a "
+        "command, e.g. `graphlake sql ... --at 3`.)")] = False) -> None:
     """graphlake: one lake for human-agent collaboration corpora."""
 schema_app = typer.Typer(help="The canonical schema (export JSON Schema files).",
                          no_args_is_help=True)
@@ -56,7 +56,7 @@ from graphlake.errors import LakeNotFoundError  # noqa: E402
 from graphlake.config import OUTPUT_FORMATS  # noqa: E402
 
 VersionOpt = Annotated[int | None, typer.Option(
-    "--at", "--version", metavar="VERSION", help="Read this lake version instead of the "
+    "--at", metavar="VERSION", help="Read this lake version instead of the "
     "latest (time travel; see `graphlake lake history`).")]
 FormatOpt = Annotated[Literal[OUTPUT_FORMATS], typer.Option(
     "--format", "-f",
@@ -85,8 +85,8 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
         usage_error("parquet is binary: pass --output FILE or redirect stdout")
     write(table, fmt, output, console)
     if truncated:
-        err_console.print(f"[yellow]note:[/] result cut at {max_rows} rows; raise --max-rows "
-                          "(0 for no cap) to see the rest")
+        err_console.print(f"note: result cut at {max_rows} rows; raise --max-rows (0 for no "
+                          "cap) to see the rest", style="yellow")
 
 
 # -- ingest ----------------------------------------------------------------------------------
@@ -115,9 +115,16 @@ def ingest(
     are kept with their raw payload and a reason: `graphlake sql "SELECT * FROM rejects"`.
 
     A session whose source changed since it was ingested (a row edited, added or gone) is
-    replaced whole, in the same lake version; `graphlake sql --version N` still reads it as
+    replaced whole, in the same lake version; `graphlake sql --at N` still reads it as
     it was.
     """
+    from graphlake import ingest as ingestors
+    from graphlake.errors import UnknownCorpusError
+
+    try:
+        ingestors.get(corpus)
+    except UnknownCorpusError as exc:  # a wrong name is a usage mistake: exit 2, with usage
+        usage_error(str(exc))
     ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh,
                       prune=prune)
 
@@ -140,8 +147,9 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False):
 
     if quiet:
         return ingest_path(corpus, path, lk, prune=prune)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=err_console, transient=True) as progress:
+    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
+                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
+                  transient=True) as progress:
         task = progress.add_task(f"ingest {corpus}", total=None)
 
         def tick(done, total, _path):
@@ -200,9 +208,9 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
     else:
         console.print(f"committed lake version {snap.lake_version} at {lk.root}")
     if total_rej:
-        console.print(f"[yellow]{total_rej} records rejected[/]; see them with: graphlake sql "
+        console.print(f"{total_rej} records rejected; see them with: graphlake sql "
                       f"\"SELECT source_file, record_ref, reason FROM rejects WHERE corpus = "
-                      f"'{corpus}'\"", highlight=False)
+                      f"'{corpus}'\"", highlight=False, style="yellow")
 
 
 # -- sql -------------------------------------------------------------------------------------
@@ -344,8 +352,10 @@ def query_lint(
         findings = lint(text)
         bad = [f for f in findings if not f.rewritten]
         blocked += bool(bad)
-        mark = "[red]not portable[/]" if bad else "[green]portable[/]"
-        console.print(f"{name}: {mark}", highlight=False)
+        from rich.text import Text
+
+        mark = ("not portable", "red") if bad else ("portable", "green")
+        console.print(Text.assemble(f"{name}: ", mark), highlight=False)
         for f in findings:
             console.print(f"  {f}", highlight=False)
     if blocked:
@@ -532,6 +542,10 @@ def demo(
     sessions: Annotated[int, typer.Option("--sessions", help="Kolab sessions to generate.")] = 24,
     seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same corpus).")]
     = 7,
+    frames: Annotated[bool | None, typer.Option(
+        "--frames/--no-frames", help="Index and search the demo's screen recording (OCR and "
+        "embeddings: most of the demo's time) [default: when the vision extra is installed].",
+        show_default=False)] = None,
 ):
     """Generate the demo corpus, ingest it, and print the headline analyses.
 
@@ -542,8 +556,16 @@ def demo(
 
     lk = _lake(lake)
     corpus_dir = out or lk.root.parent / "demo-corpus"
+    if frames:
+        from graphlake.demo.run import vision_available
+        from graphlake.errors import MissingExtraError
+
+        if not vision_available():
+            raise MissingExtraError('indexing the recording needs the vision extra: pip '
+                                    'install "graphlake[vision]", or run the demo with '
+                                    '--no-frames')
     run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
-             ingest=lambda c, p: ingest_and_report(c, p, lk))
+             ingest=lambda c, p: ingest_and_report(c, p, lk), frames=frames)
 
 
 # -- serve and bench --------------------------------------------------------------------------
@@ -596,7 +618,8 @@ def serve(
     if not lk.exists():
         raise LakeNotFoundError(f"no lake at {lk.root}; build one with `graphlake demo` or "
                                 "`graphlake ingest`, or pass --lake DIR")
-    lk.snapshot(version)  # an unknown --version fails here, not in every worker
+    lk.snapshot(version)  # an unknown --at fails here, not in every worker
+    _check_port_free(host, port)
     import uvicorn
 
     os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
@@ -609,6 +632,23 @@ def serve(
                       f"workbench: http://{host}:{port}/{'?token=...' if token else ''}")
     uvicorn.run("graphlake.server.main:app", host=host, port=port, workers=workers,
                 log_level="warning", access_log=False)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """A busy port is one ``error:`` line before any banner (uvicorn would print its own
+    traceback-free message only after the banner, and exit 3)."""
+    import socket
+
+    from graphlake.errors import GraphlakeError
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise GraphlakeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                                 "stop what holds the port or pass another --port") from None
 
 
 bench_app = typer.Typer(help="Benchmark protocols offline: list, export instances, score "

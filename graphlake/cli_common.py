@@ -17,8 +17,10 @@ from rich.console import Console
 
 from graphlake.config import ENV_LAKE, resolve_lake_dir
 
-console = Console()
-err_console = Console(stderr=True)
+#: Markup is off: what the commands print holds user text (paths, SQL, ids) that must come out
+#: as it is; colour goes through ``style=`` and :class:`rich.text.Text`.
+console = Console(markup=False)
+err_console = Console(stderr=True, markup=False)
 
 LakeOpt = Annotated[Path | None, typer.Option(
     "--lake", envvar=ENV_LAKE, help="Lake directory (default: $GRAPHLAKE_LAKE, else the user "
@@ -56,9 +58,19 @@ def run_app(app: Callable[[], object]) -> NoReturn:
         if os.environ.get("GRAPHLAKE_DEBUG"):
             raise
         message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
-        err_console.print(f"[bold red]error:[/] {message}", highlight=False)
+        print_error(str(message))
         sys.exit(1)
     sys.exit(0)
+
+
+def print_error(message: str) -> None:
+    """One ``error: ...`` line on stderr. The message is printed as it is: user text (a path
+    like ``runs[old]/``, a statement with ``[/]``, an extra like ``graphlake[vision]``) is
+    never read as Rich markup."""
+    from rich.text import Text
+
+    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False,
+                      soft_wrap=True)
 
 
 def _progress():
@@ -71,5 +83,5 @@ def _progress():
         TimeRemainingColumn,
     )
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)

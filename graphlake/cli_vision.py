@@ -89,7 +89,7 @@ def frames_index(
     else:
         rep = indexer.run(session, texts=not no_texts)
     for uri in rep.missing:
-        err_console.print(f"[yellow]skipped:[/] recording {uri} is not on disk")
+        err_console.print(f"skipped: recording {uri} is not on disk", style="yellow")
     if rep.recordings == 0 and rep.texts == 0 and rep.lake_rows == 0:
         console.print(f"nothing new: {rep.already} recording(s) indexed already "
                       f"({rep.seconds:.1f} s)")

@@ -23,6 +23,14 @@ class LakeNotFoundError(LakeError, FileNotFoundError):
     """A read named a lake directory that no writer ever created."""
 
 
+class NotFoundError(GraphlakeError, LookupError):
+    """A named thing (session, benchmark, instance, media file, named query) does not exist;
+    the message says how to list what does. Over HTTP: 404."""
+
+    def __str__(self) -> str:  # LookupError's KeyError cousin would quote the message
+        return str(self.args[0]) if self.args else "not found"
+
+
 class WrongCorpusError(GraphlakeError, ValueError):
     """An ingest found nothing it could read, and the files look like another corpus."""
 

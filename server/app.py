@@ -46,10 +46,10 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         if settings.preload_rows:  # before the first request, not during it
-            state.bench.sessions.preload()
+            state.current.bench.sessions.preload()
         yield
         if connection is None:
-            con.close()
+            state.current.con.close()
 
     app = FastAPI(title="graphlake", version=graphlake.__version__, description=DESCRIPTION,
                   lifespan=lifespan,

@@ -6,20 +6,28 @@ text, which says what to do next.
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Mapping
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
+from graphlake.cursors import CursorError, StaleCursorError
 from graphlake.errors import (
     GraphlakeError,
     LakeVersionError,
     MissingExtraError,
     NamedQueryError,
+    NotFoundError,
     QueryTimeoutError,
     SqlError,
+    UnknownCorpusError,
 )
 from graphlake.protocols.spec import ProtocolError
+
+log = logging.getLogger("graphlake.server")
 
 _CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
           408: "timeout", 409: "conflict", 413: "too_large", 416: "range_not_satisfiable",
@@ -32,33 +40,31 @@ def error_body(status: int, message: str, code: str | None = None) -> dict:
 
 
 def error_response(status: int, message: str, code: str | None = None,
-                   headers: dict | None = None) -> JSONResponse:
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
     return JSONResponse(error_body(status, message, code), status_code=status, headers=headers)
 
 
-class NotFound(GraphlakeError, LookupError):
-    """A session, media file, node or named query the lake does not have."""
+#: A session, media file, node or named query the lake does not have (404).
+NotFound = NotFoundError
 
 
 class BadRequest(GraphlakeError, ValueError):
-    """A request the service understood but cannot answer as asked (bad cursor, empty
-    window)."""
+    """A request the service understood but cannot answer as asked (empty window, a body that
+    is not a picture)."""
 
 
-class CursorConflict(GraphlakeError, ValueError):
-    """A cursor from another lake version."""
-
-
-def _status(exc: Exception) -> int:
+def _status(exc: GraphlakeError) -> int:
+    """The HTTP status of a domain error. Only errors graphlake raises on purpose get here: a
+    bare ``KeyError`` or ``LookupError`` from a bug is a 500, never a 404."""
     if isinstance(exc, QueryTimeoutError):
         return 408
     if isinstance(exc, MissingExtraError):
         return 501
-    if isinstance(exc, CursorConflict):
+    if isinstance(exc, StaleCursorError):
         return 409
-    if isinstance(exc, NotFound | LookupError | LakeVersionError):
+    if isinstance(exc, NotFoundError | LakeVersionError | UnknownCorpusError):
         return 404
-    if isinstance(exc, SqlError | NamedQueryError | ProtocolError | ValueError):
+    if isinstance(exc, SqlError | NamedQueryError | ProtocolError | CursorError | ValueError):
         return 400
     return 500
 
@@ -78,8 +84,18 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(GraphlakeError)
     async def _domain(request: Request, exc: GraphlakeError):
-        return error_response(_status(exc), str(exc))
+        status = _status(exc)
+        if status == 500:
+            log.error("unmapped domain error on %s %s", request.method, request.url.path,
+                      exc_info=exc)
+        code = ("stale_cursor" if isinstance(exc, StaleCursorError)
+                else "bad_cursor" if isinstance(exc, CursorError) else None)
+        return error_response(status, str(exc), code)
 
-    @app.exception_handler(LookupError)
-    async def _lookup(request: Request, exc: LookupError):
-        return error_response(404, str(exc.args[0]) if exc.args else "not found")
+    @app.exception_handler(Exception)
+    async def _bug(request: Request, exc: Exception):
+        # Starlette calls this from its outermost middleware for anything unhandled: the
+        # client gets the one error shape, the log gets the traceback.
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal error: the server logged the traceback; please "
+                              "report it with the request that caused it")

@@ -3,41 +3,52 @@ Routers get it with ``Depends(get_state)``; tests build their own with ``create_
 
 from __future__ import annotations
 
-import base64
-import json
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import orjson
 from fastapi import Request, Response
 
 from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
-from graphlake.server.errors import BadRequest, CursorConflict
 from graphlake.server.settings import Settings
 
 
-@dataclass
-class State:
+@dataclass(frozen=True)
+class Serving:
+    """What one request reads: the settings, one pinned connection and the protocols over
+    it. A request takes it once, so every answer it gives comes from one lake version."""
+
     settings: Settings
     con: Connection
     bench: Benchmarks
-    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class State:
+    """The server's one mutable cell: the :class:`Serving` requests start with, replaced by
+    ``refresh`` in one assignment."""
+
+    def __init__(self, settings: Settings, con: Connection, bench: Benchmarks):
+        self.settings = settings
+        self.current = Serving(settings, con, bench)
+        self._lock = threading.Lock()
 
     def refresh(self) -> bool:
         """Move to the newest lake snapshot (``POST /refresh``): open it beside the current
-        one, read it in, then swap; the old snapshot closes a grace period later, after the
-        requests still reading it (each bounded by the query time limit) have finished."""
-        with self.lock:
-            newest = self.con.lake.snapshot(None).lake_version
-            if newest == self.con.version:
+        one, read it in, then swap. Requests that started on the old one finish on it: the
+        old connection stops taking new statements a grace period later (requests are bounded
+        by the query time limit), and its catalog closes after its last statement."""
+        with self._lock:
+            old = self.current
+            newest = old.con.lake.snapshot(None).lake_version
+            if newest == old.con.version:
                 return False
-            con = Connection(self.con.lake, newest)
+            con = Connection(old.con.lake, newest)
             bench = new_benchmarks(self.settings, con)
             if self.settings.preload_rows:
                 bench.sessions.preload()
-            old, self.con, self.bench = self.con, con, bench
-        grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.close)
+            self.current = Serving(self.settings, con, bench)
+        grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.con.close)
         grace.daemon = True
         grace.start()
         return True
@@ -45,14 +56,21 @@ class State:
 
 def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
     return Benchmarks(con, session_cache=settings.session_cache,
-                      preload_rows=settings.preload_rows)
+                      preload_rows=settings.preload_rows,
+                      index_timeout_s=settings.query_timeout_s)
 
 
-def get_state_now(request: Request) -> State:
-    return request.app.state.graphlake
+def get_state_now(request: Request) -> Serving:
+    """The snapshot this request reads (for handlers that skip dependency injection)."""
+    return request.app.state.graphlake.current
 
 
-async def get_state(request: Request) -> State:  # async: no thread hop per request
+async def get_state(request: Request) -> Serving:  # async: no thread hop per request
+    return request.app.state.graphlake.current
+
+
+async def get_server_state(request: Request) -> State:
+    """The server's state itself: only ``POST /refresh`` needs it."""
     return request.app.state.graphlake
 
 
@@ -61,23 +79,3 @@ def json_response(payload, status: int = 200) -> Response:
     and declare their model for the OpenAPI schema instead."""
     return Response(orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS), status_code=status,
                     media_type="application/json")
-
-
-def encode_cursor(key) -> str:
-    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None, *, version: int | None = None):
-    """The key a cursor holds (None for the first page). Offset cursors carry the lake version
-    they were cut on; one from another version is a 409 that says to start over."""
-    if not cursor:
-        return None
-    try:
-        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
-    except (ValueError, UnicodeDecodeError):
-        raise BadRequest("cursor is not one this service issued; pass the next_cursor of the "
-                         "previous page, or none for the first page") from None
-    if version is not None and isinstance(key, dict) and key.get("v") != version:
-        raise CursorConflict(f"cursor was issued at lake version {key.get('v')} and the server "
-                             f"now reads version {version}; list again from the first page")
-    return key

@@ -15,6 +15,65 @@ from graphlake.lake import Lake
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HAND = FIXTURES / "kolab" / "hand"
+#: Real public samples, vendored (tests/fixtures/samples/README.md: whose, which license).
+SAMPLES = FIXTURES / "samples"
+
+
+#: The slow tiers (markers registered in pyproject.toml). ``pytest -m "not slow"`` is the fast
+#: tier a developer runs while working; the whole suite runs them all.
+SLOW_TIERS = ("subprocess", "faults", "fuzz", "browser", "frames", "spark")
+#: Tiers that need something outside the dev extra (a system package, Java): where
+#: $GRAPHLAKE_REQUIRE_TIERS names them (``.ci/run`` does), a skip in them is a failure.
+REQUIRE_ENV = "GRAPHLAKE_REQUIRE_TIERS"
+
+
+#: True in the fast tier (``-m "not slow"``): property tests run a fifth of their examples.
+FAST_TIER = False
+
+
+def pytest_configure(config):
+    global FAST_TIER
+    FAST_TIER = "not slow" in (config.option.markexpr or "")
+
+
+def examples(n: int) -> int:
+    """Hypothesis examples for a property test that builds a real lake per example: all of
+    them in the whole suite, a fifth (at least 5) in the fast tier."""
+    return max(5, n // 5) if FAST_TIER else n
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test of a slow tier is also ``slow``."""
+    for item in items:
+        if any(item.get_closest_marker(t) for t in SLOW_TIERS):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A tier .ci/run expects to run must not pass by skipping: a skip there fails, with the
+    skip's reason (Java missing, Chromium missing, the vision extra missing)."""
+    outcome = yield
+    report = outcome.get_result()
+    required = {t for t in os.environ.get(REQUIRE_ENV, "").split(",") if t}
+    if not report.skipped or not required:
+        return
+    tiers = sorted(t for t in required if item.get_closest_marker(t))
+    if tiers:
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (f"tier {', '.join(tiers)} is required here (${REQUIRE_ENV}) but "
+                           f"this test skipped: {reason}")
+
+
+def pytest_collectreport(report):
+    """Modules of the dependency-bound tiers skip whole when their dependency is missing:
+    where tiers are required, such a skip stops the run and says what is missing."""
+    if report.skipped and os.environ.get(REQUIRE_ENV):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = (f"{report.nodeid} was skipped at collection, but "
+                           f"${REQUIRE_ENV} requires its tier to run: {reason}")
 
 
 @pytest.fixture
@@ -57,16 +116,63 @@ def write_graph(folder: Path, obj, name: str = "graph.json") -> Path:
     return path
 
 
-def cli(*args: str, lake: Path | None = None, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the real `graphlake` console entry point in a subprocess."""
-    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    cmd = [sys.executable, "-m", "graphlake.cli", *args]
-    if lake is not None:
-        cmd += ["--lake", str(lake)]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
+#: What every CLI run sees: wide tables and no colour, in this process and in subprocesses
+#: (set before graphlake.cli builds its consoles, which read them once).
+CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
+os.environ.update(CLI_ENV)
+
+
+def cli(*args: str, lake: Path | None = None, check: bool = True, env: dict | None = None,
+        subprocess_: bool = False) -> subprocess.CompletedProcess:
+    """Run the `graphlake` command: its real entry point (argument parsing, the one error
+    handler, the exit code) in this process, which saves the 3-4 s of imports a subprocess
+    pays. ``subprocess_=True`` starts the console script in its own process, for tests of what
+    only a process shows (its environment, signals, the lock between processes)."""
+    cmd = [*args, *(["--lake", str(lake)] if lake is not None else [])]
+    run = _cli_subprocess if subprocess_ else _cli_in_process
+    proc = run(cmd, env or {})
     if check and proc.returncode != 0:
-        raise AssertionError(f"{cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+        raise AssertionError(f"graphlake {cmd} failed ({proc.returncode}):\n{proc.stdout}\n"
+                             f"{proc.stderr}")
     return proc
+
+
+def _cli_subprocess(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
+    full = [sys.executable, "-m", "graphlake.cli", *cmd]
+    return subprocess.run(full, capture_output=True, text=True, timeout=1800,
+                          env={**os.environ, **CLI_ENV, **env})
+
+
+def _cli_in_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
+    import contextlib
+    import io
+    import traceback
+    from unittest import mock
+
+    from graphlake.cli import main
+
+    # text streams over bytes, as a process has: binary formats write to sys.stdout.buffer
+    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
+                for _ in range(2))
+    code: int | str | None = 0
+    with mock.patch.dict(os.environ, env), mock.patch.object(sys, "argv", ["graphlake", *cmd]), \
+            mock.patch.object(sys, "stdin", io.StringIO()), \
+            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main()
+        except SystemExit as exc:
+            code = exc.code
+        except Exception:  # a bug: what the interpreter would print, and exit 1
+            traceback.print_exc(file=err)
+            code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message") prints it and exits 1
+        err.write(f"{code}\n")
+        code = 1
+    return subprocess.CompletedProcess(["graphlake", *cmd], code,
+                                       out.buffer.getvalue().decode(errors="replace"),
+                                       err.buffer.getvalue().decode(errors="replace"))
 
 
 def graph_lake(folder: Path, n: int, edges, actor_types=None) -> Lake:
@@ -136,7 +242,8 @@ class LiveServer:
         self.port = sock.getsockname()[1]
         sock.close()
         self.url = f"http://127.0.0.1:{self.port}"
-        config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=self.port,
+        self.app = create_app(settings)
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
                                 log_level="warning", access_log=False)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -145,7 +252,7 @@ class LiveServer:
         import time
 
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # generous: a loaded machine starts slowly
         while not self.server.started:
             if time.monotonic() > deadline or not self.thread.is_alive():
                 raise RuntimeError("uvicorn did not start")

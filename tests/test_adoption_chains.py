@@ -12,7 +12,7 @@ import networkx as nx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import HAND
+from conftest import HAND, examples
 from graphlake.lake import Lake, LakeRun
 from graphlake.lake.derived import refresh
 from graphlake.pipeline import ingest_path
@@ -95,7 +95,7 @@ def _got(lake) -> set:
              r["n_requests"]) for r in rows}
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(_triple, min_size=1, max_size=9))
 def test_chains_follow_responses_that_became_requests(tmp_path_factory, triples):

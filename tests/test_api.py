@@ -93,6 +93,7 @@ def test_named_query_through_the_api(gl):
     assert len(rows) == 12 and rows["burstiness"].notna().all()
 
 
+@pytest.mark.spark
 def test_spark_engine_gives_the_same_answer(demo_lake, gl):
     pytest.importorskip("pyspark")
     spark = graphlake.connect(demo_lake, engine="spark")

@@ -71,7 +71,7 @@ def test_sql_json_csv_parquet_and_version(tmp_path, corpus):
     import pyarrow.parquet as pq
 
     assert pq.read_table(pq_file).num_rows == 14
-    old = json.loads(cli("sql", "select count(*) as n from nodes", "--version", "0",
+    old = json.loads(cli("sql", "select count(*) as n from nodes", "--at", "0",
                          "--format", "json", lake=lake).stdout)
     assert old == [{"n": 0}]
 
@@ -137,7 +137,8 @@ def test_lake_info_history_compact(tmp_path, corpus):
 
 def test_unknown_corpus_and_missing_path(tmp_path):
     bad = cli("ingest", "kolabb", str(tmp_path), lake=tmp_path / "l", check=False)
-    assert bad.returncode == 1 and "Did you mean 'kolab'" in bad.stderr
+    assert bad.returncode == 2 and "Did you mean 'kolab'" in bad.stderr  # a usage mistake
+    assert "Usage:" in bad.stderr
     missing = cli("ingest", "kolab", str(tmp_path / "nope"), lake=tmp_path / "l", check=False)
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
@@ -190,10 +191,38 @@ def test_time_travel_is_at_and_data_commands_take_o(tmp_path):
     lake = tmp_path / "lake"
     cli("ingest", "kolab", str(HAND), "--quiet", lake=lake)
     now = json.loads(cli("lake", "info", "--at", "1", "-f", "json", lake=lake).stdout)
-    assert now == json.loads(cli("lake", "info", "--version", "1", "-f", "json",
-                                 lake=lake).stdout)
+    latest = json.loads(cli("lake", "info", "-f", "json", lake=lake).stdout)
+    assert {t["table"] for t in now} == {t["table"] for t in latest} and now != latest
+    # --version is only graphlake's own version: after a command it is a usage mistake
+    wrong = cli("lake", "info", "--version", "1", lake=lake, check=False)
+    assert wrong.returncode == 2 and "--version" in wrong.stderr
     for args in (("lake", "history"), ("lake", "info"), ("query", "list"), ("bench", "list"),
                  ("sql", "SELECT count(*) AS n FROM nodes")):
         target = tmp_path / f"{args[0]}-{args[1][:8]}.json"
         cli(*args, "-f", "json", "-o", str(target), lake=lake)
         assert json.loads(target.read_text()), args
+
+
+def test_error_text_is_printed_as_it_is(hand_lake, tmp_path):
+    """User text in an error (a quoted name like "[/]", a path like runs[old]/) comes out
+    literally: it is never read as Rich markup."""
+    out = cli("sql", 'SELECT * FROM "[/]"', lake=hand_lake, check=False)
+    assert out.returncode == 1 and out.stderr.startswith("error: "), out.stderr
+    assert "[/]" in out.stderr and "Traceback" not in out.stderr
+    missing = tmp_path / "runs[old]"
+    out = cli("ingest", "kolab", str(missing), lake=tmp_path / "lake", check=False)
+    assert out.returncode == 1 and str(missing) in out.stderr, out.stderr
+
+
+@pytest.mark.subprocess
+def test_serve_on_a_busy_port_is_one_error_line_before_any_banner(hand_lake):
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        out = cli("serve", "--port", str(port), lake=hand_lake, check=False, subprocess_=True)
+    assert out.returncode == 1, out.stderr
+    assert out.stderr.startswith("error: cannot listen on 127.0.0.1:") and "serving" not in \
+        out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr

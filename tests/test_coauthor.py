@@ -9,17 +9,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import parse_with
-from graphlake.config import samples_dir
+from conftest import SAMPLES, parse_with
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.ingest.coauthor import apply_delta
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.query.documents import document_at
 
-DATA = (samples_dir() or Path("/nonexistent")) / "coauthor"
-SAMPLE = next(DATA.glob("*.jsonl"), None) if DATA.exists() else None
-needs_data = pytest.mark.skipif(SAMPLE is None, reason="shared CoAuthor sample not present")
+DATA = SAMPLES / "coauthor"
+SAMPLE = next(DATA.glob("*.jsonl"))
 
 
 def parse(path: Path) -> CollectingEmitter:
@@ -33,7 +31,6 @@ def lake(tmp_path_factory):
     return lake
 
 
-@needs_data
 def test_every_line_is_an_event_and_episodes_match_the_release_notes(lake):
     lines = [ln for ln in SAMPLE.read_text().splitlines() if ln.strip()]
     rows = run_sql("SELECT (SELECT count(*) FROM events) AS events, "
@@ -49,7 +46,6 @@ def test_every_line_is_an_event_and_episodes_match_the_release_notes(lake):
     assert labels["adopt"] + labels["modify"] == 12
 
 
-@needs_data
 def test_kolab_retention_runs_unchanged_on_coauthor(lake):
     from graphlake.query import named
 
@@ -59,7 +55,6 @@ def test_kolab_retention_runs_unchanged_on_coauthor(lake):
     assert row["retention_adopt"] + row["retention_modify"] == pytest.approx(12 / 15)
 
 
-@needs_data
 def test_document_at_any_event(lake):
     final = run_sql("SELECT text FROM documents WHERE doc_id = 'final'", lake).table
     assert document_at(lake, SAMPLE.stem.split("_")[-1]) == final["text"][0].as_py()
@@ -194,7 +189,6 @@ def test_reopen_reselect_and_writer_sourced_inserts_label_every_accepted_suggest
     assert nodes["ep2/request"] == "Reopen the suggestions"
 
 
-@needs_data
 def test_every_select_of_the_sample_is_labelled(lake):
     (row,) = run_sql("SELECT (SELECT count(*) FROM events WHERE kind = 'suggestion-select') "
                      "AS selects, (SELECT count(*) FROM adoptions WHERE label <> 'reject') "

@@ -78,3 +78,68 @@ def test_closed_connection_says_so(hand_lake):
     con.close()
     with pytest.raises(graphlake.errors.GraphlakeError, match="closed"):
         con.sql("SELECT 1")
+
+
+_REFRESH_UNDER_LOAD = r'''
+import sys, threading
+from graphlake.lake import Lake, LakeRun
+from graphlake.query.connection import Connection
+
+lake = Lake(sys.argv[1])
+rounds = int(sys.argv[2])
+
+
+def commit(k):
+    run = LakeRun(lake, "g", f"round {k}")
+    em = run.emitter()
+    em.row("nodes", {"session_id": f"s{k}", "node_id": "v0", "actor_type": "human"})
+    run.commit([em.close()])
+
+
+commit(0)
+con = Connection(lake)
+stop, errors, done = threading.Event(), [], [0]
+
+
+def reader():
+    while not stop.is_set():
+        try:
+            n = con.sql("SELECT count(*) AS n FROM nodes, range(200)").table.column(0)[0]
+            assert n.as_py() % 200 == 0
+            done[0] += 1
+        except Exception as exc:  # any error under a refresh is the defect
+            errors.append(repr(exc))
+            stop.set()
+
+
+threads = [threading.Thread(target=reader) for _ in range(4)]
+for t in threads:
+    t.start()
+for k in range(1, rounds + 1):
+    commit(k)
+    assert con.refresh() is True
+    seen = done[0]  # at least one statement runs on every new catalog before the next swap
+    while done[0] == seen and not stop.is_set():
+        threading.Event().wait(0.01)
+stop.set()
+for t in threads:
+    t.join()
+con.close()
+print(f"refreshes={rounds} statements={done[0]} errors={len(errors)}")
+print("\n".join(errors[:3]), file=sys.stderr)
+sys.exit(1 if errors else 0)
+'''
+
+
+@pytest.mark.subprocess
+def test_refresh_and_close_under_concurrent_queries(tmp_path):
+    """20 refreshes while four threads query the same connection: no statement fails, the
+    replaced catalogs close after their last statement, and the interpreter exits cleanly
+    (closing a DuckDB connection under a running cursor aborted it at exit)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _REFRESH_UNDER_LOAD, str(tmp_path / "lake"),
+                           "20"], capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "refreshes=20" in proc.stdout and "errors=0" in proc.stdout

@@ -45,7 +45,7 @@ def test_analyses_doc_covers_every_analysis_query():
 def test_readme_shows_every_cli_command():
     for cmd in ("graphlake ingest", "graphlake sql", "graphlake query list",
                 "graphlake query run", "graphlake lake info", "graphlake schema export",
-                "graphlake demo", "--transpile-only", "--version", "--engine spark",
+                "graphlake demo", "--transpile-only", "--at", "--engine spark",
                 "graphlake query lint", "graphlake export ocel", "GRAPH_TABLE"):
         assert cmd in README, cmd
 
@@ -106,5 +106,5 @@ def test_service_doc_names_every_protocol_route_and_option(tmp_path):
             shown = re.sub(r"\{[^}]+\}", "{}", f"{method.upper()} {path}")
             assert re.search("`" + re.escape(shown) + "[`?]", generic), shown
     for option in ("--host", "--port", "--token", "--max-rows", "--timeout", "--max-body",
-                   "--workers", "--version"):
+                   "--workers", "--at"):
         assert f"`{option}" in doc, option

@@ -8,9 +8,13 @@ import random
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.faults import OPERATIONS, inject, prepare  # noqa: E402
+
+pytestmark = [pytest.mark.faults, pytest.mark.subprocess]
 
 
 def test_a_kill_at_a_random_moment_of_each_operation_loses_nothing(tmp_path):

@@ -34,6 +34,8 @@ from graphlake.search import SearchFilters, search_frames, search_text  # noqa: 
 from graphlake.vision.sampler import SamplerStats, sample_frames  # noqa: E402
 from graphlake.vision.screens import Screen, render_screen, write_screen_recording  # noqa: E402
 
+pytestmark = pytest.mark.frames
+
 FPS = 5
 #: Session s1: four screens; the changes fall between grid points and checkpoints on purpose.
 S1 = [
@@ -219,6 +221,7 @@ def test_frames_join_the_workflow_in_sql(indexed):
         assert 10.6 <= ev[0]["frame_t"] <= 11.0 and 20.2 <= ev[1]["frame_t"] <= 21.0
 
 
+@pytest.mark.subprocess
 def test_a_killed_index_resumes_where_it_stopped(plain_lake, indexed, tmp_path):
     from graphlake.vision.store import FrameStore
 

@@ -30,6 +30,8 @@ from conftest import FIXTURES, HAND
 from graphlake import ingest
 from graphlake.lake.writer import StagingEmitter
 
+pytestmark = pytest.mark.fuzz
+
 HOSTILE = st.one_of(
     st.none(), st.booleans(),
     st.integers(min_value=-(2 ** 70), max_value=2 ** 70),

@@ -4,10 +4,11 @@ networkx implementation on random graphs, in a real lake."""
 from __future__ import annotations
 
 import networkx as nx
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import graph_lake, nx_graph
+from conftest import examples, graph_lake, nx_graph
 from graphlake.query import run_sql
 
 graphs = st.integers(2, 9).flatmap(lambda n: st.tuples(
@@ -30,7 +31,7 @@ def nx_hops(g, start, k):
     return d
 
 
-@settings(max_examples=40, deadline=None,
+@settings(max_examples=examples(40), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs)
 def test_reachability_matches_networkx(tmp_path_factory, case):
@@ -55,7 +56,7 @@ def canonical_cycle(cycle):
     return tuple(cycle[i:] + cycle[:i])
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs)
 def test_cycles_match_networkx(tmp_path_factory, case):
@@ -70,7 +71,8 @@ def test_cycles_match_networkx(tmp_path_factory, case):
     assert set(got) == expected
 
 
-@settings(max_examples=30, deadline=None,
+@pytest.mark.fuzz
+@settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(graphs)
 def test_inlined_macros_give_the_same_answers(tmp_path_factory, case):

@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 
+import pytest
+
 from conftest import FIXTURES, cli
 from graphlake.lake import Lake
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
+
+pytestmark = pytest.mark.fuzz
 
 DEEP = "[" * 10_000 + "]" * 10_000
 

@@ -155,6 +155,7 @@ def graph(draw):
     return g
 
 
+@pytest.mark.fuzz
 @settings(max_examples=200, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(graph(), min_size=1, max_size=4))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -129,9 +130,26 @@ def test_schema_version_is_stored_and_checked(lake):
         ingest_path("kolab", HAND, lake)
 
 
+def _hold_write_lock(lake: Path):
+    """A real process holding the lake's write lock until its stdin is closed: the test
+    releases it when the event it waits for has happened, never after a fixed time."""
+    import subprocess
+    import sys
+
+    hold = subprocess.Popen([sys.executable, "-c", (
+        "import sys; from graphlake.lake import Lake\n"
+        f"with Lake({str(lake)!r}).write_lock():\n"
+        "    print('locked', flush=True); sys.stdin.read()")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert hold.stdout.readline().strip() == "locked"
+    return hold
+
+
+@pytest.mark.subprocess
 def test_concurrent_writers_wait_and_both_land(tmp_path):
     """Two ingests into one lake at once: the second waits for the first's commit instead of
     failing, and both runs land (real processes, real lock)."""
+    import os
     import subprocess
     import sys
 
@@ -139,35 +157,41 @@ def test_concurrent_writers_wait_and_both_land(tmp_path):
 
     lake = tmp_path / "lake"
     Lake(lake).init()
-    hold = subprocess.Popen([sys.executable, "-c", (
-        "import sys, time; from graphlake.lake import Lake\n"
-        f"with Lake({str(lake)!r}).write_lock():\n"
-        "    print('locked', flush=True); time.sleep(3)")], stdout=subprocess.PIPE, text=True)
-    assert hold.stdout.readline().strip() == "locked"
+    hold = _hold_write_lock(lake)
     jobs = [subprocess.Popen([sys.executable, "-m", "graphlake.cli", "ingest", corpus,
                               str(FIXTURES / src), "--lake", str(lake), "--quiet",
                               "--no-refresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True)
             for corpus, src in (("hasbench", "hasbench"), ("tau2", "tau2_runs"))]
-    hold.wait(timeout=30)
+    # each writer says it waits before the lock is let go (a writer that failed instead ends
+    # its stderr, so this loop cannot hang)
+    said = []
     for job in jobs:
-        _out, err = job.communicate(timeout=300)
-        assert job.returncode == 0, err
-        assert "waiting for it" in err
+        lines = []
+        for line in job.stderr:
+            lines.append(line)
+            if "waiting for it" in line:
+                break
+        said.append("".join(lines))
+    hold.stdin.close()
+    hold.wait(timeout=300)
+    for job, before in zip(jobs, said, strict=True):
+        _out, err = job.communicate(timeout=600)
+        assert job.returncode == 0, before + err
+        assert "waiting for it" in before
     snaps = Lake(lake).snapshots()
     assert sorted(s.corpus for s in snaps) == ["hasbench", "tau2"]
     # and a writer that cannot get the lock in time says so and how to wait longer
-    hold = subprocess.Popen([sys.executable, "-c", (
-        "import time; from graphlake.lake import Lake\n"
-        f"with Lake({str(lake)!r}).write_lock():\n"
-        "    print('locked', flush=True); time.sleep(5)")], stdout=subprocess.PIPE, text=True)
-    assert hold.stdout.readline().strip() == "locked"
-    out = subprocess.run([sys.executable, "-m", "graphlake.cli", "ingest", "tau2",
-                          str(FIXTURES / "tau2_runs"), "--lake", str(lake), "--quiet"],
-                         capture_output=True, text=True, timeout=300,
-                         env={**__import__("os").environ, "GRAPHLAKE_LOCK_TIMEOUT": "1"})
-    hold.wait(timeout=30)
-    assert out.returncode != 0 and "GRAPHLAKE_LOCK_TIMEOUT" in out.stdout + out.stderr
+    hold = _hold_write_lock(lake)
+    try:
+        out = subprocess.run([sys.executable, "-m", "graphlake.cli", "ingest", "tau2",
+                              str(FIXTURES / "tau2_runs"), "--lake", str(lake), "--quiet"],
+                             capture_output=True, text=True, timeout=600,
+                             env={**os.environ, "GRAPHLAKE_LOCK_TIMEOUT": "1"})
+    finally:
+        hold.stdin.close()
+        hold.wait(timeout=300)
+    assert out.returncode == 1 and "GRAPHLAKE_LOCK_TIMEOUT" in out.stderr
 
 
 def test_vacuum_keeps_the_retention_window_readable(lake, tmp_path):
@@ -193,6 +217,7 @@ def test_vacuum_keeps_the_retention_window_readable(lake, tmp_path):
     assert count(lake, "nodes") == 28
 
 
+@pytest.mark.subprocess
 @pytest.mark.parametrize("kill_at", [1, 4])
 def test_a_vacuum_killed_part_way_leaves_a_readable_lake(lake, tmp_path, kill_at):
     """kill -9 (os._exit) after the kill_at-th table's vacuum: the lake opens, its current

@@ -10,14 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import parse_with
-from graphlake.config import samples_dir
+from conftest import SAMPLES, parse_with
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
-DATA = (samples_dir() or Path("/nonexistent")) / "gmmt"
-needs_data = pytest.mark.skipif(not (DATA / "q1ec1.annotated.json").exists(),
-                                reason="shared GMMT sample not present")
+DATA = SAMPLES / "gmmt"
 
 
 def parse(path):
@@ -35,7 +32,6 @@ def q(lake, sql):
     return run_sql(sql, lake, max_rows=None).table.to_pylist()
 
 
-@needs_data
 def test_reference_expressions_are_timed_events_and_nodes(lake):
     src = json.loads((DATA / "q1ec1.reference_expressions.json").read_text())
     res = src["landmark_reference_expressions"]
@@ -48,7 +44,6 @@ def test_reference_expressions_are_timed_events_and_nodes(lake):
     assert q(lake, "SELECT count(*) AS n FROM rejects") == [{"n": 0}]
 
 
-@needs_data
 def test_grounding_status_and_both_interpretations(lake):
     rows = {r["label"]: r["n"] for r in q(
         lake, "SELECT label, count(*) AS n FROM annotations WHERE kind = 'grounding' GROUP BY 1")}
@@ -58,7 +53,6 @@ def test_grounding_status_and_both_interpretations(lake):
     assert interp == [{"label": "m12_caravan_park@f"}, {"label": "m12_caravan_park@g"}]
 
 
-@needs_data
 def test_landmark_configuration_per_side(lake):
     rows = q(lake, "SELECT landmark_id, on_giver_map, on_follower_map FROM landmarks "
                    "WHERE landmark_id IN ('m12_old_mill', 'm12_picket_fence') ORDER BY 1")
@@ -67,7 +61,6 @@ def test_landmark_configuration_per_side(lake):
         {"landmark_id": "m12_picket_fence", "on_giver_map": False, "on_follower_map": True}]
 
 
-@needs_data
 def test_bad_records_are_rejected(tmp_path):
     shutil.copytree(DATA, tmp_path / "d")
     d = tmp_path / "d"

@@ -5,23 +5,18 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import parse_with
-from graphlake.config import samples_dir
+from conftest import SAMPLES, parse_with
 
-DATA = (samples_dir() or Path("/nonexistent")) / "marble"
-needs_data = pytest.mark.skipif(not (DATA / "coding_config_1.yaml").exists(),
-                                reason="shared MARBLE samples not present")
+DATA = SAMPLES / "marble"
 
 
 def parse(path):
     return parse_with("marble", path)
 
 
-@needs_data
 def test_tasks_agents_and_relationships_match_the_source():
     tasks = [json.loads(ln) for ln in (DATA / "coding_main.first20.jsonl").read_text()
              .splitlines() if ln.strip()]
@@ -35,7 +30,6 @@ def test_tasks_agents_and_relationships_match_the_source():
     assert "rejects" not in out.tables
 
 
-@needs_data
 def test_yaml_config_reads_coordinate_mode_as_coordination_mode():
     out = parse(DATA / "coding_config_1.yaml")
     (s,) = out.tables["scenarios"]

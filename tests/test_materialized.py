@@ -20,8 +20,9 @@ from graphlake.query.catalog import derived_schema, files_select, open_catalog
 from graphlake.schema.views import MATERIALIZED, depends_on, standalone_sql
 
 
-def assert_matches_view(lake: Lake, version: int | None = None, *,
-                        current: bool | None = None) -> dict[str, int]:
+def assert_matches_view(
+    lake: Lake, version: int | None = None, *, current: bool | None = None
+) -> dict[str, int]:
     """Every materialized view, as a query reads it, equals its SQL over the same snapshot (as
     a bag of rows); where the snapshot holds a current table, the table's own files (read
     directly, not through the catalog) equal the SQL too and the catalog's view reads them.
@@ -39,8 +40,9 @@ def assert_matches_view(lake: Lake, version: int | None = None, *,
             sides = [f"(SELECT * FROM {name})"]
             if files is not None:
                 sides.append(f"({files_select(files, derived_schema(name))})")
-                (body,) = cat.con.execute("SELECT sql FROM duckdb_views() WHERE view_name = $n",
-                                          {"n": name}).fetchone()
+                (body,) = cat.con.execute(
+                    "SELECT sql FROM duckdb_views() WHERE view_name = $n", {"n": name}
+                ).fetchone()
                 assert all(f in body for f in files) and ("read_parquet" in body or not files)
             for stored in sides:
                 only_stored, only_live, n_stored, n_live = cat.con.execute(
@@ -72,15 +74,22 @@ def test_a_query_reads_the_current_table_not_the_sql(tmp_path):
         path = uri.removeprefix("file://")
         table = pq.read_table(path)
         label = table.schema.get_field_index("label")
-        pq.write_table(table.set_column(label, "label", pa.array(["TAMPERED"] * len(table))),
-                       path)
-    labels = {r["label"] for r in run_sql("SELECT DISTINCT label FROM adoptions", lake,
-                                          max_rows=None).table.to_pylist()}
+        pq.write_table(table.set_column(label, "label", pa.array(["TAMPERED"] * len(table))), path)
+    labels = {
+        r["label"]
+        for r in run_sql(
+            "SELECT DISTINCT label FROM adoptions", lake, max_rows=None
+        ).table.to_pylist()
+    }
     assert labels == {"TAMPERED"}
     # a new version makes the table stale until refreshed: then the view computes its SQL
     assert ingest_path("coauthor", FIXTURES / "coauthor", lake)[1] is not None
-    labels = {r["label"] for r in run_sql("SELECT DISTINCT label FROM adoptions", lake,
-                                          max_rows=None).table.to_pylist()}
+    labels = {
+        r["label"]
+        for r in run_sql(
+            "SELECT DISTINCT label FROM adoptions", lake, max_rows=None
+        ).table.to_pylist()
+    }
     assert "TAMPERED" not in labels and labels
 
 
@@ -97,7 +106,7 @@ def test_demo_lake_keeps_each_view_as_a_table_equal_to_its_sql(demo_lake):
 def test_runs_that_add_sessions_extend_the_tables(tmp_path):
     from graphlake.demo.corpus import write_demo_corpus
 
-    corpus = write_demo_corpus(tmp_path / "corpus", sessions=6, seed=3)
+    corpus = write_demo_corpus(tmp_path / "corpus", sessions=6, seed=3, recording=False)
     first, second = tmp_path / "first", tmp_path / "second"
     for i, folder in enumerate(sorted(p for p in corpus.iterdir() if p.is_dir())):
         shutil.copytree(folder, (first if i < 3 else second) / folder.name)
@@ -126,7 +135,9 @@ def test_small_groups_of_sessions_give_the_same_rows(tmp_path, monkeypatch):
     from graphlake.lake import derived
 
     lake = Lake(tmp_path / "lake")
-    ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=5, seed=8), lake)
+    ingest_path(
+        "kolab", write_demo_corpus(tmp_path / "corpus", sessions=5, seed=8, recording=False), lake
+    )
     monkeypatch.setattr(derived, "CHUNK_ROWS", 100)  # a group per session or two
     assert len(refresh(lake).rows) == len(MATERIALIZED)
     assert assert_matches_view(lake)["co_occurrences"] > 0
@@ -143,8 +154,9 @@ def test_a_run_that_adds_to_a_session_replaces_that_sessions_rows(tmp_path):
     def chain_lengths() -> dict[str, int]:
         cat = open_catalog(lake)
         try:
-            return dict(cat.con.execute(
-                "SELECT chain_root, chain_length FROM adoption_chains").fetchall())
+            return dict(
+                cat.con.execute("SELECT chain_root, chain_length FROM adoption_chains").fetchall()
+            )
         finally:
             cat.close()
 
@@ -152,7 +164,8 @@ def test_a_run_that_adds_to_a_session_replaces_that_sessions_rows(tmp_path):
     # the person reacts once more to the first step's second AI output: one new tuple
     graph = json.loads((src / "graph.json").read_text())
     graph["steps"][0]["nodes"][3]["user_response"].append(
-        ["n1", "n2", "reject", "00:00:00-00:00:10", "00:00:50-00:01:00", "00:01:00-00:01:40"])
+        ["n1", "n2", "reject", "00:00:00-00:00:10", "00:00:50-00:01:00", "00:01:00-00:01:40"]
+    )
     (src / "graph.json").write_text(json.dumps(graph))
     stats, snap = ingest_path("kolab", src, lake)
     assert snap is not None and stats.added["annotations"] == 1
@@ -167,8 +180,9 @@ def test_a_lake_from_before_the_tables_catches_up_on_refresh(tmp_path):
     from graphlake.demo.corpus import write_demo_corpus
 
     lake = Lake(tmp_path / "lake")
-    _stats, old = ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=4,
-                                                         seed=5), lake)
+    _stats, old = ingest_path(
+        "kolab", write_demo_corpus(tmp_path / "corpus", sessions=4, seed=5, recording=False), lake
+    )
     assert not set(MATERIALIZED) & set(old.table_versions)
     counts = assert_matches_view(lake)  # computed from the SQL
     assert counts["adoptions"] > 0
@@ -183,7 +197,7 @@ def test_compaction_keeps_the_tables_current(tmp_path):
     from graphlake.demo.corpus import write_demo_corpus
     from graphlake.lake.maintenance import compact
 
-    corpus = write_demo_corpus(tmp_path / "corpus", sessions=4, seed=6)
+    corpus = write_demo_corpus(tmp_path / "corpus", sessions=4, seed=6, recording=False)
     lake = Lake(tmp_path / "lake")
     for folder in sorted(p for p in corpus.iterdir() if p.is_dir()):
         ingest_path("kolab", folder, lake)  # a file per run: something to compact
@@ -213,12 +227,15 @@ def test_co_occurrences_are_exactly_the_overlapping_pairs(demo_lake):
 
     cat = open_catalog(Lake(demo_lake))
     try:
-        occ = cat.con.execute("SELECT corpus, session_id, node_id, seq, actor_type, t_start, "
-                              "t_end FROM node_occurrences WHERE t_start IS NOT NULL "
-                              "AND t_end IS NOT NULL").fetchall()
+        occ = cat.con.execute(
+            "SELECT corpus, session_id, node_id, seq, actor_type, t_start, "
+            "t_end FROM node_occurrences WHERE t_start IS NOT NULL "
+            "AND t_end IS NOT NULL"
+        ).fetchall()
         got = cat.con.execute(
             "SELECT corpus, session_id, node_id, seq, other_node_id, other_seq, relation, "
-            "actor_type || '/' || other_actor_type FROM co_occurrences").fetchall()
+            "actor_type || '/' || other_actor_type FROM co_occurrences"
+        ).fetchall()
     finally:
         cat.close()
     by_session = defaultdict(list)
@@ -233,9 +250,17 @@ def test_co_occurrences_are_exactly_the_overlapping_pairs(demo_lake):
     assert len(got) == len(want) > 0
     assert {row[:6] for row in got} == want
     # every pair strictly overlaps, so none of Allen's disjoint or touching relations appear
-    assert {row[6] for row in got} <= {"overlaps", "overlapped_by", "starts", "started_by",
-                                       "during", "contains", "finishes", "finished_by",
-                                       "equals"}
+    assert {row[6] for row in got} <= {
+        "overlaps",
+        "overlapped_by",
+        "starts",
+        "started_by",
+        "during",
+        "contains",
+        "finishes",
+        "finished_by",
+        "equals",
+    }
     # what the human did while the agent worked is there on the demo corpus
     assert {"ai/human", "human/ai"} <= {row[7] for row in got}
 
@@ -249,12 +274,17 @@ def _make_stale(lake: Lake, name: str):
 
     path = str(lake.table_path(name))
     DeltaTable(path).delete()
-    DeltaTable(path).alter.set_table_properties({DEFINITION_KEY: "an-older-definition"},
-                                                raise_if_not_exists=False)
+    DeltaTable(path).alter.set_table_properties(
+        {DEFINITION_KEY: "an-older-definition"}, raise_if_not_exists=False
+    )
     snap = lake.snapshot()
     return lake.commit_snapshot(
-        operation="ingest", corpus="kolab", source="older graphlake",
-        table_versions={**snap.table_versions, name: DeltaTable(path).version()}, rows_added={})
+        operation="ingest",
+        corpus="kolab",
+        source="older graphlake",
+        table_versions={**snap.table_versions, name: DeltaTable(path).version()},
+        rows_added={},
+    )
 
 
 def test_a_table_computed_with_another_definition_is_never_read_and_is_recomputed(tmp_path):
@@ -266,7 +296,9 @@ def test_a_table_computed_with_another_definition_is_never_read_and_is_recompute
     from graphlake.lake.maintenance import table_info
 
     lake = Lake(tmp_path / "lake")
-    ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=4, seed=9), lake)
+    ingest_path(
+        "kolab", write_demo_corpus(tmp_path / "corpus", sessions=4, seed=9, recording=False), lake
+    )
     refresh(lake)
     counts = assert_matches_view(lake)
     stale = _make_stale(lake, "adoption_chains")
@@ -293,7 +325,7 @@ def test_cli_ingest_refreshes_and_lake_refresh_mends_a_stale_table(tmp_path):
     from graphlake.demo.corpus import write_demo_corpus
 
     lake = Lake(tmp_path / "lake")
-    src = write_demo_corpus(tmp_path / "corpus", sessions=3, seed=4)
+    src = write_demo_corpus(tmp_path / "corpus", sessions=3, seed=4, recording=False)
     out = cli("ingest", "kolab", str(src), lake=lake.root).stdout
     assert "materialized views refreshed for every session" in out
     counts = assert_matches_view(lake)
@@ -307,7 +339,7 @@ def test_cli_ingest_refreshes_and_lake_refresh_mends_a_stale_table(tmp_path):
     info = cli("lake", "info", "--format", "json", lake=lake.root).stdout
     assert "stale" not in info and '"materialized"' in info
     # --no-refresh leaves it for later, and says nothing about it
-    more = write_demo_corpus(tmp_path / "more", sessions=4, seed=4)
+    more = write_demo_corpus(tmp_path / "more", sessions=4, seed=4, recording=False)
     out = cli("ingest", "kolab", str(more), "--no-refresh", lake=lake.root).stdout
     assert "materialized" not in out
     assert "materialized (stale)" in cli("lake", "info", lake=lake.root).stdout

@@ -13,6 +13,8 @@ from graphlake.demo.video import write_recording
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
+pytestmark = pytest.mark.frames
+
 av = pytest.importorskip("av")
 
 

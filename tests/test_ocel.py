@@ -14,12 +14,17 @@ pm4py = pytest.importorskip("pm4py")
 
 def test_demo_corpus_ocel_loads_in_pm4py(tmp_path):
     lake = tmp_path / "lake"
-    ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=10), lake)
+    ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=10, recording=False), lake)
     counts = export_ocel(lake, tmp_path / "demo.jsonocel", corpus="kolab")
     ocel = pm4py.read_ocel2_json(str(tmp_path / "demo.jsonocel"))
     n_occ = run_sql("SELECT count(*) AS n FROM node_occurrences", lake).table["n"][0].as_py()
-    n_ev = run_sql("SELECT count(*) AS n FROM events WHERE t IS NOT NULL OR timestamp IS NOT "
-                   "NULL", lake).table["n"][0].as_py()
+    n_ev = (
+        run_sql(
+            "SELECT count(*) AS n FROM events WHERE t IS NOT NULL OR timestamp IS NOT NULL", lake
+        )
+        .table["n"][0]
+        .as_py()
+    )
     assert len(ocel.events) == counts["events"] == n_occ + n_ev
     assert len(ocel.objects) == counts["objects"]
     types = set(ocel.objects["ocel:type"])
@@ -51,4 +56,5 @@ def test_demo_corpus_ocel_sqlite_loads_in_pm4py(demo_lake, tmp_path):
     a = from_sqlite.events.sort_values("ocel:eid")["ocel:timestamp"].reset_index(drop=True)
     b = from_json.events.sort_values("ocel:eid")["ocel:timestamp"].reset_index(drop=True)
     assert (a.dt.tz_localize(None) if a.dt.tz else a).equals(
-        b.dt.tz_localize(None) if b.dt.tz else b)
+        b.dt.tz_localize(None) if b.dt.tz else b
+    )

@@ -13,7 +13,7 @@ import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import FIXTURES, graph_lake, nx_graph
+from conftest import FIXTURES, examples, graph_lake, nx_graph
 from graphlake.errors import SqlError
 from graphlake.query import run_sql
 from graphlake.query.pattern import PatternError, compile_patterns
@@ -27,7 +27,7 @@ typed_graphs = st.integers(2, 7).flatmap(lambda n: st.tuples(
              unique=True),
     st.lists(st.sampled_from(["human", "ai"]), min_size=n, max_size=n)))
 
-_SETTINGS = settings(max_examples=25, deadline=None,
+_SETTINGS = settings(max_examples=examples(25), deadline=None,
                      suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 

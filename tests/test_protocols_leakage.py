@@ -4,6 +4,7 @@ node sets computed here independently from the lake's own views."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -14,15 +15,22 @@ from graphlake.pipeline import ingest_path
 from graphlake.protocols import KOLAB_CONDITIONS, SPECS, Benchmarks
 from graphlake.query.connection import Connection
 
+pytestmark = pytest.mark.fuzz
+
 _CUTOFF = {
     "kolab-1a": "SELECT annotation_id AS target, session_id, coalesce(response_t_end, "
-                "ai_t_end) AS cutoff, coalesce(source_t_start, ai_t_start) AS t0, ai_node "
-                "FROM adoptions",
-    **{p: "SELECT annotation_id AS target, session_id, ai_t_end AS cutoff, "
-          "coalesce(source_t_start, ai_t_start) AS t0, ai_node FROM adoptions"
-       for p in ("kolab-1b", "kolab-1c", "kolab-1d")},
-    **{p: "SELECT step_id AS target, session_id, t_end AS cutoff, t_start AS t0, "
-          "NULL AS ai_node FROM steps" for p in ("kolab-2a", "kolab-2b")},
+    "ai_t_end) AS cutoff, coalesce(source_t_start, ai_t_start) AS t0, ai_node "
+    "FROM adoptions",
+    **{
+        p: "SELECT annotation_id AS target, session_id, ai_t_end AS cutoff, "
+        "coalesce(source_t_start, ai_t_start) AS t0, ai_node FROM adoptions"
+        for p in ("kolab-1b", "kolab-1c", "kolab-1d")
+    },
+    **{
+        p: "SELECT step_id AS target, session_id, t_end AS cutoff, t_start AS t0, "
+        "NULL AS ai_node FROM steps"
+        for p in ("kolab-2a", "kolab-2b")
+    },
 }
 
 
@@ -44,8 +52,12 @@ def check_kolab(con: Connection, bench: Benchmarks) -> int:
                 if "graph" in inputs:
                     got = set(inputs["graph"]["node_ids"])
                     t0 = inputs["window"]["t0"]
-                    expect = {n for (s, n), os in occ.items() if s == ref["session_id"]
-                              and any(o["t_start"] < cutoff and o["t_end"] >= t0 for o in os)}
+                    expect = {
+                        n
+                        for (s, n), os in occ.items()
+                        if s == ref["session_id"]
+                        and any(o["t_start"] < cutoff and o["t_end"] >= t0 for o in os)
+                    }
                     for n in got - expect:  # only the target may sit exactly at the cut-off
                         assert n == want["ai_node"], (pid, condition, n)
                         assert min(o["t_start"] for o in occ[(ref["session_id"], n)]) <= cutoff
@@ -66,8 +78,11 @@ def check_kolab(con: Connection, bench: Benchmarks) -> int:
 @given(seed=st.integers(0, 10_000))
 def test_no_kolab_context_leaks(tmp_path_factory, seed):
     root = tmp_path_factory.mktemp("leak")
-    ingest_path("kolab", write_demo_corpus(root / "corpus", sessions=3, seed=seed),
-                root / "lake")
+    ingest_path(
+        "kolab",
+        write_demo_corpus(root / "corpus", sessions=3, seed=seed, recording=False),
+        root / "lake",
+    )
     refresh(Lake(root / "lake"))
     with Connection(root / "lake") as con:
         assert check_kolab(con, Benchmarks(con)) > 0
@@ -82,8 +97,10 @@ def test_demo_lake_contexts_do_not_leak(demo_lake):
 def test_trace_prefixes_hold_only_earlier_events(demo_lake):
     with Connection(demo_lake) as con:
         bench = Benchmarks(con)
-        seqs = {(r["session_id"], r["event_id"]): r["seq"]
-                for r in con.rows("SELECT session_id, event_id, seq FROM events")}
+        seqs = {
+            (r["session_id"], r["event_id"]): r["seq"]
+            for r in con.rows("SELECT session_id, event_id, seq FROM events")
+        }
         for pid in ("almanac-next-action", "almanac-mental-model"):
             for cond in SPECS[pid].conditions:
                 items = bench.instances(pid, condition=cond, limit=1000).items
@@ -95,9 +112,14 @@ def test_trace_prefixes_hold_only_earlier_events(demo_lake):
                         assert seqs[(item["session_id"], m["target_id"])] < cut
         for item in bench.instances("hasbench-prefix", params={"fraction": 0.3}).items:
             trace = item["inputs"]["trace"]
-            events = [r for r in con.rows(
-                "SELECT event_id FROM events WHERE corpus = 'hasbench' AND session_id = $s "
-                "ORDER BY t NULLS LAST, seq, event_id", {"s": item["session_id"]})]
+            events = [
+                r
+                for r in con.rows(
+                    "SELECT event_id FROM events WHERE corpus = 'hasbench' AND session_id = $s "
+                    "ORDER BY t NULLS LAST, seq, event_id",
+                    {"s": item["session_id"]},
+                )
+            ]
             k = item["inputs"]["cutoff_index"]
             assert [e["event_id"] for e in trace] == [e["event_id"] for e in events[:k]]
             assert item["inputs"]["cutoff_event"] == events[k]["event_id"]

@@ -20,6 +20,8 @@ if shutil.which("java") is None:
 
 from graphlake.query.spark import run_sql_spark  # noqa: E402
 
+pytestmark = pytest.mark.spark
+
 #: Values for named queries' required parameters.
 EXAMPLE_PARAMS = {"has_rescue": {"from_condition": "A1", "to_condition": "A3"}}
 #: Queries whose rows come from data the demo lake lacks, and the fixture lake that has it.

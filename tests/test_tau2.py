@@ -9,15 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import parse_with
-from graphlake.config import samples_dir
+from conftest import SAMPLES, parse_with
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 
-DATA = (samples_dir() or Path("/nonexistent")) / "tau2"
+DATA = SAMPLES / "tau2"
 RESULTS = DATA / "telecom_grok-3_5sims.json"
-needs_data = pytest.mark.skipif(not RESULTS.exists(), reason="shared tau2 samples not present")
 
 
 def parse(path: Path) -> CollectingEmitter:
@@ -35,7 +33,6 @@ def tau2_lake(tmp_path_factory):
     return lake
 
 
-@needs_data
 def test_counts_match_the_source(tau2_lake):
     src = json.loads(RESULTS.read_text())
     sims = src["simulations"]
@@ -52,7 +49,6 @@ def test_counts_match_the_source(tau2_lake):
     assert (len(sims), n_msgs, n_calls) == (5, 218, 56)  # as data/README.md describes them
 
 
-@needs_data
 def test_every_tool_result_is_linked_to_its_call_and_requestor(tau2_lake):
     rows = q(tau2_lake, """
         SELECT r.session_id, r.request_id, c.actor AS caller, r.initiator, c.initiator AS ci
@@ -67,7 +63,6 @@ def test_every_tool_result_is_linked_to_its_call_and_requestor(tau2_lake):
     assert user_calls == [{"channel": "control", "initiator": "human", "actor_type": "human"}]
 
 
-@needs_data
 def test_times_are_relative_to_the_simulation_start(tau2_lake):
     src = json.loads(RESULTS.read_text())["simulations"][0]
     from datetime import datetime
@@ -79,7 +74,6 @@ def test_times_are_relative_to_the_simulation_start(tau2_lake):
     assert row["t"] == pytest.approx((third - start).total_seconds())
 
 
-@needs_data
 def test_rewards_become_outcome_annotations(tau2_lake):
     src = json.loads(RESULTS.read_text())["simulations"]
     rows = {r["session_id"]: r["value"] for r in q(
@@ -90,7 +84,6 @@ def test_rewards_become_outcome_annotations(tau2_lake):
     assert checks[0]["n"] == sum(len(s["reward_info"]["action_checks"] or []) for s in src)
 
 
-@needs_data
 def test_tokens_and_costs_are_kept(tau2_lake):
     rows = q(tau2_lake, "SELECT sum(CAST(json_extract(attrs, '$.usage.completion_tokens') "
                         "AS BIGINT)) AS tokens FROM events WHERE kind = 'message'")
@@ -103,7 +96,6 @@ def test_tokens_and_costs_are_kept(tau2_lake):
     assert cost[0]["c"] == pytest.approx(sum(s["agent_cost"] for s in src))
 
 
-@needs_data
 def test_results_without_simulations_and_task_files(tmp_path):
     out = parse(DATA / "airline_gpt-4.1_no_sims.json")
     assert len(out.tables["scenarios"]) == 5 and "sessions" not in out.tables
@@ -115,8 +107,6 @@ def test_results_without_simulations_and_task_files(tmp_path):
 
 
 def test_reingest_adds_nothing(tmp_path):
-    if not RESULTS.exists():
-        pytest.skip("shared tau2 samples not present")
     lake = tmp_path / "lake"
     ingest_path("tau2", RESULTS, lake)
     stats, snap = ingest_path("tau2", RESULTS, lake)

@@ -41,6 +41,8 @@ from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
+pytestmark = [pytest.mark.browser, pytest.mark.frames]
+
 
 @pytest.fixture(scope="module")
 def wb_lake(demo_lake, tmp_path_factory) -> Path:

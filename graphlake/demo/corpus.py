@@ -18,8 +18,10 @@ def _write_json(path: Path, obj) -> None:
     path.write_bytes(orjson.dumps(obj, option=_JSON))
 
 
-def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7) -> Path:
-    """Write ``sessions`` session folders under ``out/kolab`` (replacing what was there).
+def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7, *,
+                      recording: bool = True) -> Path:
+    """Write ``sessions`` session folders under ``out/kolab`` (replacing what was there);
+    the first has a rendered screen recording when ``recording`` and PyAV is installed.
 
     Planted errors, each of which must end up in ``rejects`` while the rest lands:
     a user_response whose AI time matches no occurrence, an unparseable node time, an edge
@@ -41,7 +43,7 @@ def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7) -> Path:
         _write_json(folder / "survey.json", s.survey)
         (folder / "workflow.md").write_text(s.workflow_md)
         (folder / "chat.jsonl").write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in s.chat))
-        if i == 0 and have_pyav():  # the session's screen recording, rendered from its graph
+        if i == 0 and recording and have_pyav():  # the session's screen recording, rendered from its graph
             write_demo_recording(folder / "recording.mp4", s.graph, s.chat)
     (root / "exported_graph_truncated.json").write_text('{"session_id": "kolab-broken", "steps": [')
     return root

@@ -16,22 +16,26 @@ from graphlake.query.output import rich_table
 
 
 def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console: Console,
-             ingest) -> dict:
+             ingest, frames: bool | None = None) -> dict:
     """Generate, ingest (with ``ingest(corpus, path)``, which also reports), and print;
-    return the analyses."""
-    console.rule("[bold]graphlake demo")
-    kolab_dir = write_demo_corpus(corpus_dir, sessions=sessions, seed=seed)
+    return the analyses. ``frames``: index and search the demo recording (None: when the
+    vision extra is installed; it is most of the demo's time)."""
+    console.rule("graphlake demo")
+    if frames is None:
+        frames = vision_available()
+    # the recording is rendered only to be indexed: without frames it is skipped too
+    kolab_dir = write_demo_corpus(corpus_dir, sessions=sessions, seed=seed, recording=frames)
     console.print(f"generated {sessions} Kolab sessions (seed {seed}) in {kolab_dir}")
     ingest("kolab", kolab_dir)
     res = headline(lake)
-    console.rule("[bold]AI retention by sector (Kolab Figure 3c)")
+    console.rule("AI retention by sector (Kolab Figure 3c)")
     ret = res["retention"].select(["domain", "n_responses", "retention_adopt",
                                    "retention_modify", "reject_rate", "median_delay_adopt_s",
                                    "median_delay_modify_s", "median_delay_reject_s"])
     console.print(rich_table(ret.rename_columns(["domain", "n", "R_A", "R_M", "rejected",
                                                  "delay adopt s", "delay modify s",
                                                  "delay reject s"])))
-    console.rule("[bold]Collaboration dynamics (Kolab 4.3)")
+    console.rule("Collaboration dynamics (Kolab 4.3)")
     console.print("#1 " + res["burst_vs_lead"].describe())
     console.print("#2 " + res["w_vs_rating"].describe())
     cols = ["session_id", "burstiness", "solo_lead_in", "topology_w", "collaboration_rating",
@@ -39,7 +43,7 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     table = res["metrics"].select(cols).slice(0, 8).rename_columns(
         ["session", "B", "solo lead-in", "W", "collab rating", "R_A", "R_M"])
     console.print(rich_table(table, title="collab_metrics (first 8 sessions)"))
-    console.rule("[bold]Generated HAS-Bench and Almanac corpora")
+    console.rule("Generated HAS-Bench and Almanac corpora")
     for corpus, folder in (("hasbench", write_hasbench_corpus(corpus_dir, seed=seed)),
                            ("almanac", write_almanac_corpus(corpus_dir, seed=seed))):
         ingest(corpus, folder)
@@ -51,15 +55,18 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     console.print(rich_table(progress, title="Almanac alignment over task progress (Fig. 4)"))
     samples = shared_samples()
     if samples:
-        console.rule("[bold]Real public samples")
+        console.rule("Real public samples")
         for corpus, path in samples:
             ingest(corpus, path)
-    if vision_available():
+    if frames:
         search_recording(lake, console)
+    elif not vision_available():
+        console.print("frames: install the vision extra (pip install 'graphlake[vision]') to "
+                      "index and search the demo recording", style="dim")
     else:
-        console.print("[dim]frames: install the vision extra (pip install 'graphlake[vision]') "
-                      "to index and search the demo recording[/]")
-    console.rule("[bold]Every corpus in one lake")
+        console.print("frames: skipped (--no-frames), and with them the demo's screen "
+                      "recording; run the demo again without --no-frames for both", style="dim")
+    console.rule("Every corpus in one lake")
     overview = run_named("corpus_overview", lake).select(
         ["corpus", "sessions", "scenarios", "events", "human_share", "adoption_rate",
          "modification_rate", "success_rate"])
@@ -91,7 +98,7 @@ def search_recording(lake: Lake, console: Console) -> list[list[dict]]:
     from graphlake.search import search_frames
     from graphlake.vision.indexer import FrameIndexer
 
-    console.rule("[bold]Screen recording: frames read, embedded and searched")
+    console.rule("Screen recording: frames read, embedded and searched")
     with _progress(console) as progress:
         task = progress.add_task("frames", total=None)
         rep = FrameIndexer(lake, on_progress=lambda what, done, total: progress.update(
@@ -120,7 +127,7 @@ def search_recording(lake: Lake, console: Console) -> list[list[dict]]:
 def _progress(console: Console):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}"), BarColumn(), TimeRemainingColumn(),
+    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TimeRemainingColumn(),
                     console=console, transient=True)
 
 

@@ -9,19 +9,24 @@ An instance's context is cut from its session's rows (``SessionCache``), on dema
 
 from __future__ import annotations
 
-import base64
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from graphlake.config import DEFAULT_TIMEOUT_S
+from graphlake.cursors import KeyCursor
 from graphlake.protocols import scoring
 from graphlake.protocols.session import SessionCache
-from graphlake.protocols.spec import ProtocolError, ProtocolSpec
+from graphlake.protocols.spec import ProtocolError, ProtocolSpec, UnknownProtocolError
 from graphlake.query.connection import Connection
 
 MAX_PAGE = 1000
+#: Instance indexes kept per lake version (one per protocol and parameter values): a client
+#: cycling through parameter values evicts the least recently used, never grows memory.
+MAX_INDEXES = 32
 #: Index columns that hold answers: scoring reads them (``gold``), contexts never see them.
 GOLD_COLUMNS = frozenset({"gold", "gold_cells"})
 
@@ -30,20 +35,6 @@ GOLD_COLUMNS = frozenset({"gold", "gold_cells"})
 class Page:
     items: list[dict]
     next_cursor: str | None
-
-
-def encode_cursor(last_id: str) -> str:
-    return base64.urlsafe_b64encode(last_id.encode()).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str | None) -> str | None:
-    if not cursor:
-        return None
-    try:
-        return base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (ValueError, UnicodeDecodeError):
-        raise ProtocolError("cursor is not one this service issued; pass the next_cursor "
-                            "of the previous page, or none for the first page") from None
 
 
 @dataclass
@@ -76,13 +67,15 @@ class Benchmarks:
     """Every protocol over ``con`` (its pinned snapshot)."""
 
     def __init__(self, con: Connection, *, session_cache: int = 1024,
-                 preload_rows: int = 20_000_000):
+                 preload_rows: int = 20_000_000, index_timeout_s: float = DEFAULT_TIMEOUT_S):
         from graphlake.protocols import REGISTRY
 
         self.con = con
         self.registry = REGISTRY
         self.sessions = SessionCache(con, session_cache, preload_rows)
-        self._indexes: dict = {}
+        self.index_timeout_s = index_timeout_s
+        self._indexes: OrderedDict[tuple, _Index] = OrderedDict()
+        self._building: dict[tuple, threading.Lock] = {}
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ specs
@@ -90,7 +83,7 @@ class Benchmarks:
         try:
             return self.registry[pid]
         except KeyError:
-            raise ProtocolError(f"unknown benchmark {pid!r}; the benchmarks are "
+            raise UnknownProtocolError(f"unknown benchmark {pid!r}; the benchmarks are "
                                 f"{', '.join(self.registry)} (GET /benchmarks)") from None
 
     def specs(self) -> list[dict]:
@@ -128,24 +121,43 @@ class Benchmarks:
         return (self.con.version, pid, tuple(sorted(params.items())))
 
     def index(self, pid: str, params: dict) -> _Index:
+        """The protocol's instance index for ``params``: built once per key (concurrent first
+        requests wait for the one build), under the query time limit, and kept in an LRU of
+        :data:`MAX_INDEXES` for this lake version."""
         spec, module = self.spec(pid)
         key = self._key(pid, params)
         with self._lock:
             found = self._indexes.get(key)
-        if found is not None:
-            return found
+            if found is not None:
+                self._indexes.move_to_end(key)
+                return found
+            building = self._building.setdefault(key, threading.Lock())
+        with building:
+            with self._lock:
+                found = self._indexes.get(key)
+            if found is not None:
+                return found
+            try:
+                idx = self._build_index(pid, spec, module, params)
+            finally:
+                with self._lock:
+                    self._building.pop(key, None)
+            with self._lock:
+                for stale in [k for k in self._indexes if k[0] != self.con.version]:
+                    del self._indexes[stale]
+                self._indexes[key] = idx
+                while len(self._indexes) > MAX_INDEXES:
+                    self._indexes.popitem(last=False)
+        return idx
+
+    def _build_index(self, pid: str, spec: ProtocolSpec, module, params: dict) -> _Index:
         inner, bind = module.targets_sql(spec, params)
         sql = (f"SELECT left(sha256(concat_ws(chr(31), $__pid, t.corpus, t.session_id, "
                f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id")
         table = self.con.execute(sql, {**bind, "__pid": pid}, max_rows=None,
-                                 timeout_s=None).table
-        idx = _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str),
-                     frozenset(table.column("corpus").unique().to_pylist()))
-        with self._lock:
-            self._indexes = {k: v for k, v in self._indexes.items()
-                             if k[0] == self.con.version}
-            self._indexes[key] = idx
-        return idx
+                                 timeout_s=self.index_timeout_s).table
+        return _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str),
+                      frozenset(table.column("corpus").unique().to_pylist()))
 
     # ------------------------------------------------------------------ instances
     def instances(self, pid: str, *, condition: str | None = None, params: dict | None = None,
@@ -154,11 +166,13 @@ class Benchmarks:
         bound = spec.bind(params)
         condition = spec.check_condition(condition)
         idx = self.index(pid, bound)
-        start = idx.after(decode_cursor(cursor))
+        pages = KeyCursor(f"instances of {pid}")
+        last = pages.decode(cursor)
+        start = idx.after(last[0] if last else None)
         limit = max(1, min(limit, MAX_PAGE))
         stop = min(start + limit, len(idx.ids))
         items = [self._build(spec, idx.row(i), condition, bound) for i in range(start, stop)]
-        nxt = encode_cursor(str(idx.ids[stop - 1])) if stop < len(idx.ids) else None
+        nxt = pages.encode([str(idx.ids[stop - 1])]) if stop < len(idx.ids) else None
         return Page(items, nxt)
 
     def instance(self, pid: str, iid: str, *, condition: str | None = None,
@@ -173,8 +187,9 @@ class Benchmarks:
         return self._build(spec, idx.row(i), condition, bound)
 
     def _missing(self, pid: str, iid: str):
-        raise LookupError(f"{pid} has no instance {iid!r} at lake version {self.con.version}; "
-                          f"list them with GET /benchmarks/{pid}/instances")
+        raise UnknownProtocolError(f"{pid} has no instance {iid!r} at lake version "
+                                   f"{self.con.version}; list them with "
+                                   f"GET /benchmarks/{pid}/instances")
 
     def count(self, pid: str, params: dict | None = None) -> int:
         spec, _m = self.spec(pid)

@@ -217,6 +217,7 @@ class SessionCache:
         self.preload_rows = preload_rows
         self._items: OrderedDict = OrderedDict()
         self._corpora: dict[str, CorpusRows | None] = {}
+        self._known: frozenset[str] | None = None
         self._lock = Lock()
         self._load_lock = Lock()
         self._version = con.version
@@ -224,17 +225,27 @@ class SessionCache:
     def preload(self) -> list[str]:
         """Read every corpus that fits into memory now (the server does it at startup, so
         that no request pays for it); returns the corpora held."""
-        corpora = [r["corpus"] for r in self.con.rows(
-            "SELECT DISTINCT corpus FROM sessions ORDER BY 1")]
-        return [c for c in corpora if self._corpus(c) is not None]
+        return [c for c in sorted(self.known()) if self._corpus(c) is not None]
 
     def in_memory(self, corpus: str) -> bool:
         """True when a session of ``corpus`` costs no query (its corpus is held)."""
         return self._corpora.get(corpus) is not None and self._version == self.con.version
 
+    def known(self) -> frozenset[str]:
+        """The corpora this snapshot has sessions of (read once per snapshot): only these are
+        ever cached, so requests naming made-up corpora cost one set lookup and leave
+        nothing behind."""
+        known = self._known
+        if known is None:
+            known = self._known = frozenset(r["corpus"] for r in self.con.rows(
+                "SELECT DISTINCT corpus FROM sessions"))
+        return known
+
     def _corpus(self, corpus: str) -> CorpusRows | None:
         if corpus in self._corpora:
             return self._corpora[corpus]
+        if corpus not in self.known():
+            return None
         with self._load_lock:
             if corpus not in self._corpora:
                 n = self.con.rows(
@@ -249,15 +260,20 @@ class SessionCache:
             with self._load_lock, self._lock:
                 self._items.clear()
                 self._corpora.clear()
+                self._known = None
                 self._version = self.con.version
         key = (corpus, session_id)
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
+        if corpus not in self.known():
+            return None  # an unknown corpus: a 404 before anything is read or cached
         rows = self._corpus(corpus)
         data = rows.get(corpus, session_id) if rows is not None else \
             load_session(self.con, corpus, session_id)
+        if data is None:
+            return None  # an unknown session is not cached either
         with self._lock:
             self._items[key] = data
             while len(self._items) > self.size:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from itertools import combinations
 
-from graphlake.errors import GraphlakeError
+from graphlake.errors import GraphlakeError, NotFoundError
 
 #: Kolab's seven input conditions, named as in the paper's tables.
 KOLAB_CONDITIONS = tuple("-".join(c) for r in (1, 2, 3)
@@ -22,7 +22,11 @@ KOLAB_CONDITIONS = tuple("-".join(c) for r in (1, 2, 3)
 
 
 class ProtocolError(GraphlakeError, ValueError):
-    """An unknown protocol, condition, parameter or instance id."""
+    """A protocol asked for with a condition, parameter or value it does not have."""
+
+
+class UnknownProtocolError(ProtocolError, NotFoundError):
+    """No benchmark protocol, or no instance of one, by that id."""
 
 
 @dataclass(frozen=True)

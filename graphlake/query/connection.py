@@ -16,7 +16,9 @@ lake, attach a database or turn the sandbox off. The guard stays in front for it
 errors (did-you-mean, read-only).
 
 A connection is safe to share between threads: each thread runs on its own DuckDB cursor over
-the same in-memory catalog.
+the same in-memory catalog. ``refresh()`` and ``close()`` never pull a catalog from under a
+running statement: every statement holds the catalog it started on (a reference count), and a
+replaced or closed catalog is closed, with its cursors, when its last statement ends.
 """
 
 from __future__ import annotations
@@ -61,6 +63,23 @@ def as_lake(lake) -> Lake:
     return lake if isinstance(lake, Lake) else Lake(os.fspath(lake))
 
 
+class _Pinned:
+    """A catalog and the statements running on it: closed once retired and idle."""
+
+    __slots__ = ("cat", "cursors", "generation", "retired", "users")
+
+    def __init__(self, cat: Catalog, generation: int):
+        self.cat, self.generation = cat, generation
+        self.users, self.retired = 0, False
+        self.cursors: list[duckdb.DuckDBPyConnection] = []
+
+    def close(self) -> None:
+        for cur in self.cursors:
+            cur.close()
+        self.cursors.clear()
+        self.cat.close()
+
+
 class Connection:
     """One lake snapshot, opened once: guarded, sandboxed, row-capped and time-limited SQL."""
 
@@ -71,7 +90,7 @@ class Connection:
         self._threads = threads
         self._lock = threading.Lock()
         self._local = threading.local()
-        self._cat: Catalog | None = None
+        self._pin: _Pinned | None = None
         self._generation = 0
         self._checked: OrderedDict = OrderedDict()
         self._open(version)
@@ -82,17 +101,43 @@ class Connection:
         if self._sandboxed:
             sandbox(cat.con, self.lake.root)
         with self._lock:
-            old, self._cat = self._cat, cat
             self._generation += 1
-        if old is not None:
-            old.close()
+            old, self._pin = self._pin, _Pinned(cat, self._generation)
+        self._retire(old)
+
+    def _retire(self, pin: _Pinned | None) -> None:
+        """No new statement starts on ``pin``; it closes now if idle, else after its last."""
+        if pin is None:
+            return
+        with self._lock:
+            pin.retired = True
+            idle = pin.users == 0
+        if idle:
+            pin.close()
+
+    def _acquire(self) -> _Pinned:
+        with self._lock:
+            pin = self._pin
+            if pin is None:
+                raise GraphlakeError("this connection is closed; open a new one with "
+                                     "graphlake.connect(lake)")
+            pin.users += 1
+            return pin
+
+    def _release(self, pin: _Pinned) -> None:
+        with self._lock:
+            pin.users -= 1
+            idle = pin.retired and pin.users == 0
+        if idle:
+            pin.close()
 
     @property
     def catalog(self) -> Catalog:
-        if self._cat is None:
+        pin = self._pin
+        if pin is None:
             raise GraphlakeError("this connection is closed; open a new one with "
                                  "graphlake.connect(lake)")
-        return self._cat
+        return pin.cat
 
     @property
     def snapshot(self) -> Snapshot:
@@ -107,18 +152,19 @@ class Connection:
         return self.catalog.columns
 
     def refresh(self) -> bool:
-        """Move to the newest lake snapshot; True when the version changed."""
+        """Move to the newest lake snapshot; True when the version changed. Statements
+        running on the old snapshot finish on it."""
         newest = self.lake.snapshot(None).lake_version
-        if self._cat is not None and newest == self.version:
+        if self._pin is not None and newest == self.version:
             return False
         self._open(None)
         return True
 
     def close(self) -> None:
+        """No new statement starts; the catalog closes when the running ones end."""
         with self._lock:
-            cat, self._cat = self._cat, None
-        if cat is not None:
-            cat.close()
+            pin, self._pin = self._pin, None
+        self._retire(pin)
 
     def __enter__(self) -> Connection:
         return self
@@ -133,13 +179,14 @@ class Connection:
             pass
 
     # ---------------------------------------------------------------- queries
-    def cursor(self) -> duckdb.DuckDBPyConnection:
-        """This thread's DuckDB cursor over the current catalog (views, macros, sandbox)."""
-        cat = self.catalog
+    def _cursor(self, pin: _Pinned) -> duckdb.DuckDBPyConnection:
+        """This thread's DuckDB cursor over ``pin``'s catalog (views, macros, sandbox)."""
         local = self._local
-        if getattr(local, "generation", None) != self._generation:
-            local.cursor = cat.con.cursor()
-            local.generation = self._generation
+        if getattr(local, "generation", None) != pin.generation:
+            cur = pin.cat.con.cursor()
+            with self._lock:
+                pin.cursors.append(cur)
+            local.cursor, local.generation = cur, pin.generation
         return local.cursor
 
     def check(self, statement: str, *, deadline: float | None = None) -> str:
@@ -148,7 +195,14 @@ class Connection:
         Statements that passed are remembered (the last 512, for this snapshot's catalog): a
         client repeating one parameterised statement pays for parsing and qualifying once.
         ``deadline`` (``time.monotonic()``) bounds the checks."""
-        key = (self._generation, statement)
+        pin = self._acquire()
+        try:
+            return self._check(pin, statement, deadline)
+        finally:
+            self._release(pin)
+
+    def _check(self, pin: _Pinned, statement: str, deadline: float | None) -> str:
+        key = (pin.generation, statement)
         with self._lock:
             hit = self._checked.get(key)
             if hit is not None:
@@ -160,7 +214,7 @@ class Connection:
         except RecursionError:
             raise SqlError("statement is nested too deeply to check; flatten it, e.g. with a "
                            "CTE") from None
-        check(sql, self.columns, deadline=deadline)
+        check(sql, pin.cat.columns, deadline=deadline)
         with self._lock:
             self._checked[key] = sql
             while len(self._checked) > 512:
@@ -177,18 +231,29 @@ class Connection:
         covers checking and running together: what the guard spends, the query cannot.
         """
         start = time.monotonic()
-        sql = self.check(statement, deadline=start + timeout_s if timeout_s else None)
-        left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
-        return self.execute(sql, params, max_rows=max_rows, timeout_s=left,
-                            _limit_s=timeout_s)
+        pin = self._acquire()  # checked and run on one catalog, even across a refresh
+        try:
+            sql = self._check(pin, statement, start + timeout_s if timeout_s else None)
+            left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
+            return self._run(pin, sql, params, max_rows, left, timeout_s)
+        finally:
+            self._release(pin)
 
     def execute(self, sql: str, params: dict | None = None, *,
                 max_rows: int | None = DEFAULT_MAX_ROWS,
                 timeout_s: float | None = DEFAULT_TIMEOUT_S,
                 _limit_s: float | None = None) -> QueryResult:
         """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited)."""
-        snapshot = self.snapshot
-        cur = self.cursor()
+        pin = self._acquire()
+        try:
+            return self._run(pin, sql, params, max_rows, timeout_s, _limit_s)
+        finally:
+            self._release(pin)
+
+    def _run(self, pin: _Pinned, sql: str, params: dict | None, max_rows: int | None,
+             timeout_s: float | None, _limit_s: float | None) -> QueryResult:
+        snapshot = pin.cat.snapshot
+        cur = self._cursor(pin)
         timer = None
         timed_out = threading.Event()
         if timeout_s:

@@ -78,6 +78,7 @@ _ID_COLUMNS = ("corpus", "session_id", "node_id")
 #: Reachability bounds up to this many hops compile to one join per hop (no recursion).
 UNROLL_MAX_HOPS = 8
 PATH_MODES = ("WALK", "TRAIL", "ACYCLIC", "ANY SHORTEST", "ALL SHORTEST")
+_PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _KEYWORDS = {"MATCH", "WHERE", "COLUMNS", "WALK", "TRAIL", "ACYCLIC", "ANY", "ALL", "SHORTEST"}
 
 _TOKEN = re.compile(r"""
@@ -171,7 +172,7 @@ def _code_mask(sql: str) -> str:
 def find_graph_tables(sql: str) -> list[tuple[int, int, int]]:
     """(start, open_paren, close_paren) of every top-level ``GRAPH_TABLE (...)``."""
     code = _code_mask(sql)
-    spans = []
+    spans: list[tuple[int, int, int]] = []
     for m in _GT.finditer(code):
         if spans and m.start() < spans[-1][2]:
             raise _fail(sql, m.start(), "GRAPH_TABLE cannot be nested inside another pattern")
@@ -197,7 +198,7 @@ class _Parser:
         self.sql = sql
         self.end_pos = close_paren
         body = sql[open_paren + 1:close_paren]
-        self.toks = [Tok(m.lastgroup, m.group(0), open_paren + 1 + m.start())
+        self.toks = [Tok(m.lastgroup or "other", m.group(0), open_paren + 1 + m.start())
                      for m in _TOKEN.finditer(body) if m.lastgroup != "ws"]
         self.i = 0
 
@@ -205,6 +206,11 @@ class _Parser:
     def peek(self, k: int = 0) -> Tok | None:
         j = self.i + k
         return self.toks[j] if j < len(self.toks) else None
+
+    def kind(self) -> str | None:
+        """The next token's kind, None at the end of the pattern."""
+        t = self.peek()
+        return t.kind if t else None
 
     def pos(self) -> int:
         t = self.peek()
@@ -234,13 +240,26 @@ class _Parser:
             got = repr(t.text) if t else "the end of the pattern"
             raise _fail(self.sql, self.pos(), f"expected {what}, got {got}")
         self.take()
-        return t.text.strip('"') if t.text.startswith('"') else t.text.lower()
+        if not t.text.startswith('"'):
+            name = t.text.lower()
+        else:
+            name = t.text[1:-1]
+            if not _PLAIN_NAME.fullmatch(name):
+                raise _fail(self.sql, t.pos, f"{what} {t.text} is not a plain name: pattern "
+                            "variables, labels, types and properties are letters, digits and "
+                            "underscores, starting with a letter")
+        if name.startswith("_"):
+            raise _fail(self.sql, t.pos, f"{what} {t.text} starts with '_', which the "
+                        "compiler keeps for its own aliases; start it with a letter")
+        return name
 
     # grammar
     def graph_table(self, start: int) -> GraphTable:
         graph = None
-        if self.peek() and self.peek().kind == "ident" and not self.at("MATCH"):
-            graph = self.ident("a corpus name or MATCH")
+        if self.kind() == "ident" and not self.at("MATCH"):
+            # a corpus name goes into the SQL as a string literal: any text is safe
+            t = self.take()
+            graph = t.text[1:-1].replace('""', '"') if t.text.startswith('"') else t.text.lower()
         self.expect("MATCH", "MATCH")
         paths = [self.path()]
         while self.at(","):
@@ -260,7 +279,7 @@ class _Parser:
             columns = self._select_list(open_tok.pos + 1, self.toks[close].pos)
             self.i = close + 1
         if self.peek() is not None:
-            t = self.peek()
+            t = self.take()
             raise _fail(self.sql, t.pos, f"unexpected {t.text!r}: after the pattern come "
                         "WHERE <condition> and COLUMNS (<expressions>)")
         return GraphTable(start, self.end_pos + 1, graph, paths, where, columns)
@@ -289,7 +308,7 @@ class _Parser:
         start = self.pos()
         self.expect("(", "a node such as (p:human)")
         var = None
-        if self.peek() and self.peek().kind == "ident":
+        if self.kind() == "ident":
             var = self.ident("a variable")
         labels = []
         if self.at(":"):
@@ -322,7 +341,7 @@ class _Parser:
             pass
         else:
             self.expect("[", "'[' to open the edge")
-            if self.peek() and self.peek().kind == "ident":
+            if self.kind() == "ident":
                 var = self.ident("an edge variable")
             if self.at(":"):
                 self.take()
@@ -351,11 +370,11 @@ class _Parser:
         pos = self.pos()
         self.take()
         lo = hi = None
-        if self.peek() and self.peek().kind == "num":
+        if self.kind() == "num":
             lo = int(self.take().text)
         if self.at(","):
             self.take()
-            if self.peek() and self.peek().kind == "num":
+            if self.kind() == "num":
                 hi = int(self.take().text)
         else:
             hi = lo
@@ -390,7 +409,7 @@ class _Parser:
         t = self.take()
         if t.kind in ("str", "num"):
             return t.text
-        if t.text == "-" and self.peek() and self.peek().kind == "num":
+        if t.text == "-" and self.kind() == "num":
             return "-" + self.take().text
         if t.kind == "ident" and t.upper in ("TRUE", "FALSE", "NULL"):
             return t.upper
@@ -497,7 +516,7 @@ class _Compiler:
         self.default_cols: list[str] = []
         self.anchor: _Ref | None = None
         self.n_anon = 0
-        self.node_pats: dict[str | None, list[NodePat]] = {}  # var -> its constraints
+        self.node_pats: dict[str, list[NodePat]] = {}  # var -> its constraints
         for path in gt.paths:
             for el in path.elements[::2]:
                 if el.var:
@@ -734,7 +753,12 @@ class _Compiler:
         text = f"SELECT {', '.join(cols)} FROM {' '.join(self.from_sql)}"
         if where:
             text += " WHERE " + " AND ".join(where)
-        return sqlglot.parse_one(text, read="duckdb"), self.ctes
+        try:
+            return sqlglot.parse_one(text, read="duckdb"), self.ctes
+        except ParseError:  # a variable named like an SQL keyword, e.g. (select:human)
+            names = ", ".join(sorted(self.var_kind))
+            raise _fail(self.sql, self.gt.start, f"a pattern variable is an SQL keyword "
+                        f"(variables: {names}); rename it, e.g. (p:human)") from None
 
     def _inline_id_only(self) -> None:
         """``p.node_id`` of an id-only variable becomes the edge column that holds it."""

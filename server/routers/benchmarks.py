@@ -8,10 +8,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from graphlake.server.models import Benchmark, Instance, Page, Score, ScoreRequest
-from graphlake.server.state import State, get_state, get_state_now, json_response
+from graphlake.server.state import Serving, get_state, get_state_now, json_response
 
 router = APIRouter(prefix="/benchmarks", tags=["benchmarks"])
-StateDep = Annotated[State, Depends(get_state)]
+StateDep = Annotated[Serving, Depends(get_state)]
 
 
 class ProtocolParams(dict):
@@ -21,7 +21,7 @@ class ProtocolParams(dict):
     def from_query(cls, query) -> ProtocolParams:
         return cls({n: query.get(n) for n, _t, _d in _PARAM_DOCS})
 
-    def for_protocol(self, state: State, pid: str) -> dict:
+    def for_protocol(self, state: Serving, pid: str) -> dict:
         spec, _m = state.bench.spec(pid)
         names = spec.param_names
         return {k: v for k, v in self.items() if v is not None and k in names}

@@ -6,10 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
+from graphlake.cursors import KeyCursor
 from graphlake.server.models import Corpus, Page
-from graphlake.server.state import State, decode_cursor, encode_cursor, get_state
+from graphlake.server.state import Serving, get_state
 
 router = APIRouter(tags=["corpora"])
+_CURSOR = KeyCursor("GET /corpora")
 
 _SQL = """
 WITH s AS (SELECT corpus, count(*) AS sessions FROM sessions GROUP BY corpus),
@@ -25,11 +27,11 @@ ORDER BY c.corpus LIMIT $limit
 
 
 @router.get("/corpora", response_model=Page[Corpus])
-def list_corpora(state: Annotated[State, Depends(get_state)],
+def list_corpora(state: Annotated[Serving, Depends(get_state)],
                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
                  cursor: str | None = None):
     """Corpora with their session, event and node counts."""
-    after = decode_cursor(cursor)
-    rows = state.con.rows(_SQL, {"after": after, "limit": limit + 1})
-    nxt = encode_cursor(rows[limit - 1]["corpus"]) if len(rows) > limit else None
+    after = _CURSOR.decode(cursor)
+    rows = state.con.rows(_SQL, {"after": after and after[0], "limit": limit + 1})
+    nxt = _CURSOR.encode([rows[limit - 1]["corpus"]]) if len(rows) > limit else None
     return {"items": rows[:limit], "next_cursor": nxt}

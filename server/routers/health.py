@@ -8,25 +8,25 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 
 from graphlake.server.models import Health
-from graphlake.server.state import State, get_state
+from graphlake.server.state import Serving, State, get_server_state, get_state
 
 router = APIRouter(tags=["health"])
 
 
 @router.get("/health", response_model=Health)
-def health(state: Annotated[State, Depends(get_state)]):
+def health(state: Annotated[Serving, Depends(get_state)]):
     """Liveness, and the lake version every answer reads."""
     return {"status": "ok", "lake_version": state.con.version,
             "lake": str(state.settings.lake)}
 
 
 @router.post("/refresh", response_model=Health)
-def refresh(state: Annotated[State, Depends(get_state)]):
+def refresh(state: Annotated[State, Depends(get_server_state)]):
     """Move the service to the newest lake snapshot (after an ingest); answers the version it
     now reads. Requests already running finish on the snapshot they started with."""
     state.refresh()
-    return {"status": "ok", "lake_version": state.con.version,
-            "lake": str(state.settings.lake)}
+    now = state.current
+    return {"status": "ok", "lake_version": now.con.version, "lake": str(now.settings.lake)}
 
 
 @cache

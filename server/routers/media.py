@@ -19,15 +19,15 @@ from fastapi.responses import FileResponse
 from graphlake.protocols.kolab import frame_times
 from graphlake.server.errors import BadRequest, NotFound
 from graphlake.server.models import Frame, Media, Page
-from graphlake.server.state import State, get_state, json_response
+from graphlake.server.state import Serving, get_state, json_response
 
 router = APIRouter(prefix="/media", tags=["media"])
-StateDep = Annotated[State, Depends(get_state)]
+StateDep = Annotated[Serving, Depends(get_state)]
 _ID = re.compile(r"^[0-9a-f]{8,64}$")
 _CLIPS = Path(tempfile.gettempdir()) / "graphlake-clips"
 
 
-def _media(state: State, media_id: str) -> dict:
+def _media(state: Serving, media_id: str) -> dict:
     rows = state.con.rows(
         "SELECT corpus, session_id, media_id, uri, kind, duration_s, fps, width, height, "
         "size_bytes, sha256 FROM media WHERE media_id = $m LIMIT 1", {"m": media_id}) \

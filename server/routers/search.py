@@ -12,17 +12,17 @@ from graphlake.search import SearchFilters, search_frames, search_text
 from graphlake.search.frames import frame_thumbnail
 from graphlake.server.errors import BadRequest, NotFound
 from graphlake.server.models import FrameHit, Page, TextHit
-from graphlake.server.state import State, get_state_now
+from graphlake.server.state import Serving, get_state_now
 from graphlake.vision.store import FrameStore
 
 router = APIRouter(tags=["search"])
-StateDep = Annotated[State, Depends(get_state_now)]
+StateDep = Annotated[Serving, Depends(get_state_now)]
 MAX_K = 200
 MAX_IMAGE_BYTES = 16 << 20
 _FRAME_ID = re.compile(r"[0-9a-f]{16}-\d{9}")
 
 
-def _store(state: State, table: str) -> None:
+def _store(state: Serving, table: str) -> None:
     if not FrameStore(state.con.lake.root).exists(table):
         raise NotFound(f"no {table} indexed for this lake: run `graphlake frames index "
                        f"--lake {state.con.lake.root}` (vision extra), then search again")

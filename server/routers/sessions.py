@@ -7,13 +7,17 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Response
 from starlette.concurrency import run_in_threadpool
 
+from graphlake.cursors import KeyCursor, OffsetCursor
 from graphlake.protocols.render import NODE_FIELDS, render_chat, render_dot, render_graph
 from graphlake.server.errors import NotFound
 from graphlake.server.models import Chat, Event, Graph, Media, Page, Session, Timeline
-from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
+from graphlake.server.state import Serving, get_state, json_response
 from graphlake.server.timeline import build_timeline
 
 router = APIRouter(prefix="/sessions", tags=["sessions"])
+
+_LIST_CURSOR = KeyCursor("GET /sessions", arity=2)
+_EVENTS_CURSOR = OffsetCursor("GET /sessions/{corpus}/{session_id}/events")
 
 _LIST = """
 SELECT corpus, session_id, title, goal, condition, domain, split, participants, duration_s,
@@ -29,7 +33,7 @@ ORDER BY corpus, session_id LIMIT $limit
 _ONE = ("SELECT corpus, session_id, title, goal, condition, domain, split, participants, "
         "duration_s, scenario_id FROM sessions WHERE corpus = $c AND session_id = $s")
 
-StateDep = Annotated[State, Depends(get_state)]
+StateDep = Annotated[Serving, Depends(get_state)]
 
 
 @router.get("", response_model=Page[Session])
@@ -39,18 +43,19 @@ def list_sessions(state: StateDep, corpus: str | None = None, domain: str | None
                   cursor: str | None = None):
     """Sessions in (corpus, session_id) order, filtered by corpus, domain, participant id and
     condition."""
-    after = decode_cursor(cursor) or [None, None]
+    key = _LIST_CURSOR.decode(cursor)
+    after: list[str | None] = list(key) if key else [None, None]
     rows = state.con.rows(_LIST, {"corpus": corpus, "domain": domain, "condition": condition,
                                   "participant": participant, "ac": after[0], "as": after[1],
                                   "limit": limit + 1})
     nxt = None
     if len(rows) > limit:
         last = rows[limit - 1]
-        nxt = encode_cursor([last["corpus"], last["session_id"]])
+        nxt = _LIST_CURSOR.encode([last["corpus"], last["session_id"]])
     return json_response({"items": rows[:limit], "next_cursor": nxt})
 
 
-def _session(state: State, corpus: str, session_id: str):
+def _session(state: Serving, corpus: str, session_id: str):
     data = state.bench.sessions.get(corpus, session_id)
     if data is None:
         raise NotFound(f"no session {session_id!r} in corpus {corpus!r}; list them with "
@@ -152,11 +157,11 @@ def session_events(state: StateDep, corpus: str, session_id: str, t0: float | No
     rows = [e for e in data.events if _in_window(e, t0, t1)
             and (kind is None or e["kind"] == kind)
             and (channel is None or e["channel"] == channel)]
-    start = (decode_cursor(cursor, version=state.con.version) or {"o": 0})["o"]
+    start = _EVENTS_CURSOR.decode(cursor, state.con.version)
     page = rows[start:start + limit]
     nxt = None
     if start + limit < len(rows):
-        nxt = encode_cursor({"v": state.con.version, "o": start + limit})
+        nxt = _EVENTS_CURSOR.encode(state.con.version, start + limit)
     return json_response({"items": page, "next_cursor": nxt})
 
 

@@ -18,16 +18,16 @@ from graphlake.query import named
 from graphlake.query.output import plain_numbers
 from graphlake.server.errors import NotFound
 from graphlake.server.models import NamedQueryInfo, NamedQueryRequest, SqlRequest, SqlResponse
-from graphlake.server.state import State, get_state, json_response
+from graphlake.server.state import Serving, get_state, json_response
 
 router = APIRouter(tags=["sql"])
-StateDep = Annotated[State, Depends(get_state)]
+StateDep = Annotated[Serving, Depends(get_state)]
 ARROW = "application/vnd.apache.arrow.stream"
 PARQUET = "application/vnd.apache.parquet"
 _BINARY = {200: {"content": {ARROW: {}, PARQUET: {}}}}
 
 
-def answer(request: Request, state: State, result) -> Response:
+def answer(request: Request, state: Serving, result) -> Response:
     accept = request.headers.get("accept", "")
     table = plain_numbers(result.table)  # HUGEINT sums as integers in every format
     headers = {"X-Graphlake-Truncated": str(result.truncated).lower(),

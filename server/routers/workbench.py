@@ -10,13 +10,15 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.responses import FileResponse
 from sqlglot import exp
 
+from graphlake.cursors import OffsetCursor
 from graphlake.server.models import SessionOverviewPage
-from graphlake.server.state import State, decode_cursor, encode_cursor, get_state, json_response
+from graphlake.server.state import Serving, get_state, json_response
 
 STATIC = Path(__file__).resolve().parent.parent / "static"
 
 router = APIRouter(tags=["workbench"])
-StateDep = Annotated[State, Depends(get_state)]
+_OVERVIEW_CURSOR = OffsetCursor("GET /workbench/sessions")
+StateDep = Annotated[Serving, Depends(get_state)]
 
 #: Columns the session table shows, and so the ones it may sort by.
 OVERVIEW_COLUMNS = (
@@ -65,7 +67,7 @@ def session_overview(state: StateDep, corpus: str | None = None, domain: str | N
     """Sessions with their collaboration metrics (session_metrics) and, for agent traces,
     their outcome (run_outcomes): filtered, sorted by any column, a page at a time, with the
     number of sessions that match."""
-    start = (decode_cursor(cursor, version=state.con.version) or {"o": 0})["o"]
+    start = _OVERVIEW_CURSOR.decode(cursor, state.con.version)
     params = {"corpus": corpus, "domain": domain, "session": session, "q": q or None,
               "success": success}
     # sort is one of OVERVIEW_COLUMNS (checked by FastAPI), and goes in quoted by sqlglot
@@ -77,6 +79,6 @@ def session_overview(state: StateDep, corpus: str | None = None, domain: str | N
     total = state.con.rows(f"SELECT count(*) AS n {_FROM}", params)[0]["n"]
     nxt = None
     if len(rows) > limit:
-        nxt = encode_cursor({"v": state.con.version, "o": start + limit})
+        nxt = _OVERVIEW_CURSOR.encode(state.con.version, start + limit)
     return json_response({"items": rows[:limit], "next_cursor": nxt, "total": total,
                           "offset": start})
