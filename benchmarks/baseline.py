@@ -38,34 +38,61 @@ def load_session(path: Path):
     graph = nx.DiGraph()
     for step in g["steps"]:
         key = step["key"]
-        steps.append({"session_id": sid, "step_id": key, "t_start": step["start_seconds"],
-                      "t_end": step["end_seconds"]})
+        steps.append(
+            {
+                "session_id": sid,
+                "step_id": key,
+                "t_start": step["start_seconds"],
+                "t_end": step["end_seconds"],
+            }
+        )
         for n in step["nodes"]:
             nid = f"{key}/{n['id']}"
             spans = [_span(t) for t in n["time"]]
-            nodes.append({"session_id": sid, "node_id": nid, "step_id": key,
-                          "actor_type": n["actor_type"], "actor": n["actor"],
-                          "label": n["label"], "t_start": min(s for s, _ in spans),
-                          "t_end": max(e for _, e in spans)})
+            nodes.append(
+                {
+                    "session_id": sid,
+                    "node_id": nid,
+                    "step_id": key,
+                    "actor_type": n["actor_type"],
+                    "actor": n["actor"],
+                    "label": n["label"],
+                    "t_start": min(s for s, _ in spans),
+                    "t_end": max(e for _, e in spans),
+                }
+            )
             for k, (s, e) in enumerate(spans):
-                occ.append({"session_id": sid, "node_id": nid, "seq": k, "t_start": s,
-                            "t_end": e})
+                occ.append({"session_id": sid, "node_id": nid, "seq": k, "t_start": s, "t_end": e})
             graph.add_node(nid, actor_type=n["actor_type"])
             for src, ai, label, *_ in n.get("user_response", []):
-                adopt.append({"session_id": sid, "source_node": f"{key}/{src}" if src else None,
-                              "ai_node": f"{key}/{ai}", "response_node": nid, "label": label})
+                adopt.append(
+                    {
+                        "session_id": sid,
+                        "source_node": f"{key}/{src}" if src else None,
+                        "ai_node": f"{key}/{ai}",
+                        "response_node": nid,
+                        "label": label,
+                    }
+                )
         for e in step["edges"]:
             src, dst = f"{key}/{e['from']}", f"{key}/{e['to']}"
             edges.append({"session_id": sid, "src": src, "dst": dst, "kind": e["type"]})
             graph.add_edge(src, dst)
-    return (pd.DataFrame(steps), pd.DataFrame(nodes), pd.DataFrame(occ), pd.DataFrame(edges),
-            pd.DataFrame(adopt), graph)
+    return (
+        pd.DataFrame(steps),
+        pd.DataFrame(nodes),
+        pd.DataFrame(occ),
+        pd.DataFrame(edges),
+        pd.DataFrame(adopt),
+        graph,
+    )
 
 
 def ingest_baseline(corpus: Path, out: Path) -> int:
     """Load every graph file under ``corpus`` and write Parquet tables to ``out``; return nodes."""
-    parts: dict[str, list[pd.DataFrame]] = {k: [] for k in
-                                            ("steps", "nodes", "occ", "edges", "adopt")}
+    parts: dict[str, list[pd.DataFrame]] = {
+        k: [] for k in ("steps", "nodes", "occ", "edges", "adopt")
+    }
     for root, _dirs, files in os.walk(corpus):
         for f in sorted(files):
             if f.endswith(".json"):
@@ -89,8 +116,9 @@ def metrics_baseline(tables: Path) -> pd.DataFrame:
     occ = pd.read_parquet(tables / "occ.parquet")
     edges = pd.read_parquet(tables / "edges.parquet")
     adopt = pd.read_parquet(tables / "adopt.parquet")
-    occ = occ.merge(nodes[["session_id", "node_id", "actor_type", "step_id"]],
-                    on=["session_id", "node_id"])
+    occ = occ.merge(
+        nodes[["session_id", "node_id", "actor_type", "step_id"]], on=["session_id", "node_id"]
+    )
     ai = occ[occ.actor_type == "ai"].sort_values(["session_id", "t_start"])
     gaps = ai.groupby("session_id").t_start.diff()
     g = gaps.groupby(ai.session_id).agg(["count", "mean", lambda x: x.std(ddof=0)])

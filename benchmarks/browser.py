@@ -10,11 +10,20 @@ CHROMEDRIVER = shutil.which("chromedriver")
 
 #: Headless, no sandbox (CI runs as root), and none of the background connections (updates,
 #: sync, safe browsing) that a closed network refuses, many at a time.
-CHROME_FLAGS = ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--no-first-run", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--disable-quic",
-                "--window-size=1400,1000", "--autoplay-policy=no-user-gesture-required",
-                "--mute-audio")
+CHROME_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--window-size=1400,1000",
+    "--autoplay-policy=no-user-gesture-required",
+    "--mute-audio",
+)
 
 
 def missing() -> str | None:
@@ -24,8 +33,10 @@ def missing() -> str | None:
     except ImportError:
         return "selenium is not installed (pip install -e '.[dev]')"
     if not (CHROMIUM and CHROMEDRIVER):
-        return ("needs Debian's chromium and chromium-driver (apt-get install chromium "
-                "chromium-driver; .ci/run installs them)")
+        return (
+            "needs Debian's chromium and chromium-driver (apt-get install chromium "
+            "chromium-driver; .ci/run installs them)"
+        )
     return None
 
 

@@ -52,8 +52,9 @@ def run_cli(*args: str, lake: Path) -> float:
     t0 = time.perf_counter()
     out = subprocess.run(graphlake_cmd(*args, lake=lake), capture_output=True, text=True)
     if out.returncode != 0:
-        raise RuntimeError(f"graphlake {' '.join(args)} failed ({out.returncode}): "
-                           f"{out.stderr[-2000:]}")
+        raise RuntimeError(
+            f"graphlake {' '.join(args)} failed ({out.returncode}): {out.stderr[-2000:]}"
+        )
     return time.perf_counter() - t0
 
 
@@ -68,12 +69,18 @@ def fingerprint(lake: Path) -> dict[str, list]:
         out = {}
         for name in sorted(con.columns):
             if name in TABLES:
-                n, h = con.execute(f'SELECT count(*), bit_xor(hash(t)) FROM "{name}" t',
-                                   timeout_s=None).table.to_pylist()[0].values()
+                n, h = (
+                    con.execute(
+                        f'SELECT count(*), bit_xor(hash(t)) FROM "{name}" t', timeout_s=None
+                    )
+                    .table.to_pylist()[0]
+                    .values()
+                )
                 out[name] = [n, h]
             else:
-                n = con.execute(f'SELECT count(*) AS n FROM "{name}"',
-                                timeout_s=None).table.to_pylist()[0]["n"]
+                n = con.execute(
+                    f'SELECT count(*) AS n FROM "{name}"', timeout_s=None
+                ).table.to_pylist()[0]["n"]
                 out[name] = [n]
         return out
 
@@ -89,12 +96,12 @@ class Scenario:
     """An operation, the lake it starts from and what it must end as."""
 
     name: str
-    start: Path                 # the prepared lake before the operation (never modified)
-    args: tuple[str, ...]       # the CLI command, without --lake
+    start: Path  # the prepared lake before the operation (never modified)
+    args: tuple[str, ...]  # the CLI command, without --lake
     before: dict = field(default_factory=dict)
     after: dict = field(default_factory=dict)
-    seconds: float = 0.0        # uninterrupted wall time
-    startup: float = 0.0        # wall time of a command that only starts and opens the lake
+    seconds: float = 0.0  # uninterrupted wall time
+    startup: float = 0.0  # wall time of a command that only starts and opens the lake
 
 
 def prepare(work: Path, sessions: int = 12, seed: int = 11) -> dict[str, Scenario]:
@@ -115,20 +122,36 @@ def prepare(work: Path, sessions: int = 12, seed: int = 11) -> dict[str, Scenari
         return lake
 
     scenarios = {
-        "ingest": Scenario("ingest", lake_after("ingest", ("ingest", "kolab", str(half_a), "-q")),
-                           ("ingest", "kolab", str(half_b), "-q")),
-        "refresh": Scenario("refresh", lake_after(
-            "refresh", ("ingest", "kolab", str(half_a), "-q", "--no-refresh"),
-            ("ingest", "kolab", str(half_b), "-q", "--no-refresh")), ("lake", "refresh")),
-        "compact": Scenario("compact", lake_after(
-            "compact", ("ingest", "kolab", str(half_a), "-q"),
-            ("ingest", "kolab", str(half_b), "-q")), ("lake", "compact")),
+        "ingest": Scenario(
+            "ingest",
+            lake_after("ingest", ("ingest", "kolab", str(half_a), "-q")),
+            ("ingest", "kolab", str(half_b), "-q"),
+        ),
+        "refresh": Scenario(
+            "refresh",
+            lake_after(
+                "refresh",
+                ("ingest", "kolab", str(half_a), "-q", "--no-refresh"),
+                ("ingest", "kolab", str(half_b), "-q", "--no-refresh"),
+            ),
+            ("lake", "refresh"),
+        ),
+        "compact": Scenario(
+            "compact",
+            lake_after(
+                "compact",
+                ("ingest", "kolab", str(half_a), "-q"),
+                ("ingest", "kolab", str(half_b), "-q"),
+            ),
+            ("lake", "compact"),
+        ),
     }
     vacuum_start = work / "start" / "vacuum"
     shutil.copytree(scenarios["compact"].start, vacuum_start)
     run_cli("lake", "compact", lake=vacuum_start)
-    scenarios["vacuum"] = Scenario("vacuum", vacuum_start,
-                                   ("lake", "compact", "--vacuum", "--retain-hours", "0"))
+    scenarios["vacuum"] = Scenario(
+        "vacuum", vacuum_start, ("lake", "compact", "--vacuum", "--retain-hours", "0")
+    )
     for sc in scenarios.values():
         sc.before = fingerprint(sc.start)
         done = work / "uninterrupted" / sc.name
@@ -165,8 +188,8 @@ class Reader(threading.Thread):
 class Outcome:
     operation: str
     delay_s: float
-    killed: bool          # False: the operation finished before the kill came
-    state: str            # "before", "after" or "other"
+    killed: bool  # False: the operation finished before the kill came
+    state: str  # "before", "after" or "other"
     opens: bool
     rerun_ok: bool
     staging_left: list
@@ -176,8 +199,13 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
-        return (self.opens and self.state in ("before", "after") and self.rerun_ok
-                and not self.staging_left and not self.read_failures)
+        return (
+            self.opens
+            and self.state in ("before", "after")
+            and self.rerun_ok
+            and not self.staging_left
+            and not self.read_failures
+        )
 
 
 def inject(sc: Scenario, work: Path, rng: random.Random, index: int) -> Outcome:
@@ -188,8 +216,12 @@ def inject(sc: Scenario, work: Path, rng: random.Random, index: int) -> Outcome:
     # kills during interpreter start-up prove nothing: aim at the operation's own work
     delay = rng.uniform(min(sc.startup, sc.seconds * 0.5), sc.seconds)
     reader = Reader(lake)
-    proc = subprocess.Popen(graphlake_cmd(*sc.args, lake=lake), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        graphlake_cmd(*sc.args, lake=lake),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     reader.start()
     try:
         proc.wait(timeout=delay)
@@ -200,17 +232,21 @@ def inject(sc: Scenario, work: Path, rng: random.Random, index: int) -> Outcome:
         killed = True
     reader.stop.set()
     reader.join()
-    out = Outcome(sc.name, round(delay, 3), killed, "other", False, False, [], reader.reads,
-                  reader.failures)
+    out = Outcome(
+        sc.name, round(delay, 3), killed, "other", False, False, [], reader.reads, reader.failures
+    )
     try:
         seen = fingerprint(lake)
         out.opens = True
-        out.state = ("before" if seen == sc.before else "after" if seen == sc.after else
-                     "other")
+        out.state = "before" if seen == sc.before else "after" if seen == sc.after else "other"
         if out.state == "other":
-            out.error = json.dumps({k: (v, sc.before.get(k), sc.after.get(k))
-                                    for k, v in seen.items()
-                                    if v not in (sc.before.get(k), sc.after.get(k))})[:1000]
+            out.error = json.dumps(
+                {
+                    k: (v, sc.before.get(k), sc.after.get(k))
+                    for k, v in seen.items()
+                    if v not in (sc.before.get(k), sc.after.get(k))
+                }
+            )[:1000]
         run_cli("lake", "repair", lake=lake)
         run_cli(*sc.args, lake=lake)
         out.rerun_ok = fingerprint(lake) == sc.after
@@ -221,8 +257,9 @@ def inject(sc: Scenario, work: Path, rng: random.Random, index: int) -> Outcome:
     return out
 
 
-def run(runs: int, work: Path, seed: int = 1, sessions: int = 12,
-        progress=print) -> tuple[dict[str, Scenario], list[Outcome]]:
+def run(
+    runs: int, work: Path, seed: int = 1, sessions: int = 12, progress=print
+) -> tuple[dict[str, Scenario], list[Outcome]]:
     rng = random.Random(seed)
     scenarios = prepare(work, sessions=sessions, seed=seed + 10)
     outcomes = []
@@ -230,18 +267,23 @@ def run(runs: int, work: Path, seed: int = 1, sessions: int = 12,
         sc = scenarios[OPERATIONS[i % len(OPERATIONS)]]
         outcomes.append(inject(sc, work, rng, i))
         o = outcomes[-1]
-        progress(f"[{i + 1}/{runs}] {o.operation:8s} kill at {o.delay_s:5.2f}s "
-                 f"({'killed' if o.killed else 'finished first'}): state {o.state}, "
-                 f"rerun {'ok' if o.rerun_ok else 'FAILED'}, {o.reads} reads, "
-                 f"{len(o.read_failures)} failed{'' if o.ok else '  <-- ' + o.error}")
+        progress(
+            f"[{i + 1}/{runs}] {o.operation:8s} kill at {o.delay_s:5.2f}s "
+            f"({'killed' if o.killed else 'finished first'}): state {o.state}, "
+            f"rerun {'ok' if o.rerun_ok else 'FAILED'}, {o.reads} reads, "
+            f"{len(o.read_failures)} failed{'' if o.ok else '  <-- ' + o.error}"
+        )
     return scenarios, outcomes
 
 
 def summary(scenarios: dict[str, Scenario], outcomes: list[Outcome]) -> str:
     """The Markdown table docs/reliability.md carries."""
-    lines = ["| operation | uninterrupted (s) | runs | killed mid-way | read as before | "
-             "read as after | other / unreadable | rerun exact | reads during the run "
-             "(failed) |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| operation | uninterrupted (s) | runs | killed mid-way | read as before | "
+        "read as after | other / unreadable | rerun exact | reads during the run "
+        "(failed) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for name in OPERATIONS:
         mine = [o for o in outcomes if o.operation == name]
         if not mine:
@@ -252,7 +294,8 @@ def summary(scenarios: dict[str, Scenario], outcomes: list[Outcome]) -> str:
             f"{sum(o.state == 'after' for o in mine)} | "
             f"{sum(o.state == 'other' or not o.opens for o in mine)} | "
             f"{sum(o.rerun_ok for o in mine)} | {sum(o.reads for o in mine)} "
-            f"({sum(len(o.read_failures) for o in mine)}) |")
+            f"({sum(len(o.read_failures) for o in mine)}) |"
+        )
     return "\n".join(lines)
 
 
@@ -263,8 +306,10 @@ def write_docs(table: str, runs: int, took: float) -> Path:
     """Replace the figures between the markers in docs/reliability.md."""
     path = ROOT / "docs" / "reliability.md"
     text = path.read_text()
-    stamp = (f"{runs} runs, {took / 60:.1f} min, `python -m benchmarks.faults --runs {runs} "
-             f"--write-docs`, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores")
+    stamp = (
+        f"{runs} runs, {took / 60:.1f} min, `python -m benchmarks.faults --runs {runs} "
+        f"--write-docs`, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores"
+    )
     block = f"{BEGIN}\n{stamp}\n\n{table}\n{END}"
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
@@ -278,8 +323,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=int, default=12, help="demo sessions in the corpus")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--work", type=Path, default=None, help="scratch folder (default: temp)")
-    ap.add_argument("--write-docs", action="store_true",
-                    help="rewrite the figures in docs/reliability.md")
+    ap.add_argument(
+        "--write-docs", action="store_true", help="rewrite the figures in docs/reliability.md"
+    )
     args = ap.parse_args(argv)
     import tempfile
 
@@ -292,8 +338,10 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     bad = [o for o in outcomes if not o.ok]
     delays = [o.delay_s for o in outcomes]
-    print(f"{len(outcomes)} runs, {sum(o.killed for o in outcomes)} killed mid-way, "
-          f"kill delay median {statistics.median(delays):.2f}s, {len(bad)} failed")
+    print(
+        f"{len(outcomes)} runs, {sum(o.killed for o in outcomes)} killed mid-way, "
+        f"kill delay median {statistics.median(delays):.2f}s, {len(bad)} failed"
+    )
     for o in bad:
         print(json.dumps(o.__dict__)[:2000])
     if args.write_docs:

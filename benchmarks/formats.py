@@ -46,8 +46,9 @@ def gen_hasbench(work: Path, actions: int) -> Path:
 
 
 def gen_almanac(work: Path, actions: int) -> Path:
-    return write_almanac_corpus(work / f"al-{actions}", sessions=max(1, actions // 100),
-                                actions=100)
+    return write_almanac_corpus(
+        work / f"al-{actions}", sessions=max(1, actions // 100), actions=100
+    )
 
 
 def gen_tau2(work: Path, actions: int) -> Path | None:
@@ -65,7 +66,8 @@ def gen_tau2(work: Path, actions: int) -> Path | None:
             sims.append({**s, "id": f"{s['id']}-{c}"})
     for k in range(0, len(sims), per_file):
         (root / f"results-{k // per_file:04d}.json").write_text(
-            json.dumps({**src, "simulations": sims[k:k + per_file]}))
+            json.dumps({**src, "simulations": sims[k : k + per_file]})
+        )
     return root
 
 
@@ -89,11 +91,19 @@ def _coauthor_baseline(folder: Path, out: Path) -> int:
         rows["sessions"].append({"session_id": p.stem})
         for line in p.read_text().splitlines():
             e = json.loads(line)
-            rows["events"].append({"session_id": p.stem, "name": e["eventName"],
-                                   "source": e["eventSource"], "ts": e["eventTimestamp"],
-                                   "delta": json.dumps(e.get("textDelta"))})
-            if e["eventName"] in ("suggestion-select", "suggestion-close") and \
-                    e["eventSource"] == "user":
+            rows["events"].append(
+                {
+                    "session_id": p.stem,
+                    "name": e["eventName"],
+                    "source": e["eventSource"],
+                    "ts": e["eventTimestamp"],
+                    "delta": json.dumps(e.get("textDelta")),
+                }
+            )
+            if (
+                e["eventName"] in ("suggestion-select", "suggestion-close")
+                and e["eventSource"] == "user"
+            ):
                 rows["annotations"].append({"session_id": p.stem, "label": e["eventName"]})
     return _write(rows, out)
 
@@ -104,15 +114,26 @@ def _maptask_baseline(folder: Path, out: Path) -> int:
         doc = json.loads(p.read_text())
         rows["sessions"].append({"session_id": doc["dialogue_id"]})
         for r in doc["landmark_reference_expressions"]:
-            rows["events"].append({"session_id": doc["dialogue_id"], "ref": r["ref_id_unif"],
-                                   "speaker": r["speaker"], "t": r["start_time"],
-                                   "text": r["reference expression"]})
-        ann = json.loads(p.with_name(p.name.replace("reference_expressions", "annotated"))
-                         .read_text())
+            rows["events"].append(
+                {
+                    "session_id": doc["dialogue_id"],
+                    "ref": r["ref_id_unif"],
+                    "speaker": r["speaker"],
+                    "t": r["start_time"],
+                    "text": r["reference expression"],
+                }
+            )
+        ann = json.loads(
+            p.with_name(p.name.replace("reference_expressions", "annotated")).read_text()
+        )
         for a in ann["landmark_reference_expressions"]:
-            rows["annotations"].append({"session_id": doc["dialogue_id"],
-                                        "ref": a["ref_id_unif"],
-                                        "status": a["extra"]["status"]})
+            rows["annotations"].append(
+                {
+                    "session_id": doc["dialogue_id"],
+                    "ref": a["ref_id_unif"],
+                    "status": a["extra"]["status"],
+                }
+            )
     return _write(rows, out)
 
 
@@ -125,8 +146,9 @@ def _marble_baseline(folder: Path, out: Path) -> int:
             for a in t["agents"]:
                 rows["events"].append({"task_id": t["task_id"], "agent": a["agent_id"]})
             for src, dst, kind in t["relationships"]:
-                rows["annotations"].append({"task_id": t["task_id"], "src": src, "dst": dst,
-                                            "kind": kind})
+                rows["annotations"].append(
+                    {"task_id": t["task_id"], "src": src, "dst": dst, "kind": kind}
+                )
     return _write(rows, out)
 
 
@@ -138,19 +160,33 @@ def _jsonl_baseline(folder: Path, out: Path) -> int:
             rec = json.loads(line)
             kind = rec.get("type")
             if kind in ("run", "session"):
-                rows["sessions"].append({"session_id": rec.get("run_id", rec.get("session_id")),
-                                         "condition": rec.get("agency_level",
-                                                              rec.get("condition"))})
+                rows["sessions"].append(
+                    {
+                        "session_id": rec.get("run_id", rec.get("session_id")),
+                        "condition": rec.get("agency_level", rec.get("condition")),
+                    }
+                )
             elif kind == "outcome":
                 rows["annotations"].append({"session_id": rec["run_id"], "pass": rec["pass"]})
             elif kind == "step":
                 for a in rec["actions"]:
-                    rows["events"].append({"session_id": rec["run_id"], "t": rec.get("t"),
-                                           "actor": a["actor"], "kind": a["kind"]})
+                    rows["events"].append(
+                        {
+                            "session_id": rec["run_id"],
+                            "t": rec.get("t"),
+                            "actor": a["actor"],
+                            "kind": a["kind"],
+                        }
+                    )
             else:
-                rows["events"].append({"session_id": rec.get("run_id", sid), "t": rec.get("t"),
-                                       "actor": rec.get("actor"),
-                                       "kind": rec.get("action", rec.get("channel"))})
+                rows["events"].append(
+                    {
+                        "session_id": rec.get("run_id", sid),
+                        "t": rec.get("t"),
+                        "actor": rec.get("actor"),
+                        "kind": rec.get("action", rec.get("channel")),
+                    }
+                )
                 for comp, v in (rec.get("mental_model") or {}).items():
                     rows["annotations"].append({"session_id": sid, "label": comp, "text": v})
     return _write(rows, out)
@@ -162,15 +198,27 @@ def _tau2_baseline(folder: Path, out: Path) -> int:
         doc = json.loads(p.read_text())
         for s in doc["simulations"]:
             rows["sessions"].append({"session_id": s["id"], "task_id": s["task_id"]})
-            rows["annotations"].append({"session_id": s["id"],
-                                        "reward": s["reward_info"]["reward"]})
+            rows["annotations"].append(
+                {"session_id": s["id"], "reward": s["reward_info"]["reward"]}
+            )
             for m in s["messages"]:
-                rows["events"].append({"session_id": s["id"], "role": m["role"],
-                                       "timestamp": m["timestamp"],
-                                       "content": m.get("content")})
+                rows["events"].append(
+                    {
+                        "session_id": s["id"],
+                        "role": m["role"],
+                        "timestamp": m["timestamp"],
+                        "content": m.get("content"),
+                    }
+                )
                 for c in m.get("tool_calls") or []:
-                    rows["events"].append({"session_id": s["id"], "role": c["requestor"],
-                                           "timestamp": m["timestamp"], "content": c["name"]})
+                    rows["events"].append(
+                        {
+                            "session_id": s["id"],
+                            "role": c["requestor"],
+                            "timestamp": m["timestamp"],
+                            "content": c["name"],
+                        }
+                    )
     return _write(rows, out)
 
 
@@ -183,12 +231,14 @@ def _write(rows: dict[str, list[dict]], out: Path) -> int:
 
 def bench(work: Path, actions: int) -> list[dict]:
     results = []
-    for corpus, gen, baseline in (("hasbench", gen_hasbench, _jsonl_baseline),
-                                  ("almanac", gen_almanac, _jsonl_baseline),
-                                  ("tau2", gen_tau2, _tau2_baseline),
-                                  ("coauthor", gen_coauthor, _coauthor_baseline),
-                                  ("maptask", gen_maptask, _maptask_baseline),
-                                  ("marble", gen_marble, _marble_baseline)):
+    for corpus, gen, baseline in (
+        ("hasbench", gen_hasbench, _jsonl_baseline),
+        ("almanac", gen_almanac, _jsonl_baseline),
+        ("tau2", gen_tau2, _tau2_baseline),
+        ("coauthor", gen_coauthor, _coauthor_baseline),
+        ("maptask", gen_maptask, _maptask_baseline),
+        ("marble", gen_marble, _marble_baseline),
+    ):
         src = gen(work, actions)
         if src is None:
             continue
@@ -196,30 +246,46 @@ def bench(work: Path, actions: int) -> list[dict]:
         shutil.rmtree(lake, ignore_errors=True)
         (stats, _), secs, peak = timed(ingest_path, corpus, src, lake)
         n_base, base_secs, base_peak = timed(baseline, src, work / f"base-{corpus}")
-        results.append({"corpus": corpus, "events": stats.added["events"]
-                        or stats.added["participants"],
-                        "rows": sum(stats.added.values()), "secs": secs, "peak": peak,
-                        "base_events": n_base, "base_secs": base_secs, "base_peak": base_peak})
+        results.append(
+            {
+                "corpus": corpus,
+                "events": stats.added["events"] or stats.added["participants"],
+                "rows": sum(stats.added.values()),
+                "secs": secs,
+                "peak": peak,
+                "base_events": n_base,
+                "base_secs": base_secs,
+                "base_peak": base_peak,
+            }
+        )
         print(results[-1], flush=True)
     return results
 
 
 def report(results: list[dict], actions: int) -> str:
     gib = 1 << 30
-    lines = [f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, ingest per format (~{actions:,} "
-             f"actions each)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} cores. Command: "
-             "`python -m benchmarks.formats`", "",
-             "| format | events (rows in all) | graphlake | json + pandas baseline | ratio |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, ingest per format (~{actions:,} actions each)",
+        "",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores. Command: "
+        "`python -m benchmarks.formats`",
+        "",
+        "| format | events (rows in all) | graphlake | json + pandas baseline | ratio |",
+        "|---|---|---|---|---|",
+    ]
     for r in results:
         lines.append(
             f"| {r['corpus']} | {r['events']:,} ({r['rows']:,}) | {r['secs']:.1f} s, peak RSS "
             f"{r['peak'] / gib:.2f} GiB | {r['base_secs']:.1f} s, peak RSS "
-            f"{r['base_peak'] / gib:.2f} GiB | {r['base_secs'] / r['secs']:.2f}x |")
-    lines += ["", "graphlake does more than the baseline here: it validates every record "
-              "(rejects with reasons), keeps every source field, links requests to answers, "
-              "dedupes against the lake and commits atomically.", ""]
+            f"{r['base_peak'] / gib:.2f} GiB | {r['base_secs'] / r['secs']:.2f}x |"
+        )
+    lines += [
+        "",
+        "graphlake does more than the baseline here: it validates every record "
+        "(rejects with reasons), keeps every source field, links requests to answers, "
+        "dedupes against the lake and commits atomically.",
+        "",
+    ]
     return "\n".join(lines)
 
 

@@ -45,11 +45,21 @@ from graphlake.vision.screens import Screen, write_screen_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 WORK = Path(tempfile.gettempdir()) / "graphlake-bench" / "frames"
-APPS = ("Excel - churn.xlsx", "Revit - Level 2", "Slack - #design", "Chrome - Analytics",
-        "Word - Report draft", "Figma - Landing page", "Terminal - build", "Outlook - Inbox")
-WORDS = ("revenue churn customers quarterly budget design review floor plan wall door meeting "
-         "notes launch campaign draft summary chart interview market report price rise "
-         "option export render model layer sheet").split()
+APPS = (
+    "Excel - churn.xlsx",
+    "Revit - Level 2",
+    "Slack - #design",
+    "Chrome - Analytics",
+    "Word - Report draft",
+    "Figma - Landing page",
+    "Terminal - build",
+    "Outlook - Inbox",
+)
+WORDS = (
+    "revenue churn customers quarterly budget design review floor plan wall door meeting "
+    "notes launch campaign draft summary chart interview market report price rise "
+    "option export render model layer sheet"
+).split()
 
 
 def hour_recording(path: Path, seconds: float, seed: int = 5) -> Path:
@@ -59,12 +69,24 @@ def hour_recording(path: Path, seconds: float, seed: int = 5) -> Path:
     rng = random.Random(seed)
     screens, t = [], 0.0
     while t < seconds:
-        doc = [" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 8))).capitalize()
-               for _ in range(rng.randint(3, 9))]
-        chat = [f"{rng.choice(['me', 'AI'])}: " + " ".join(rng.choice(WORDS) for _ in range(5))
-                for _ in range(rng.randint(0, 4))]
-        screens.append(Screen(round(t, 1), rng.choice(APPS), doc, chat,
-                              shade=rng.choice((240, 245, 250)), chart=rng.random() < 0.3))
+        doc = [
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 8))).capitalize()
+            for _ in range(rng.randint(3, 9))
+        ]
+        chat = [
+            f"{rng.choice(['me', 'AI'])}: " + " ".join(rng.choice(WORDS) for _ in range(5))
+            for _ in range(rng.randint(0, 4))
+        ]
+        screens.append(
+            Screen(
+                round(t, 1),
+                rng.choice(APPS),
+                doc,
+                chat,
+                shade=rng.choice((240, 245, 250)),
+                chart=rng.random() < 0.3,
+            )
+        )
         t += rng.uniform(20, 90)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.mp4")
@@ -78,15 +100,36 @@ def bench_sampling(video: Path, every: float = 2.0) -> dict:
     t0 = time.perf_counter()
     frames = [(f.t, f.image.shape) for f in sample_frames(video, every, stats=stats)]
     ours = time.perf_counter() - t0
-    out = {"frames_kept": len(frames), "checked": stats.checked, "decoded": stats.decoded,
-           "ours_s": ours, "skipped_share": 1 - len(frames) / max(stats.checked, 1)}
+    out = {
+        "frames_kept": len(frames),
+        "checked": stats.checked,
+        "decoded": stats.decoded,
+        "ours_s": ours,
+        "skipped_share": 1 - len(frames) / max(stats.checked, 1),
+    }
     ffmpeg = shutil.which("ffmpeg")
     if ffmpeg:
-        select = (f"select='isnan(prev_selected_t)+gte(t-prev_selected_t\\,{every})"
-                  "+gt(scene\\,0.01)'")
-        cmd = [ffmpeg, "-hide_banner", "-loglevel", "error", "-i", str(video), "-vf",
-               f"{select},scale=1280:-2", "-fps_mode", "vfr", "-pix_fmt", "rgb24", "-f",
-               "rawvideo", "-y", os.devnull]
+        select = (
+            f"select='isnan(prev_selected_t)+gte(t-prev_selected_t\\,{every})+gt(scene\\,0.01)'"
+        )
+        cmd = [
+            ffmpeg,
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            str(video),
+            "-vf",
+            f"{select},scale=1280:-2",
+            "-fps_mode",
+            "vfr",
+            "-pix_fmt",
+            "rgb24",
+            "-f",
+            "rawvideo",
+            "-y",
+            os.devnull,
+        ]
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True)
         out["ffmpeg_s"] = time.perf_counter() - t0
@@ -109,8 +152,13 @@ def bench_embedding(n: int) -> dict:
     from graphlake.vision.embed import text_embedder
 
     rng = random.Random(3)
-    texts = ["\n".join(" ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 8)))
-                       for _ in range(rng.randint(3, 9))) for _ in range(n)]
+    texts = [
+        "\n".join(
+            " ".join(rng.choice(WORDS) for _ in range(rng.randint(4, 8)))
+            for _ in range(rng.randint(3, 9))
+        )
+        for _ in range(n)
+    ]
     emb = text_embedder()
     emb.encode(texts[:64])
     t0 = time.perf_counter()
@@ -121,30 +169,73 @@ def bench_embedding(n: int) -> dict:
 #: A recording graphlake was not tuned on: dark IDE-like screens, a monospace font, 1920x1080
 #: (scaled to 1280 for OCR), a sidebar, line numbers. (title, lines, paraphrase or None)
 UNTUNED = [
-    ("train.py - models", ["for epoch in range(num_epochs):", "    outputs = model(batch)",
-                           "    loss = criterion(outputs, labels)", "    optimizer.step()"],
-     "neural network training code"),
-    ("bash - tests", ["$ pytest tests/ -q", "12 passed, 3 failed in 4.21s",
-                      "AssertionError: expected 42 but got 41"], "the unit tests did not pass"),
-    ("Mail - Inbox", ["Subject: Invoice overdue for October",
-                      "Dear team, payment for invoice 4471 is late.", "Please settle by Friday."],
-     "a bill that has not been paid"),
-    ("Calendar - Week 48", ["Monday 9:30 Standup meeting", "Thursday 14:00 Dentist",
-                            "Friday 17:00 Team dinner"], None),
-    ("Slack - #travel", ["Can you book a flight to Tokyo next Monday?",
-                         "Sure, looking at morning departures now."],
-     "reserve plane tickets to Japan"),
-    ("README.md - docs", ["Installation guide", "Run pip install graphlake",
-                          "Then start the demo with graphlake demo"],
-     "how to set up the software"),
-    ("Weather - Oslo", ["Heavy rain expected tonight", "Wind from the north at 40 km/h"],
-     "a storm is coming"),
-    ("Sheets - Q3 sales", ["Region North 1200 units", "Region South 860 units",
-                           "Total 2060 units shipped"], None),
-    ("Jira - BUG-311", ["Login page crashes on Safari", "Priority: critical",
-                        "Assignee: Maria"], "the website breaks in Apple's browser"),
-    ("Notes - groceries", ["Buy milk, eggs and bread", "Pick up the dry cleaning"],
-     "shopping list"),
+    (
+        "train.py - models",
+        [
+            "for epoch in range(num_epochs):",
+            "    outputs = model(batch)",
+            "    loss = criterion(outputs, labels)",
+            "    optimizer.step()",
+        ],
+        "neural network training code",
+    ),
+    (
+        "bash - tests",
+        [
+            "$ pytest tests/ -q",
+            "12 passed, 3 failed in 4.21s",
+            "AssertionError: expected 42 but got 41",
+        ],
+        "the unit tests did not pass",
+    ),
+    (
+        "Mail - Inbox",
+        [
+            "Subject: Invoice overdue for October",
+            "Dear team, payment for invoice 4471 is late.",
+            "Please settle by Friday.",
+        ],
+        "a bill that has not been paid",
+    ),
+    (
+        "Calendar - Week 48",
+        ["Monday 9:30 Standup meeting", "Thursday 14:00 Dentist", "Friday 17:00 Team dinner"],
+        None,
+    ),
+    (
+        "Slack - #travel",
+        ["Can you book a flight to Tokyo next Monday?", "Sure, looking at morning departures now."],
+        "reserve plane tickets to Japan",
+    ),
+    (
+        "README.md - docs",
+        [
+            "Installation guide",
+            "Run pip install graphlake",
+            "Then start the demo with graphlake demo",
+        ],
+        "how to set up the software",
+    ),
+    (
+        "Weather - Oslo",
+        ["Heavy rain expected tonight", "Wind from the north at 40 km/h"],
+        "a storm is coming",
+    ),
+    (
+        "Sheets - Q3 sales",
+        ["Region North 1200 units", "Region South 860 units", "Total 2060 units shipped"],
+        None,
+    ),
+    (
+        "Jira - BUG-311",
+        ["Login page crashes on Safari", "Priority: critical", "Assignee: Maria"],
+        "the website breaks in Apple's browser",
+    ),
+    (
+        "Notes - groceries",
+        ["Buy milk, eggs and bread", "Pick up the dry cleaning"],
+        "shopping list",
+    ),
 ]
 
 
@@ -153,8 +244,7 @@ def render_untuned(screen: Screen, size: tuple[int, int]) -> np.ndarray:
 
     w, h = size
     mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf"
-    font = ImageFont.truetype(mono, 30) if Path(mono).exists() else \
-        ImageFont.load_default(size=30)
+    font = ImageFont.truetype(mono, 30) if Path(mono).exists() else ImageFont.load_default(size=30)
     img = Image.new("RGB", size, (30, 32, 38))
     d = ImageDraw.Draw(img)
     d.rectangle([0, 0, 300, h], fill=(22, 24, 28))
@@ -181,8 +271,14 @@ def bench_quality() -> dict:
     folder.mkdir(parents=True)
     span = 30.0
     screens = [Screen(i * span, title, lines) for i, (title, lines, _) in enumerate(UNTUNED)]
-    video = write_screen_recording(folder / "ide.mp4", screens, span * len(screens), fps=5,
-                                   size=(1920, 1080), render=render_untuned)
+    video = write_screen_recording(
+        folder / "ide.mp4",
+        screens,
+        span * len(screens),
+        fps=5,
+        size=(1920, 1080),
+        render=render_untuned,
+    )
     import hashlib
 
     sha = hashlib.sha256(video.read_bytes()).hexdigest()
@@ -190,8 +286,16 @@ def bench_quality() -> dict:
     run = LakeRun(lake, "untuned", "benchmark")
     em = run.emitter()
     em.row("sessions", {"session_id": "ide"})
-    em.row("media", {"session_id": "ide", "media_id": sha, "uri": str(video),
-                     "kind": "screen_recording", "duration_s": span * len(screens)})
+    em.row(
+        "media",
+        {
+            "session_id": "ide",
+            "media_id": sha,
+            "uri": str(video),
+            "kind": "screen_recording",
+            "duration_s": span * len(screens),
+        },
+    )
     run.commit([em.close()])
     FrameIndexer(lake).run(texts=False)
     scores = {"text": [], "paraphrase": [], "image": []}
@@ -218,14 +322,16 @@ def clustered(n: int, dim: int, seed: int, clusters: int = 1000) -> np.ndarray:
     step = 100_000
     for i in range(0, n, step):
         m = min(step, n - i)
-        out[i:i + m] = centres[rng.integers(0, clusters, m)] + \
-            0.35 * rng.standard_normal((m, dim)).astype(np.float32)
+        out[i : i + m] = centres[rng.integers(0, clusters, m)] + 0.35 * rng.standard_normal(
+            (m, dim)
+        ).astype(np.float32)
     out /= np.linalg.norm(out, axis=1, keepdims=True)
     return out
 
 
-def exact_top(data: np.ndarray, queries: np.ndarray, k: int,
-              mask: np.ndarray | None = None) -> list[set[int]]:
+def exact_top(
+    data: np.ndarray, queries: np.ndarray, k: int, mask: np.ndarray | None = None
+) -> list[set[int]]:
     out = []
     for q in queries:
         d = data @ q
@@ -235,8 +341,9 @@ def exact_top(data: np.ndarray, queries: np.ndarray, k: int,
     return out
 
 
-def bench_vectors(n: int, dim: int, queries: int = 200, k: int = 10,
-                  compare_pq: bool = False) -> list[dict]:
+def bench_vectors(
+    n: int, dim: int, queries: int = 200, k: int = 10, compare_pq: bool = False
+) -> list[dict]:
     import lancedb
     from lancedb.index import BTree, IvfPq
 
@@ -246,7 +353,8 @@ def bench_vectors(n: int, dim: int, queries: int = 200, k: int = 10,
     data = clustered(n, dim, seed=dim)
     rng = np.random.default_rng(1)
     qs = data[rng.integers(0, n, queries)] + 0.1 * rng.standard_normal((queries, dim)).astype(
-        np.float32)
+        np.float32
+    )
     qs /= np.linalg.norm(qs, axis=1, keepdims=True)
     # frames are appended recording by recording, so one session's rows sit together: the
     # filter `session_id = 's050'` keeps 1% of the rows, found through a B-tree index
@@ -254,10 +362,16 @@ def bench_vectors(n: int, dim: int, queries: int = 200, k: int = 10,
     folder = WORK / f"vectors-{n}-{dim}"
     shutil.rmtree(folder, ignore_errors=True)
     db = lancedb.connect(str(folder))
-    table = db.create_table("v", pa.table({
-        "id": pa.array(np.arange(n), pa.int64()),
-        "session_id": pa.array([f"s{s:03d}" for s in session]),
-        "vector": pa.FixedSizeListArray.from_arrays(pa.array(data.ravel()), dim)}))
+    table = db.create_table(
+        "v",
+        pa.table(
+            {
+                "id": pa.array(np.arange(n), pa.int64()),
+                "session_id": pa.array([f"s{s:03d}" for s in session]),
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(data.ravel()), dim),
+            }
+        ),
+    )
     table.create_index("session_id", config=BTree())
     truth = exact_top(data, qs, k)
     truth_f = exact_top(data, qs, k, mask=session == 50)
@@ -272,50 +386,81 @@ def bench_vectors(n: int, dim: int, queries: int = 200, k: int = 10,
             hits += len(set(got) & want)
             total += k
         lat.sort()
-        results.append({"dim": dim, "n": n, "index": label, "p50_ms": lat[len(lat) // 2],
-                        "p99_ms": lat[max(0, int(len(lat) * 0.99) - 1)],
-                        "recall": hits / total, "queries": len(lat)})
+        results.append(
+            {
+                "dim": dim,
+                "n": n,
+                "index": label,
+                "p50_ms": lat[len(lat) // 2],
+                "p99_ms": lat[max(0, int(len(lat) * 0.99) - 1)],
+                "recall": hits / total,
+                "queries": len(lat),
+            }
+        )
 
     def q(vec):
         return table.search(vec).distance_type("cosine").select(["id", "_distance"]).limit(k)
 
     filt = "session_id = 's050'"
-    run("exact scan, no filter (baseline)", lambda v: q(v).bypass_vector_index(), truth,
-        limit=10)
-    run("exact, 1% filter (graphlake's filtered path)",
-        lambda v: q(v).where(filt, prefilter=True).bypass_vector_index(), truth_f)
+    run("exact scan, no filter (baseline)", lambda v: q(v).bypass_vector_index(), truth, limit=10)
+    run(
+        "exact, 1% filter (graphlake's filtered path)",
+        lambda v: q(v).where(filt, prefilter=True).bypass_vector_index(),
+        truth_f,
+    )
     builds = [("IVF_HNSW_SQ (graphlake)", lambda: build_ann_index(table, "vector", n))]
     if compare_pq:
-        builds.append(("IVF_PQ", lambda: table.create_index(
-            "vector", config=IvfPq(distance_type="cosine", num_sub_vectors=dim // 8),
-            replace=True)))
+        builds.append(
+            (
+                "IVF_PQ",
+                lambda: table.create_index(
+                    "vector",
+                    config=IvfPq(distance_type="cosine", num_sub_vectors=dim // 8),
+                    replace=True,
+                ),
+            )
+        )
     for name, build in builds:
         t0 = time.perf_counter()
         build()
         build_s = time.perf_counter() - t0
-        run(f"{name}, nprobes {NPROBES}, refine {REFINE}",
-            lambda v: q(v).nprobes(NPROBES).refine_factor(REFINE), truth)
+        run(
+            f"{name}, nprobes {NPROBES}, refine {REFINE}",
+            lambda v: q(v).nprobes(NPROBES).refine_factor(REFINE),
+            truth,
+        )
         results[-1]["build_s"] = build_s
-        run(f"{name}, 1% filter through the index",
-            lambda v: q(v).where(filt, prefilter=True).nprobes(NPROBES)
-            .refine_factor(REFINE), truth_f)
+        run(
+            f"{name}, 1% filter through the index",
+            lambda v: q(v).where(filt, prefilter=True).nprobes(NPROBES).refine_factor(REFINE),
+            truth_f,
+        )
     shutil.rmtree(folder, ignore_errors=True)
     return results
 
 
-def report(samp: dict, ocr: dict, emb: dict, quality: dict, vec: list[dict], seconds: float,
-           label: str) -> str:
-    lines = [f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, frames benchmark ({label})", "",
-             f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
-             f"{platform.python_version()}."]
+def report(
+    samp: dict, ocr: dict, emb: dict, quality: dict, vec: list[dict], seconds: float, label: str
+) -> str:
+    lines = [
+        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, frames benchmark ({label})",
+        "",
+        f"Machine: {os.cpu_count()} cores, {platform.machine()}, Python "
+        f"{platform.python_version()}.",
+    ]
     if samp:
-        lines += [f"Recording: {seconds / 60:.0f} min, 1280x720, 10 fps, H.264.", "",
-                  "| stage | graphlake | baseline | ratio |", "|---|---|---|---|"]
+        lines += [
+            f"Recording: {seconds / 60:.0f} min, 1280x720, 10 fps, H.264.",
+            "",
+            "| stage | graphlake | baseline | ratio |",
+            "|---|---|---|---|",
+        ]
         if "ffmpeg_s" in samp:
             lines.append(
                 f"| decode + sample (every 2 s + scene changes) | {samp['ours_s']:.1f} s | "
                 f"ffmpeg CLI {samp['ffmpeg_s']:.1f} s | "
-                f"{samp['ours_s'] / samp['ffmpeg_s']:.2f}x ffmpeg's time |")
+                f"{samp['ours_s'] / samp['ffmpeg_s']:.2f}x ffmpeg's time |"
+            )
         else:
             lines.append(f"| decode + sample | {samp['ours_s']:.1f} s | ffmpeg not installed | |")
         lines += [
@@ -324,19 +469,26 @@ def report(samp: dict, ocr: dict, emb: dict, quality: dict, vec: list[dict], sec
             f"| OCR (RapidOCR, kept frames) | {ocr['ocr_fps']:.2f} frames/s over "
             f"{ocr['ocr_frames']} frames | | |",
             f"| MiniLM text embedding | {emb['texts_per_s']:.0f} texts/s ({emb['texts']:,} "
-            "OCR-like texts) | | |", "",
+            "OCR-like texts) | | |",
+            "",
             "Search on a recording graphlake was not tuned on (dark IDE-like screens, monospace, "
             "1920x1080, 10 screens of 30 s; top hit in the right screen's time range): "
-            + ", ".join(f"{k} queries {a}/{b}" for k, (a, b) in quality.items()) + "."]
+            + ", ".join(f"{k} queries {a}/{b}" for k, (a, b) in quality.items())
+            + ".",
+        ]
     if not vec:
         return "\n".join(lines) + "\n"
-    lines += ["",
+    lines += [
+        "",
         "| vectors | search | queries | p50 ms | p99 ms | recall@10 | index build s |",
-        "|---|---|---|---|---|---|---|"]
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in vec:
         build = f"{r['build_s']:.0f}" if "build_s" in r else ""
-        lines.append(f"| {r['n']:,} x {r['dim']} | {r['index']} | {r['queries']} | "
-                     f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['recall']:.3f} | {build} |")
+        lines.append(
+            f"| {r['n']:,} x {r['dim']} | {r['index']} | {r['queries']} | "
+            f"{r['p50_ms']:.1f} | {r['p99_ms']:.1f} | {r['recall']:.3f} | {build} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -181,14 +181,19 @@ LIVE = {
 }
 
 #: The numeric column each answer's rows are summed over, to compare with the baselines.
-SUM_COLUMN = {"adoption chains": "chain_length", "3-hop descendants of prompts": "hops",
-              "branch / merge nodes": "branch::INT + merge::INT * 2",
-              "AI / human overlap join": "0"}
+SUM_COLUMN = {
+    "adoption chains": "chain_length",
+    "3-hop descendants of prompts": "hops",
+    "branch / merge nodes": "branch::INT + merge::INT * 2",
+    "AI / human overlap join": "0",
+}
 
 
 def _wrap(sql: str, name: str) -> str:
-    return (f"SELECT count(*) AS n, coalesce(sum({SUM_COLUMN[name]}), 0) AS s, "
-            f"coalesce(sum(hash(t)), 0) AS h FROM ({sql}) t")
+    return (
+        f"SELECT count(*) AS n, coalesce(sum({SUM_COLUMN[name]}), 0) AS s, "
+        f"coalesce(sum(hash(t)), 0) AS h FROM ({sql}) t"
+    )
 
 
 def run_duckdb(lake: Lake, sql: str, name: str, runs: int = 3) -> tuple[float, tuple]:
@@ -203,6 +208,7 @@ def run_duckdb(lake: Lake, sql: str, name: str, runs: int = 3) -> tuple[float, t
 
 # ------------------------------------------------------------------------------ baselines
 
+
 def export_tables(lake: Lake, out: Path) -> None:
     """The rows every baseline loads, exported from the lake once, with global node ids."""
     out.mkdir(parents=True, exist_ok=True)
@@ -210,19 +216,19 @@ def export_tables(lake: Lake, out: Path) -> None:
     try:
         for name, sql in {
             "nodes": "SELECT session_id || '|' || node_id AS id, session_id, node_id, "
-                     "actor_type FROM nodes WHERE corpus = 'kolab'",
+            "actor_type FROM nodes WHERE corpus = 'kolab'",
             "edges": "SELECT DISTINCT session_id, session_id || '|' || src AS src, "
-                     "session_id || '|' || dst AS dst FROM edges "
-                     "WHERE corpus = 'kolab' AND level = 'action'",
+            "session_id || '|' || dst AS dst FROM edges "
+            "WHERE corpus = 'kolab' AND level = 'action'",
             # the canonical rows, not the view: baselines resolve response times themselves
             "adoptions": "SELECT annotation_id AS id, session_id, session_id || '|' || "
-                         "source_node AS source, label, session_id || '|' || response_node "
-                         "|| '#' || response_seq AS response_occ FROM annotations "
-                         "WHERE corpus = 'kolab' AND kind = 'adoption' "
-                         "AND source_node IS NOT NULL",
+            "source_node AS source, label, session_id || '|' || response_node "
+            "|| '#' || response_seq AS response_occ FROM annotations "
+            "WHERE corpus = 'kolab' AND kind = 'adoption' "
+            "AND source_node IS NOT NULL",
             "occ": "SELECT session_id || '|' || node_id || '#' || seq AS id, session_id, "
-                   "session_id || '|' || node_id AS node, actor_type, t_start, t_end "
-                   "FROM node_occurrences WHERE corpus = 'kolab'",
+            "session_id || '|' || node_id AS node, actor_type, t_start, t_end "
+            "FROM node_occurrences WHERE corpus = 'kolab'",
         }.items():
             cat.con.execute(f"COPY ({sql}) TO '{out / (name + '.parquet')}' (FORMAT parquet)")
     finally:
@@ -230,8 +236,10 @@ def export_tables(lake: Lake, out: Path) -> None:
 
 
 def load_pandas(src: Path) -> dict:
-    return {name: pd.read_parquet(src / f"{name}.parquet")
-            for name in ("nodes", "edges", "adoptions", "occ")}
+    return {
+        name: pd.read_parquet(src / f"{name}.parquet")
+        for name in ("nodes", "edges", "adoptions", "occ")
+    }
 
 
 def _session_graphs(t: dict):
@@ -303,8 +311,12 @@ def nx_overlaps(t: dict) -> tuple:
     return n, 0
 
 
-NETWORKX = {"adoption chains": nx_chains, "3-hop descendants of prompts": nx_descendants,
-            "branch / merge nodes": nx_branch_merge, "AI / human overlap join": nx_overlaps}
+NETWORKX = {
+    "adoption chains": nx_chains,
+    "3-hop descendants of prompts": nx_descendants,
+    "branch / merge nodes": nx_branch_merge,
+    "AI / human overlap join": nx_overlaps,
+}
 
 
 def load_kuzu(src: Path, db_dir: Path):
@@ -330,6 +342,7 @@ def load_kuzu(src: Path, db_dir: Path):
         con.execute(ddl)
     tmp = db_dir.parent / "kuzu-input"
     tmp.mkdir(exist_ok=True)
+
     def put(frame: pd.DataFrame, name: str) -> None:
         frame.to_parquet(tmp / f"{name}.parquet", index=False)
 
@@ -345,10 +358,16 @@ def load_kuzu(src: Path, db_dir: Path):
     put(occ[["id", "session_id", "actor_type", "t_start", "t_end"]], "occ")
     put(occ[["session_id"]].drop_duplicates().rename(columns={"session_id": "id"}), "session")
     put(occ[["id", "session_id"]], "in_session")
-    for table, file in (("Node", "node"), ("Adoption", "adoption"), ("Occ", "occ"),
-                        ("Session", "session"), ("NEXT", "next"), ("SOURCE", "source"),
-                        ("RESPONSE", "response"),
-                        ("IN_SESSION", "in_session")):
+    for table, file in (
+        ("Node", "node"),
+        ("Adoption", "adoption"),
+        ("Occ", "occ"),
+        ("Session", "session"),
+        ("NEXT", "next"),
+        ("SOURCE", "source"),
+        ("RESPONSE", "response"),
+        ("IN_SESSION", "in_session"),
+    ):
         con.execute(f"COPY {table} FROM '{tmp / (file + '.parquet')}'")
     shutil.rmtree(tmp)
     con.set_query_timeout(KUZU_TIMEOUT_S * 1000)
@@ -397,6 +416,7 @@ def run_kuzu(con, cypher: str) -> tuple[float | None, tuple | None]:
 
 # ------------------------------------------------------------------------------ the run
 
+
 def build_lake(work: Path, sessions: int) -> tuple[Lake, float, float, int]:
     src = work / f"graph-{sessions}"
     if not (src / ".complete").exists():
@@ -419,8 +439,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="3,000 sessions")
     ap.add_argument("--sessions", type=int, help="sessions to generate [100,000]")
-    ap.add_argument("--work", type=Path, default=Path(os.environ.get(
-        "GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")), help="scratch folder")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path(os.environ.get("GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")),
+        help="scratch folder",
+    )
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
     ap.add_argument("--only", help="run only the queries whose name contains this text")
     args = ap.parse_args(argv)
@@ -428,8 +452,10 @@ def main(argv: list[str] | None = None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
 
     lake, lake_secs, derived_secs, n_nodes = build_lake(args.work, sessions)
-    print(f"lake: {n_nodes:,} nodes in {lake_secs:.1f} s (materialized views "
-          f"{derived_secs:.1f} s)", flush=True)
+    print(
+        f"lake: {n_nodes:,} nodes in {lake_secs:.1f} s (materialized views {derived_secs:.1f} s)",
+        flush=True,
+    )
     export_dir = args.work / f"export-graph-{sessions}"
     _o, export_secs, _p = timed(export_tables, lake, export_dir)
     tables, pandas_secs, _p = timed(load_pandas, export_dir)
@@ -441,28 +467,57 @@ def main(argv: list[str] | None = None) -> int:
         g_secs, g_ans = run_duckdb(lake, GRAPHLAKE[name], name)
         h_secs, h_ans = run_duckdb(lake, HAND[name], name)
         assert g_ans == h_ans, (name, g_ans, h_ans)
-        print(f"{name}: graphlake {g_secs:.2f} s, hand SQL {h_secs:.2f} s, {g_ans[0]:,} rows",
-              flush=True)
+        print(
+            f"{name}: graphlake {g_secs:.2f} s, hand SQL {h_secs:.2f} s, {g_ans[0]:,} rows",
+            flush=True,
+        )
         n_ans, n_secs, _p = timed(NETWORKX[name], tables)
-        assert n_ans[0] == g_ans[0] and (n_ans[1] == g_ans[1] or name.startswith("AI")), \
-            (name, "networkx", n_ans, g_ans)
+        assert n_ans[0] == g_ans[0] and (n_ans[1] == g_ans[1] or name.startswith("AI")), (
+            name,
+            "networkx",
+            n_ans,
+            g_ans,
+        )
         print(f"  networkx {n_secs:.1f} s", flush=True)
         k_secs, k_ans = run_kuzu(con, KUZU[name])
         if k_ans is not None:
-            assert k_ans[0] == g_ans[0] and (k_ans[1] == g_ans[1] or name.startswith("AI")), \
-                (name, "kuzu", k_ans, g_ans)
+            assert k_ans[0] == g_ans[0] and (k_ans[1] == g_ans[1] or name.startswith("AI")), (
+                name,
+                "kuzu",
+                k_ans,
+                g_ans,
+            )
         print(f"  kuzu {'timeout' if k_secs is None else f'{k_secs:.1f} s'}", flush=True)
-        rows.append({"name": name, "rows": g_ans[0], "graphlake": g_secs, "hand": h_secs,
-                     "networkx": n_secs, "kuzu": k_secs})
+        rows.append(
+            {
+                "name": name,
+                "rows": g_ans[0],
+                "graphlake": g_secs,
+                "hand": h_secs,
+                "networkx": n_secs,
+                "kuzu": k_secs,
+            }
+        )
         if name in LIVE:
             l_secs, l_ans = run_duckdb(lake, LIVE[name], name)
             assert l_ans == g_ans, (name, "computed at query time", l_ans, g_ans)
             print(f"  graphlake, computed at query time {l_secs:.2f} s", flush=True)
-            rows.append({**rows[-1], "name": f"{name}, computed at query time",
-                         "graphlake": l_secs})
+            rows.append(
+                {**rows[-1], "name": f"{name}, computed at query time", "graphlake": l_secs}
+            )
 
-    text = report(rows, sessions, n_nodes, lake_secs, derived_secs, export_secs, pandas_secs,
-                  kuzu_secs, args.quick, args.only)
+    text = report(
+        rows,
+        sessions,
+        n_nodes,
+        lake_secs,
+        derived_secs,
+        export_secs,
+        pandas_secs,
+        kuzu_secs,
+        args.quick,
+        args.only,
+    )
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as f:
@@ -470,11 +525,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(rows, sessions, n_nodes, lake_secs, derived_secs, export_secs, pandas_secs,
-           kuzu_secs, quick, only=None) -> str:
+def report(
+    rows,
+    sessions,
+    n_nodes,
+    lake_secs,
+    derived_secs,
+    export_secs,
+    pandas_secs,
+    kuzu_secs,
+    quick,
+    only=None,
+) -> str:
     gib = 1 << 30
-    command = "python -m benchmarks.graph" + (" --quick" if quick else "") + (
-        f' --only "{only}"' if only else "")
+    command = (
+        "python -m benchmarks.graph"
+        + (" --quick" if quick else "")
+        + (f' --only "{only}"' if only else "")
+    )
 
     def secs(v):
         return f"> {KUZU_TIMEOUT_S} s (stopped)" if v is None else f"{v:.2f} s"
@@ -509,10 +577,15 @@ def report(rows, sessions, n_nodes, lake_secs, derived_secs, export_secs, pandas
             f"| {r['name']} | {r['rows']:,} | {secs(r['graphlake'])} | {secs(r['hand'])} | "
             f"{secs(r['networkx'])} | {secs(r['kuzu'])} | {vs_hand:.2f}x the time | "
             f"{ratio(r['networkx'], r['graphlake'])} | {ratio(r['kuzu'], r['graphlake'])} | "
-            f"{'met' if ok else '**not met**'} |")
-    lines += ["", "graphlake and hand SQL: median of 3, catalog opening included; every engine "
-              "returned the same number of rows (and the same hop and label sums) before its "
-              "time was counted.", ""]
+            f"{'met' if ok else '**not met**'} |"
+        )
+    lines += [
+        "",
+        "graphlake and hand SQL: median of 3, catalog opening included; every engine "
+        "returned the same number of rows (and the same hop and label sums) before its "
+        "time was counted.",
+        "",
+    ]
     return "\n".join(lines)
 
 

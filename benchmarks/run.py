@@ -107,10 +107,17 @@ def bench_ingest(work: Path, nodes: int) -> dict:
     # idempotence costs too: re-ingesting the same corpus must add nothing
     (stats2, snap2), re_secs, _ = timed(ingest_path, "kolab", src, lake_dir)
     assert snap2 is None and not stats2.added
-    return {"sessions": sessions, "nodes": stats.added["nodes"],
-            "rows": sum(stats.added.values()), "secs": secs, "peak_rss": peak,
-            "base_secs": base_secs, "base_peak_rss": base_peak, "reingest_secs": re_secs,
-            "refresh_secs": refresh_secs}
+    return {
+        "sessions": sessions,
+        "nodes": stats.added["nodes"],
+        "rows": sum(stats.added.values()),
+        "secs": secs,
+        "peak_rss": peak,
+        "base_secs": base_secs,
+        "base_peak_rss": base_peak,
+        "reingest_secs": re_secs,
+        "refresh_secs": refresh_secs,
+    }
 
 
 def bench_metrics(work: Path, sessions: int) -> dict:
@@ -133,8 +140,12 @@ def bench_metrics(work: Path, sessions: int) -> dict:
     base, base_secs, _ = timed(metrics_baseline, base_dir)
     _check_agreement(res.table, base)
     n_nodes = run_sql("SELECT count(*) AS n FROM nodes", lake).table["n"][0].as_py()
-    return {"sessions": res.table.num_rows, "nodes": n_nodes, "secs": statistics.median(runs),
-            "base_secs": base_secs}
+    return {
+        "sessions": res.table.num_rows,
+        "nodes": n_nodes,
+        "secs": statistics.median(runs),
+        "base_secs": base_secs,
+    }
 
 
 def export_baseline_tables(lake: Lake, out: Path) -> None:
@@ -148,11 +159,11 @@ def export_baseline_tables(lake: Lake, out: Path) -> None:
         for name, sql in {
             "steps": "SELECT session_id, step_id, t_start, t_end FROM steps",
             "nodes": "SELECT session_id, node_id, step_id, actor_type, actor, label, t_start, "
-                     "t_end FROM nodes",
+            "t_end FROM nodes",
             "occ": "SELECT session_id, node_id, seq, t_start, t_end FROM node_occurrences",
             "edges": "SELECT session_id, src, dst, kind FROM edges",
             "adopt": "SELECT session_id, source_node, ai_node, response_node, label "
-                     "FROM annotations WHERE kind = 'adoption'",
+            "FROM annotations WHERE kind = 'adoption'",
         }.items():
             cat.con.execute(f"COPY ({sql}) TO '{out / (name + '.parquet')}' (FORMAT parquet)")
     finally:
@@ -163,8 +174,7 @@ def _check_agreement(table, base) -> None:
     """graphlake and the baseline must compute the same metrics before speed means anything."""
     ours = table.to_pandas().set_index("session_id")
     theirs = base.set_index("session_id")
-    for col in ("burstiness", "topology_w", "retention_adopt", "retention_modify",
-                "solo_lead_in"):
+    for col in ("burstiness", "topology_w", "retention_adopt", "retention_modify", "solo_lead_in"):
         a, b = ours[col].astype(float), theirs[col].reindex(ours.index).astype(float)
         both = a.notna() & b.notna()
         assert (a.isna() == b.isna()).all(), f"{col}: missing values differ"
@@ -193,9 +203,17 @@ def report(ingest: dict, metrics: dict, quick: bool) -> str:
         f"nodes, {ingest['rows']:,} rows | {ingest['secs']:.1f} s, peak RSS "
         f"{ingest['peak_rss'] / gib:.2f} GiB | {ingest['base_secs']:.1f} s, peak RSS "
         f"{ingest['base_peak_rss'] / gib:.2f} GiB | {i_ratio:.1f}x | "
-        + ("< 60 s: " + verdict(ingest["secs"] < 60) + "; < 2 GiB: "
-           + verdict(ingest["peak_rss"] < 2 * gib) + "; >= 10x: " + verdict(i_ratio >= 10)
-           if full else "(goals apply to the full run)") + " |",
+        + (
+            "< 60 s: "
+            + verdict(ingest["secs"] < 60)
+            + "; < 2 GiB: "
+            + verdict(ingest["peak_rss"] < 2 * gib)
+            + "; >= 10x: "
+            + verdict(i_ratio >= 10)
+            if full
+            else "(goals apply to the full run)"
+        )
+        + " |",
         f"| then refresh the materialized views (`graphlake ingest` does; `--no-refresh` "
         f"defers it) | same | {ingest['refresh_secs']:.1f} s | | ingest + refresh "
         f"{ingest['base_secs'] / (ingest['secs'] + ingest['refresh_secs']):.1f}x | |",
@@ -203,8 +221,12 @@ def report(ingest: dict, metrics: dict, quick: bool) -> str:
         f"| `collab_metrics`, whole lake | {metrics['sessions']:,} sessions, "
         f"{metrics['nodes']:,} nodes | {metrics['secs']:.2f} s (median of 5) | "
         f"{metrics['base_secs']:.1f} s | {m_ratio:.0f}x | "
-        + ("< 2 s: " + verdict(metrics["secs"] < 2) + "; >= 25x: " + verdict(m_ratio >= 25)
-           if full else "(goals apply to the full run)") + " |",
+        + (
+            "< 2 s: " + verdict(metrics["secs"] < 2) + "; >= 25x: " + verdict(m_ratio >= 25)
+            if full
+            else "(goals apply to the full run)"
+        )
+        + " |",
         "",
     ]
     return "\n".join(lines)
@@ -215,8 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (a few minutes)")
     ap.add_argument("--nodes", type=int, help="ingest size in nodes [1,000,000]")
     ap.add_argument("--sessions", type=int, help="metrics size in sessions [100,000]")
-    ap.add_argument("--work", type=Path, default=ROOT / "bench-data",
-                    help="where generated corpora and lakes live (reused between runs)")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=ROOT / "bench-data",
+        help="where generated corpora and lakes live (reused between runs)",
+    )
     ap.add_argument("--no-write", action="store_true", help="print, do not append to docs")
     args = ap.parse_args(argv)
     nodes = args.nodes or (100_000 if args.quick else 1_000_000)

@@ -94,15 +94,29 @@ def free_port() -> int:
 
 
 def start_server(lake: Path, port: int) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-m", "graphlake.cli", "serve", "--lake",
-                             str(lake), "--port", str(port), "--max-rows", "1000"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphlake.cli",
+            "serve",
+            "--lake",
+            str(lake),
+            "--port",
+            str(port),
+            "--max-rows",
+            "1000",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     t0 = time.monotonic()
     while True:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
-                print(f"server up after {time.monotonic() - t0:.1f} s (preload included)",
-                      flush=True)
+                print(
+                    f"server up after {time.monotonic() - t0:.1f} s (preload included)", flush=True
+                )
                 return proc
         except httpx.HTTPError:
             pass
@@ -111,26 +125,55 @@ def start_server(lake: Path, port: int) -> subprocess.Popen:
         time.sleep(0.5)
 
 
-def wrk(url: str, paths: list[str], conns: int, seconds: float, *, method: str = "GET",
-        body: str | None = None) -> dict:
+def wrk(
+    url: str,
+    paths: list[str],
+    conns: int,
+    seconds: float,
+    *,
+    method: str = "GET",
+    body: str | None = None,
+) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         plist, script = Path(tmp) / "paths.txt", Path(tmp) / "load.lua"
         plist.write_text("\n".join(paths) + "\n")
         script.write_text(_LUA)
         env = {**os.environ, "GL_PATHS": str(plist), "GL_METHOD": method, "GL_BODY": body or ""}
-        out = subprocess.run(["wrk", "-t", "1", "-c", str(conns), "-d", f"{seconds:g}s",
-                              "--latency", "-s", str(script), url], capture_output=True,
-                             text=True, env=env, check=True).stdout
+        out = subprocess.run(
+            [
+                "wrk",
+                "-t",
+                "1",
+                "-c",
+                str(conns),
+                "-d",
+                f"{seconds:g}s",
+                "--latency",
+                "-s",
+                str(script),
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+        ).stdout
+
     def ms(label):
         m = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
         value, unit = float(m.group(1)), m.group(2)
         return value / 1000 if unit == "us" else value * 1000 if unit == "s" else value
+
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
     socket_err = re.search(r"Socket errors: (.*)", out)
-    return {"rps": rps, "p50": ms("50"), "p99": ms("99"),
-            "non2xx": int(errors.group(1)) if errors else 0,
-            "socket_errors": socket_err.group(1) if socket_err else ""}
+    return {
+        "rps": rps,
+        "p50": ms("50"),
+        "p99": ms("99"),
+        "non2xx": int(errors.group(1)) if errors else 0,
+        "socket_errors": socket_err.group(1) if socket_err else "",
+    }
 
 
 def sample_targets(lake: Path, n: int, seed: int = 5) -> tuple[list[str], list[str], int]:
@@ -139,10 +182,11 @@ def sample_targets(lake: Path, n: int, seed: int = 5) -> tuple[list[str], list[s
         bench = Benchmarks(con, preload_rows=0)
         spec, _m = bench.spec("kolab-1b")
         ids = list(bench.index("kolab-1b", spec.bind({})).ids)
-        sessions = [r["session_id"] for r in con.rows(
-            "SELECT session_id FROM sessions WHERE corpus = 'kolab'")]
-    return rng.sample(ids, min(n, len(ids))), rng.sample(sessions, min(n, len(sessions))), \
-        len(ids)
+        sessions = [
+            r["session_id"]
+            for r in con.rows("SELECT session_id FROM sessions WHERE corpus = 'kolab'")
+        ]
+    return rng.sample(ids, min(n, len(ids))), rng.sample(sessions, min(n, len(sessions))), len(ids)
 
 
 def soak(url: str, paths: list[str], pid: int, seconds: float) -> dict:
@@ -164,9 +208,15 @@ def soak(url: str, paths: list[str], pid: int, seconds: float) -> dict:
     rss = [r for _t, r in samples]
     first_min = [r for t, r in samples if t <= 60] or rss
     last_min = [r for t, r in samples if t >= samples[-1][0] - 60] or rss
-    return {**res, "rss_start": rss[0], "rss_max": max(rss), "rss_end": rss[-1],
-            "rss_first_min_mean": sum(first_min) / len(first_min),
-            "rss_last_min_mean": sum(last_min) / len(last_min), "seconds": seconds}
+    return {
+        **res,
+        "rss_start": rss[0],
+        "rss_max": max(rss),
+        "rss_end": rss[-1],
+        "rss_first_min_mean": sum(first_min) / len(first_min),
+        "rss_last_min_mean": sum(last_min) / len(last_min),
+        "seconds": seconds,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -175,8 +225,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sessions", type=int, help="sessions in the lake [100,000]")
     ap.add_argument("--seconds", type=float, help="length of each run [10]")
     ap.add_argument("--soak", type=float, help="soak length in seconds [300]")
-    ap.add_argument("--work", type=Path, default=Path(os.environ.get(
-        "GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")), help="scratch folder")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path(os.environ.get("GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")),
+        help="scratch folder",
+    )
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
@@ -196,8 +250,12 @@ def main(argv: list[str] | None = None) -> int:
         graph_paths = [f"/sessions/kolab/{s}/graph?format=text" for s in sids]
         sizes = [len(httpx.get(url + p, timeout=60).content) for p in inst_paths[:200]]
         size = int(sum(sizes) / len(sizes))
-        sql_body = json.dumps({"sql": "SELECT * FROM sessions WHERE corpus = 'kolab' AND "
-                               "session_id = $s", "params": {"s": "%s"}})
+        sql_body = json.dumps(
+            {
+                "sql": "SELECT * FROM sessions WHERE corpus = 'kolab' AND session_id = $s",
+                "params": {"s": "%s"},
+            }
+        )
         cases = {
             "ceiling: precomputed payload": dict(paths=[f"/health/payload?size={size}"]),
             "kolab-1b graph-chat instance": dict(paths=inst_paths),
@@ -205,20 +263,31 @@ def main(argv: list[str] | None = None) -> int:
             "/sql point query": dict(paths=sids, method="POST", body=sql_body),
         }
         for case in cases.values():  # warm up: first index build, caches, JIT of nothing
-            wrk(url, case["paths"], 8, 2, method=case.get("method", "GET"),
-                body=case.get("body"))
+            wrk(url, case["paths"], 8, 2, method=case.get("method", "GET"), body=case.get("body"))
         results = {}
         for name, case in cases.items():
             for c in CONNECTIONS:
-                r = wrk(url, case["paths"], c, seconds, method=case.get("method", "GET"),
-                        body=case.get("body"))
+                r = wrk(
+                    url,
+                    case["paths"],
+                    c,
+                    seconds,
+                    method=case.get("method", "GET"),
+                    body=case.get("body"),
+                )
                 results[(name, c)] = r
-                print(f"{name:32s} c={c:2d}  {r['rps']:8.0f} req/s  p50 {r['p50']:7.2f} ms  "
-                      f"p99 {r['p99']:7.2f} ms  non-2xx {r['non2xx']}", flush=True)
+                print(
+                    f"{name:32s} c={c:2d}  {r['rps']:8.0f} req/s  p50 {r['p50']:7.2f} ms  "
+                    f"p99 {r['p99']:7.2f} ms  non-2xx {r['non2xx']}",
+                    flush=True,
+                )
         soaked = soak(url, inst_paths, server.pid, soak_s) if soak_s else None
         if soaked:
-            print(f"soak {soak_s:g} s: RSS {soaked['rss_start']:.0f} -> "
-                  f"{soaked['rss_end']:.0f} MiB (max {soaked['rss_max']:.0f})", flush=True)
+            print(
+                f"soak {soak_s:g} s: RSS {soaked['rss_start']:.0f} -> "
+                f"{soaked['rss_end']:.0f} MiB (max {soaked['rss_max']:.0f})",
+                flush=True,
+            )
     finally:
         server.terminate()
         server.wait(30)
@@ -230,30 +299,42 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(results: dict, soaked: dict | None, sessions: int, n_instances: int, size: int,
-           seconds: float, quick: bool) -> str:
+def report(
+    results: dict,
+    soaked: dict | None,
+    sessions: int,
+    n_instances: int,
+    size: int,
+    seconds: float,
+    quick: bool,
+) -> str:
     ceiling = {c: results[("ceiling: precomputed payload", c)] for c in CONNECTIONS}
     lines = [
         f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, serve benchmark"
-        + (" (quick)" if quick else ""), "",
+        + (" (quick)" if quick else ""),
+        "",
         f"Machine: {platform.machine()}, {psutil.cpu_count()} cores, "
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB, Python {platform.python_version()}. "
         f"Command: `python -m benchmarks.serve{' --quick' if quick else ''}`. Lake: "
         f"{sessions:,} Kolab sessions, {n_instances:,} `kolab-1b` instances; one uvicorn "
         f"worker; wrk (1 thread) on loopback, {seconds:g} s per run; instance body "
-        f"{size:,} bytes on average (the ceiling returns that many).", "",
+        f"{size:,} bytes on average (the ceiling returns that many).",
+        "",
         "| endpoint | clients | req/s | p50 ms | p99 ms | req/s vs ceiling |",
         "|---|---|---|---|---|---|",
     ]
     for (name, c), r in results.items():
         ratio = r["rps"] / ceiling[c]["rps"] if ceiling[c]["rps"] else 0
-        lines.append(f"| {name} | {c} | {r['rps']:,.0f} | {r['p50']:.2f} | {r['p99']:.2f} | "
-                     f"{ratio:.0%} |")
+        lines.append(
+            f"| {name} | {c} | {r['rps']:,.0f} | {r['p50']:.2f} | {r['p99']:.2f} | {ratio:.0%} |"
+        )
     inst = results[("kolab-1b graph-chat instance", 32)]
     ratio = inst["rps"] / ceiling[32]["rps"]
-    goal = (f"Goals at 32 clients: instance fetches >= 50% of the ceiling: "
-            f"{'met' if ratio >= 0.5 else 'not met'} ({ratio:.0%}); p99 < 50 ms: "
-            f"{'met' if inst['p99'] < 50 else 'not met'} ({inst['p99']:.1f} ms).")
+    goal = (
+        f"Goals at 32 clients: instance fetches >= 50% of the ceiling: "
+        f"{'met' if ratio >= 0.5 else 'not met'} ({ratio:.0%}); p99 < 50 ms: "
+        f"{'met' if inst['p99'] < 50 else 'not met'} ({inst['p99']:.1f} ms)."
+    )
     lines += ["", goal]
     if soaked:
         growth = soaked["rss_last_min_mean"] / soaked["rss_first_min_mean"] - 1
@@ -263,7 +344,8 @@ def report(results: dict, soaked: dict | None, sessions: int, n_instances: int, 
             f"{soaked['rss_start']:,.0f} MiB at the start, {soaked['rss_end']:,.0f} MiB at the "
             f"end, {soaked['rss_max']:,.0f} MiB at most; mean of the last minute "
             f"{growth:+.1%} against the first: "
-            f"{'flat (met)' if abs(growth) < 0.05 else 'not flat (not met)'}.")
+            f"{'flat (met)' if abs(growth) < 0.05 else 'not flat (not met)'}."
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -100,12 +100,14 @@ def measure(driver, url: str, sid: str, loads: int) -> dict:
     for _ in range(loads):
         driver.get("about:blank")
         driver.get(f"{url}/#/session/kolab/{sid}")
-        WebDriverWait(driver, 60, 0.02).until(lambda d: d.execute_script(
-            "return document.getElementById('view').dataset.timeline === 'ready'"))
+        WebDriverWait(driver, 60, 0.02).until(
+            lambda d: d.execute_script(
+                "return document.getElementById('view').dataset.timeline === 'ready'"
+            )
+        )
         runs.append(driver.execute_async_script(_MEASURE))
     zoom = driver.execute_async_script(_ZOOM)
-    med = {k: statistics.median(r[k] for r in runs) for k in ("data", "rendered",
-                                                             "interactive")}
+    med = {k: statistics.median(r[k] for r in runs) for k in ("data", "rendered", "interactive")}
     med["heap_mib"] = statistics.median(r["heap"] for r in runs) / 2**20
     med["bars"] = runs[0]["bars"]
     med["zoom_p50"] = statistics.median(zoom)
@@ -118,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nodes", type=int, default=2000, help="nodes in the big session [2000]")
     ap.add_argument("--loads", type=int, default=7, help="page loads per session [7]")
-    ap.add_argument("--work", type=Path, default=Path(os.environ.get(
-        "GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")) / "workbench", help="scratch folder")
+    ap.add_argument(
+        "--work",
+        type=Path,
+        default=Path(os.environ.get("GRAPHLAKE_BENCH_DIR", "/tmp/graphlake-bench")) / "workbench",
+        help="scratch folder",
+    )
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
     args = ap.parse_args(argv)
     why = missing()
@@ -150,24 +156,29 @@ def main(argv: list[str] | None = None) -> int:
 
 def report(got: dict, base: dict, big: str) -> str:
     def row(name, r):
-        return (f"| {name} | {r['bars']:,} | {r['data']:.0f} | {r['rendered']:.0f} | "
-                f"{r['interactive']:.0f} | {r['heap_mib']:.1f} | {r['zoom_p50']:.1f} / "
-                f"{r['zoom_p95']:.1f} |")
+        return (
+            f"| {name} | {r['bars']:,} | {r['data']:.0f} | {r['rendered']:.0f} | "
+            f"{r['interactive']:.0f} | {r['heap_mib']:.1f} | {r['zoom_p50']:.1f} / "
+            f"{r['zoom_p95']:.1f} |"
+        )
 
     ratio = got["interactive"] / base["interactive"]
     lines = [
-        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, workbench in the browser", "",
+        f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, workbench in the browser",
+        "",
         f"Machine: {platform.machine()}, {psutil.cpu_count()} cores, "
         f"{psutil.virtual_memory().total / 2**30:.0f} GiB; headless Chromium (Debian) driven by "
         f"Selenium, page served by `graphlake serve` on loopback. Command: "
         f"`python -m benchmarks.workbench`. Medians of {got['loads']} fresh page loads; times "
         "from the navigation's start (page, vendored scripts and data included); zoom/pan: 40 "
-        "dataZoom steps, each timed to the next painted frame.", "",
+        "dataZoom steps, each timed to the next painted frame.",
+        "",
         "| session | bars | data ms | first render ms | interactive ms | JS heap MiB | "
         "zoom/pan p50 / p95 ms |",
         "|---|---|---|---|---|---|---|",
         row(f"`{big}` (2,000-node goal)", got),
-        row("typical demo session (baseline)", base), "",
+        row("typical demo session (baseline)", base),
+        "",
         f"Interactive {got['interactive']:.0f} ms, {ratio:.1f}x the baseline page: goal "
         f"(within 1 s) {'met' if got['interactive'] < 1000 else 'not met'}.",
     ]

@@ -45,8 +45,15 @@ class GraphLake:
     ``refresh()`` moves to the newest snapshot, ``close()`` (or a ``with`` block) releases it.
     """
 
-    def __init__(self, lake: Lake, version: int | None = None, engine: str = "duckdb", *,
-                 max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(
+        self,
+        lake: Lake,
+        version: int | None = None,
+        engine: str = "duckdb",
+        *,
+        max_rows: int = DEFAULT_MAX_ROWS,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ):
         if engine not in ("duckdb", "spark"):
             raise GraphlakeError(f"unknown engine {engine!r}; choose duckdb or spark")
         self.lake = lake
@@ -89,8 +96,15 @@ class GraphLake:
         self.close()
 
     # ---------------------------------------------------------------- SQL
-    def sql(self, statement: str, params: dict | None = None, *, output: str = "arrow",
-            max_rows: int | None = None, timeout_s: float | None = None):
+    def sql(
+        self,
+        statement: str,
+        params: dict | None = None,
+        *,
+        output: str = "arrow",
+        max_rows: int | None = None,
+        timeout_s: float | None = None,
+    ):
         """Run one read-only statement (patterns and primitives allowed). ``max_rows`` and
         ``timeout_s`` default to the limits given to :func:`connect`; 0 lifts one."""
         max_rows = (self.max_rows if max_rows is None else max_rows) or None
@@ -98,13 +112,17 @@ class GraphLake:
         if self.engine == "spark":
             from graphlake.query.spark import run_sql_spark
 
-            res = run_sql_spark(statement, self.lake, version=self._version, params=params,
-                                max_rows=max_rows)
+            res = run_sql_spark(
+                statement, self.lake, version=self._version, params=params, max_rows=max_rows
+            )
         else:
             res = self._con.sql(statement, params, max_rows=max_rows, timeout_s=timeout_s)
         if res.truncated:
-            warnings.warn(f"result cut at {max_rows:,} rows; pass max_rows=0 for all of them",
-                          ResultTruncatedWarning, stacklevel=2)
+            warnings.warn(
+                f"result cut at {max_rows:,} rows; pass max_rows=0 for all of them",
+                ResultTruncatedWarning,
+                stacklevel=2,
+            )
         return _convert(res.table, output)
 
     def query(self, name: str, *, output: str = "arrow", **params):
@@ -112,11 +130,21 @@ class GraphLake:
         from graphlake.query import named
 
         q = named.get(name)
-        return self.sql(q.sql, q.bind({k: str(v) if v is not None else None
-                                       for k, v in params.items()}), output=output)
+        return self.sql(
+            q.sql,
+            q.bind({k: str(v) if v is not None else None for k, v in params.items()}),
+            output=output,
+        )
 
-    def match(self, pattern: str, *, graph: str | None = None, where: str | None = None,
-              columns: str | None = None, output: str = "arrow"):
+    def match(
+        self,
+        pattern: str,
+        *,
+        graph: str | None = None,
+        where: str | None = None,
+        columns: str | None = None,
+        output: str = "arrow",
+    ):
         """Rows matching a graph pattern, e.g. ``"(p:human)-[:next]->{1,3}(x:ai)"``
         (``graph``: a corpus; ``where``/``columns``: as in GRAPH_TABLE)."""
         text = f"{graph or ''} MATCH {pattern}"
@@ -127,8 +155,9 @@ class GraphLake:
         return self.sql(f"SELECT * FROM GRAPH_TABLE ({text}) AS g", output=output)
 
     # ---------------------------------------------------------------- search
-    def search_frames(self, query: str | None = None, *, image=None, k: int = 10,
-                      **filters) -> list[dict]:
+    def search_frames(
+        self, query: str | None = None, *, image=None, k: int = 10, **filters
+    ) -> list[dict]:
         """Frames of the indexed recordings matching ``query`` (words or a paraphrase) or
         ``image`` (a path, bytes or an RGB array), best first, each with the step, the nodes
         running and the chat turn before it. Filters: ``corpus``, ``session``, ``t0``,
@@ -136,21 +165,22 @@ class GraphLake:
         frames index`` first (vision extra)."""
         from graphlake.search import SearchFilters, search_frames
 
-        return search_frames(self.lake.root, self._duck(), query, image=image,
-                             filters=SearchFilters(**filters), k=k)
+        return search_frames(
+            self.lake.root, self._duck(), query, image=image, filters=SearchFilters(**filters), k=k
+        )
 
     def search_text(self, query: str, *, k: int = 10, **filters) -> list[dict]:
         """Node labels, details and chat turns matching ``query``, with the same context and
         filters as :meth:`search_frames` (``during_ai`` aside)."""
         from graphlake.search import SearchFilters, search_text
 
-        return search_text(self.lake.root, self._duck(), query,
-                           filters=SearchFilters(**filters), k=k)
+        return search_text(
+            self.lake.root, self._duck(), query, filters=SearchFilters(**filters), k=k
+        )
 
     def _duck(self):
         if self._con is None:
-            raise GraphlakeError("search runs on the DuckDB engine: connect without "
-                                 "engine='spark'")
+            raise GraphlakeError("search runs on the DuckDB engine: connect without engine='spark'")
         return self._con
 
     # ---------------------------------------------------------------- primitives
@@ -158,29 +188,45 @@ class GraphLake:
         names = ", ".join(f"${k}" for k in args)
         return self.sql(f"SELECT * FROM {name}({names})", args, output=output)
 
-    def descendants(self, corpus: str, session: str, node: str, max_hops: int | None = None,
-                    *, output: str = "arrow"):
+    def descendants(
+        self,
+        corpus: str,
+        session: str,
+        node: str,
+        max_hops: int | None = None,
+        *,
+        output: str = "arrow",
+    ):
         """Nodes reachable from ``node`` with their fewest hops."""
-        return self._macro("descendants", {"c": corpus, "s": session, "n": node,
-                                           "k": max_hops}, output)
+        return self._macro(
+            "descendants", {"c": corpus, "s": session, "n": node, "k": max_hops}, output
+        )
 
-    def ancestors(self, corpus: str, session: str, node: str, max_hops: int | None = None,
-                  *, output: str = "arrow"):
+    def ancestors(
+        self,
+        corpus: str,
+        session: str,
+        node: str,
+        max_hops: int | None = None,
+        *,
+        output: str = "arrow",
+    ):
         """Nodes that reach ``node``, with their fewest hops."""
-        return self._macro("ancestors", {"c": corpus, "s": session, "n": node,
-                                         "k": max_hops}, output)
+        return self._macro(
+            "ancestors", {"c": corpus, "s": session, "n": node, "k": max_hops}, output
+        )
 
-    def neighborhood(self, corpus: str, session: str, node: str, hops: int = 1,
-                     *, output: str = "arrow"):
+    def neighborhood(
+        self, corpus: str, session: str, node: str, hops: int = 1, *, output: str = "arrow"
+    ):
         """The k-hop context around ``node``, edges followed either way."""
-        return self._macro("neighborhood", {"c": corpus, "s": session, "n": node,
-                                            "k": hops}, output)
+        return self._macro(
+            "neighborhood", {"c": corpus, "s": session, "n": node, "k": hops}, output
+        )
 
-    def window(self, corpus: str, session: str, t0: float, t1: float, *,
-               output: str = "arrow"):
+    def window(self, corpus: str, session: str, t0: float, t1: float, *, output: str = "arrow"):
         """Node occurrences overlapping the time window [t0, t1] (seconds)."""
-        return self._macro("window_nodes", {"c": corpus, "s": session, "t0": t0, "t1": t1},
-                           output)
+        return self._macro("window_nodes", {"c": corpus, "s": session, "t0": t0, "t1": t1}, output)
 
     def step(self, corpus: str, session: str, step_id: str, *, output: str = "arrow"):
         """The subgraph of one step (segment)."""
@@ -192,12 +238,21 @@ class GraphLake:
 
     def adoption_chains(self, corpus: str | None = None, *, output: str = "arrow"):
         """Each request followed through its AI outputs and responses, across steps."""
-        return self.sql("SELECT * FROM adoption_chains WHERE corpus = coalesce($c, corpus)",
-                        {"c": corpus}, output=output)
+        return self.sql(
+            "SELECT * FROM adoption_chains WHERE corpus = coalesce($c, corpus)",
+            {"c": corpus},
+            output=output,
+        )
 
-    def co_occurrences(self, corpus: str | None = None, session: str | None = None, *,
-                       actor_type: str | None = None, other_actor_type: str | None = None,
-                       output: str = "arrow"):
+    def co_occurrences(
+        self,
+        corpus: str | None = None,
+        session: str | None = None,
+        *,
+        actor_type: str | None = None,
+        other_actor_type: str | None = None,
+        output: str = "arrow",
+    ):
         """Pairs of occurrences of a session that overlap in time, with Allen's relation of the
         other to the first; ``actor_type="ai", other_actor_type="human"`` is what the human
         did while the agent worked."""
@@ -206,7 +261,9 @@ class GraphLake:
             "AND session_id = coalesce($s, session_id) "
             "AND actor_type IS NOT DISTINCT FROM coalesce($a, actor_type) "
             "AND other_actor_type IS NOT DISTINCT FROM coalesce($o, other_actor_type)",
-            {"c": corpus, "s": session, "a": actor_type, "o": other_actor_type}, output=output)
+            {"c": corpus, "s": session, "a": actor_type, "o": other_actor_type},
+            output=output,
+        )
 
     # ---------------------------------------------------------------- graph libraries
     def networkx(self, corpus: str, session: str):
@@ -228,15 +285,25 @@ class GraphLake:
         rx = attempt_import("rustworkx", "graph")
         g = self.rustworkx(corpus, session)
         scores = rx.digraph_betweenness_centrality(g, normalized=True)
-        table = pa.table({"node_id": [g[i]["node_id"] for i in g.node_indices()],
-                          "betweenness": [float(scores[i]) for i in g.node_indices()]})
-        return _convert(table.sort_by([("betweenness", "descending"), ("node_id",
-                                                                       "ascending")]), output)
+        table = pa.table(
+            {
+                "node_id": [g[i]["node_id"] for i in g.node_indices()],
+                "betweenness": [float(scores[i]) for i in g.node_indices()],
+            }
+        )
+        return _convert(
+            table.sort_by([("betweenness", "descending"), ("node_id", "ascending")]), output
+        )
 
 
-def connect(path=None, *, version: int | None = None, engine: str = "duckdb",
-            max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S
-            ) -> GraphLake:
+def connect(
+    path=None,
+    *,
+    version: int | None = None,
+    engine: str = "duckdb",
+    max_rows: int = DEFAULT_MAX_ROWS,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+) -> GraphLake:
     """Open the lake at ``path`` ($GRAPHLAKE_LAKE or the user data folder when None), pinned
     to ``version`` (the newest when None).
 
@@ -245,5 +312,6 @@ def connect(path=None, *, version: int | None = None, engine: str = "duckdb",
     :class:`ResultTruncatedWarning`."""
     from graphlake.config import resolve_lake_dir
 
-    return GraphLake(Lake(resolve_lake_dir(path)), version, engine, max_rows=max_rows,
-                     timeout_s=timeout_s)
+    return GraphLake(
+        Lake(resolve_lake_dir(path)), version, engine, max_rows=max_rows, timeout_s=timeout_s
+    )

@@ -16,15 +16,21 @@ from rich.table import Table
 
 app = typer.Typer(
     help="graphlake: one lake for human-agent collaboration corpora.\n\n"
-         "Ingest source files into versioned tables, query them with SQL and named queries, "
-         "and compute the collaboration metrics the papers define.\n\n"
-         "Start with `graphlake demo`, then try `graphlake sql \"SELECT * FROM adoptions "
-         "LIMIT 5\"`.",
-    no_args_is_help=True, rich_markup_mode="rich", pretty_exceptions_enable=False)
-query_app = typer.Typer(help="Named queries shipped in queries/ (list, show, run).",
-                        no_args_is_help=True)
-lake_app = typer.Typer(help="Inspect and maintain the lake (info, history, compact, refresh, "
-                       "repair).", no_args_is_help=True)
+    "Ingest source files into versioned tables, query them with SQL and named queries, "
+    "and compute the collaboration metrics the papers define.\n\n"
+    'Start with `graphlake demo`, then try `graphlake sql "SELECT * FROM adoptions '
+    'LIMIT 5"`.',
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+    pretty_exceptions_enable=False,
+)
+query_app = typer.Typer(
+    help="Named queries shipped in queries/ (list, show, run).", no_args_is_help=True
+)
+lake_app = typer.Typer(
+    help="Inspect and maintain the lake (info, history, compact, refresh, repair).",
+    no_args_is_help=True,
+)
 
 
 def _print_version(value: bool) -> None:
@@ -36,46 +42,94 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _top(version: Annotated[bool, typer.Option(
-        "--version", callback=_print_version, is_eager=True,
-        help="Print graphlake's version and exit. (To read lake version N, pass --at N to a "
-        "command, e.g. `graphlake sql ... --at 3`.)")] = False) -> None:
+def _top(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print graphlake's version and exit. (To read lake version N, pass --at N to a "
+            "command, e.g. `graphlake sql ... --at 3`.)",
+        ),
+    ] = False,
+) -> None:
     """graphlake: one lake for human-agent collaboration corpora."""
-schema_app = typer.Typer(help="The canonical schema (export JSON Schema files).",
-                         no_args_is_help=True)
+
+
+schema_app = typer.Typer(
+    help="The canonical schema (export JSON Schema files).", no_args_is_help=True
+)
 app.add_typer(query_app, name="query")
 app.add_typer(lake_app, name="lake")
 app.add_typer(schema_app, name="schema")
-export_app = typer.Typer(help="Export lake data for other tools (GraphML, DOT, OCEL 2.0).",
-                         no_args_is_help=True)
+export_app = typer.Typer(
+    help="Export lake data for other tools (GraphML, DOT, OCEL 2.0).", no_args_is_help=True
+)
 app.add_typer(export_app, name="export")
 
 from graphlake.cli_common import (  # noqa: E402,I001
-    LakeOpt, _lake, _progress, console, err_console, run_app, usage_error)
+    LakeOpt,
+    _lake,
+    _progress,
+    console,
+    err_console,
+    run_app,
+    usage_error,
+)
 from graphlake.errors import LakeNotFoundError  # noqa: E402
 from graphlake.config import OUTPUT_FORMATS  # noqa: E402
 
-VersionOpt = Annotated[int | None, typer.Option(
-    "--at", metavar="VERSION", help="Read this lake version instead of the "
-    "latest (time travel; see `graphlake lake history`).")]
-FormatOpt = Annotated[Literal[OUTPUT_FORMATS], typer.Option(
-    "--format", "-f",
-    help="Output format: json is an array of row objects; parquet needs -o or a pipe.")]
-OutputOpt = Annotated[Path | None, typer.Option(
-    "--output", "-o", help="Write the result to this file instead of stdout.")]
-MaxRowsOpt = Annotated[int, typer.Option(
-    "--max-rows", help="Return at most this many rows (0 for no cap).")]
-TimeoutOpt = Annotated[float, typer.Option(
-    "--timeout", help="Stop a query that runs longer than this many seconds (0 for none).")]
-DialectOpt = Annotated[str | None, typer.Option(
-    "--dialect", help="With --transpile-only: print the SQL rewritten for this dialect "
-    "(spark, postgres, trino, ...).")]
-TranspileOpt = Annotated[bool, typer.Option(
-    "--transpile-only", help="Print the transpiled SQL instead of running it.")]
-EngineOpt = Annotated[Literal["duckdb", "spark"], typer.Option(
-    "--engine", help="duckdb runs in-process; spark "
-    "runs PySpark over the same lake files (needs the spark extra and Java 17; local[2] unless "
-    "$GRAPHLAKE_SPARK_MASTER).")]
+VersionOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--at",
+        metavar="VERSION",
+        help="Read this lake version instead of the "
+        "latest (time travel; see `graphlake lake history`).",
+    ),
+]
+FormatOpt = Annotated[
+    Literal[OUTPUT_FORMATS],
+    typer.Option(
+        "--format",
+        "-f",
+        help="Output format: json is an array of row objects; parquet needs -o or a pipe.",
+    ),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option("--output", "-o", help="Write the result to this file instead of stdout."),
+]
+MaxRowsOpt = Annotated[
+    int, typer.Option("--max-rows", help="Return at most this many rows (0 for no cap).")
+]
+TimeoutOpt = Annotated[
+    float,
+    typer.Option(
+        "--timeout", help="Stop a query that runs longer than this many seconds (0 for none)."
+    ),
+]
+DialectOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dialect",
+        help="With --transpile-only: print the SQL rewritten for this dialect "
+        "(spark, postgres, trino, ...).",
+    ),
+]
+TranspileOpt = Annotated[
+    bool, typer.Option("--transpile-only", help="Print the transpiled SQL instead of running it.")
+]
+EngineOpt = Annotated[
+    Literal["duckdb", "spark"],
+    typer.Option(
+        "--engine",
+        help="duckdb runs in-process; spark "
+        "runs PySpark over the same lake files (needs the spark extra and Java 17; local[2] unless "
+        "$GRAPHLAKE_SPARK_MASTER).",
+    ),
+]
 
 
 def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) -> None:
@@ -85,27 +139,41 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
         usage_error("parquet is binary: pass --output FILE or redirect stdout")
     write(table, fmt, output, console)
     if truncated:
-        err_console.print(f"note: result cut at {max_rows} rows; raise --max-rows (0 for no "
-                          "cap) to see the rest", style="yellow")
+        err_console.print(
+            f"note: result cut at {max_rows} rows; raise --max-rows (0 for no cap) to see the rest",
+            style="yellow",
+        )
 
 
 # -- ingest ----------------------------------------------------------------------------------
 @app.command()
 def ingest(
-    corpus: Annotated[str, typer.Argument(
-        help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench or almanac.")],
+    corpus: Annotated[
+        str,
+        typer.Argument(
+            help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench or almanac."
+        ),
+    ],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
-    no_refresh: Annotated[bool, typer.Option(
-        "--no-refresh", help="Leave the materialized views (adoptions, adoption_chains, "
-        "co_occurrences) for a later `graphlake lake refresh`, e.g. between the runs of a bulk "
-        "load. Queries stay correct meanwhile: they compute those views from their SQL.")]
-    = False,
-    prune: Annotated[bool, typer.Option(
-        "--prune", help="Also delete the sessions (and tasks, runs) read earlier from files "
-        "under PATH that are no longer there. Without it, a source that is gone stays.")]
-    = False,
+    no_refresh: Annotated[
+        bool,
+        typer.Option(
+            "--no-refresh",
+            help="Leave the materialized views (adoptions, adoption_chains, "
+            "co_occurrences) for a later `graphlake lake refresh`, e.g. between the runs of a bulk "
+            "load. Queries stay correct meanwhile: they compute those views from their SQL.",
+        ),
+    ] = False,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Also delete the sessions (and tasks, runs) read earlier from files "
+            "under PATH that are no longer there. Without it, a source that is gone stays.",
+        ),
+    ] = False,
 ):
     """Ingest PATH with the CORPUS ingestor as one new lake version, then refresh the
     materialized views for the sessions it added to (a second version).
@@ -125,12 +193,12 @@ def ingest(
         ingestors.get(corpus)
     except UnknownCorpusError as exc:  # a wrong name is a usage mistake: exit 2, with usage
         usage_error(str(exc))
-    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh,
-                      prune=prune)
+    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune)
 
 
-def ingest_and_report(corpus: str, path: Path, lk, *, quiet: bool = False,
-                      refresh: bool = True, prune: bool = False):
+def ingest_and_report(
+    corpus: str, path: Path, lk, *, quiet: bool = False, refresh: bool = True, prune: bool = False
+):
     """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
     stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
     print_ingest_report(corpus, stats, snap, lk)
@@ -147,9 +215,14 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False):
 
     if quiet:
         return ingest_path(corpus, path, lk, prune=prune)
-    with Progress(TextColumn("{task.description}", style="bold", markup=False), BarColumn(),
-                  MofNCompleteColumn(), TimeElapsedColumn(), console=err_console,
-                  transient=True) as progress:
+    with Progress(
+        TextColumn("{task.description}", style="bold", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+    ) as progress:
         task = progress.add_task(f"ingest {corpus}", total=None)
 
         def tick(done, total, _path):
@@ -171,8 +244,10 @@ def print_refresh_report(rep) -> None:
     made = ", ".join(f"{name} {n:,} rows" for name, n in rep.rows.items())
     n = rep.sessions
     which = "every session" if n is None else f"{n:,} session{'' if n == 1 else 's'}"
-    console.print(f"materialized views refreshed for {which} in {rep.seconds:.1f} s ({made}); "
-                  f"committed lake version {rep.snapshot.lake_version}")
+    console.print(
+        f"materialized views refreshed for {which} in {rep.seconds:.1f} s ({made}); "
+        f"committed lake version {rep.snapshot.lake_version}"
+    )
 
 
 def print_ingest_report(corpus, stats, snap, lk) -> None:
@@ -185,32 +260,51 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
     for name in TABLES:
         if name == "rejects":
             continue
-        a, n, r, d = (stats.accepted[name], stats.added[name], stats.rejected[name],
-                      stats.removed[name])
+        a, n, r, d = (
+            stats.accepted[name],
+            stats.added[name],
+            stats.rejected[name],
+            stats.removed[name],
+        )
         if a or r or d:
-            t.add_row(name, str(a), str(n), str(r) if r else "",
-                      *((str(d) if d else "",) if stats.removed else ()))
+            t.add_row(
+                name,
+                str(a),
+                str(n),
+                str(r) if r else "",
+                *((str(d) if d else "",) if stats.removed else ()),
+            )
     console.print(t)
     if stats.replaced_sessions or stats.pruned_sessions:
+
         def n(k: int) -> str:
             return f"{k} session{'' if k == 1 else 's'}"
 
-        console.print(f"{n(stats.replaced_sessions)} replaced (their source changed), "
-                      f"{n(stats.pruned_sessions)} pruned (their source is gone); older lake "
-                      "versions still hold them")
+        console.print(
+            f"{n(stats.replaced_sessions)} replaced (their source changed), "
+            f"{n(stats.pruned_sessions)} pruned (their source is gone); older lake "
+            "versions still hold them"
+        )
     if stats.skipped:
         names = sorted({Path(p).name for p in stats.skipped})
-        console.print(f"{len(stats.skipped)} non-data files skipped ({', '.join(names[:5])}"
-                      f"{', ...' if len(names) > 5 else ''})", highlight=False)
+        console.print(
+            f"{len(stats.skipped)} non-data files skipped ({', '.join(names[:5])}"
+            f"{', ...' if len(names) > 5 else ''})",
+            highlight=False,
+        )
     total_rej = sum(stats.rejected.values())
     if snap is None:
         console.print(f"nothing new: lake {lk.root} stays at version {lk.snapshot().lake_version}")
     else:
         console.print(f"committed lake version {snap.lake_version} at {lk.root}")
     if total_rej:
-        console.print(f"{total_rej} records rejected; see them with: graphlake sql "
-                      f"\"SELECT source_file, record_ref, reason FROM rejects WHERE corpus = "
-                      f"'{corpus}'\"", highlight=False, style="yellow")
+        console.print(
+            f"{total_rej} records rejected; see them with: graphlake sql "
+            f'"SELECT source_file, record_ref, reason FROM rejects WHERE corpus = '
+            f"'{corpus}'\"",
+            highlight=False,
+            style="yellow",
+        )
 
 
 # -- sql -------------------------------------------------------------------------------------
@@ -244,13 +338,34 @@ def sql(
 
     Example: graphlake sql "SELECT label, count(*) FROM adoptions GROUP BY 1" --format json
     """
-    _run_statement(statement, None, lake, version, fmt, output, dialect, transpile_only,
-                   max_rows, timeout, engine)
+    _run_statement(
+        statement,
+        None,
+        lake,
+        version,
+        fmt,
+        output,
+        dialect,
+        transpile_only,
+        max_rows,
+        timeout,
+        engine,
+    )
 
 
-def _run_statement(statement: str, params: dict | None, lake, version, fmt, output, dialect,
-                   transpile_only: bool, max_rows: int, timeout: float,
-                   engine: str = "duckdb") -> None:
+def _run_statement(
+    statement: str,
+    params: dict | None,
+    lake,
+    version,
+    fmt,
+    output,
+    dialect,
+    transpile_only: bool,
+    max_rows: int,
+    timeout: float,
+    engine: str = "duckdb",
+) -> None:
     """What `sql` and `query run` share: transpile only, or run guarded and print."""
     from graphlake.query import guard, run_sql
 
@@ -259,16 +374,24 @@ def _run_statement(statement: str, params: dict | None, lake, version, fmt, outp
         typer.echo(guard.transpile(statement, dialect or "duckdb", params))
         return
     if dialect:
-        usage_error("--dialect only applies with --transpile-only; to run on Spark use "
-                    "--engine spark")
+        usage_error(
+            "--dialect only applies with --transpile-only; to run on Spark use --engine spark"
+        )
     if engine == "spark":
         from graphlake.query.spark import run_sql_spark
 
-        res = run_sql_spark(statement, _lake(lake), version=version, params=params,
-                            max_rows=max_rows or None)
+        res = run_sql_spark(
+            statement, _lake(lake), version=version, params=params, max_rows=max_rows or None
+        )
     else:
-        res = run_sql(statement, _lake(lake), version=version, params=params,
-                      max_rows=max_rows or None, timeout_s=timeout or None)
+        res = run_sql(
+            statement,
+            _lake(lake),
+            version=version,
+            params=params,
+            max_rows=max_rows or None,
+            timeout_s=timeout or None,
+        )
     _emit(res.table, fmt, output, res.truncated, max_rows)
 
 
@@ -281,15 +404,23 @@ def query_list(fmt: FormatOpt = "table", output: OutputOpt = None, lake: LakeOpt
     from graphlake.query import named
 
     qs = named.load_all()
-    rows = [{"name": q.name, "title": q.title,
-             "params": ", ".join(f"{p.name}:{p.type}" + ("" if p.required else "?")
-                                 for p in q.params)} for q in qs.values()]
+    rows = [
+        {
+            "name": q.name,
+            "title": q.title,
+            "params": ", ".join(
+                f"{p.name}:{p.type}" + ("" if p.required else "?") for p in q.params
+            ),
+        }
+        for q in qs.values()
+    ]
     _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 
 @query_app.command("show")
-def query_show(name: Annotated[str, typer.Argument(help="Named query.")],
-               dialect: DialectOpt = None):
+def query_show(
+    name: Annotated[str, typer.Argument(help="Named query.")], dialect: DialectOpt = None
+):
     """Print a named query's SQL (optionally transpiled with --dialect spark)."""
     from graphlake.query import guard, named
 
@@ -300,8 +431,10 @@ def query_show(name: Annotated[str, typer.Argument(help="Named query.")],
 @query_app.command("run")
 def query_run(
     name: Annotated[str, typer.Argument(help="Named query (see `graphlake query list`).")],
-    param: Annotated[list[str] | None, typer.Option(
-        "--param", "-p", help="Parameter as NAME=VALUE; repeat for several.")] = None,
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="Parameter as NAME=VALUE; repeat for several."),
+    ] = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
     fmt: FormatOpt = "table",
@@ -323,16 +456,29 @@ def query_run(
         k, v = item.split("=", 1)
         given[k.strip()] = v
     values = q.bind(given)
-    _run_statement(q.sql, values, lake, version, fmt, output, dialect, transpile_only,
-                   max_rows, timeout, engine)
+    _run_statement(
+        q.sql,
+        values,
+        lake,
+        version,
+        fmt,
+        output,
+        dialect,
+        transpile_only,
+        max_rows,
+        timeout,
+        engine,
+    )
 
 
 @query_app.command("lint")
 def query_lint(
-    names: Annotated[list[str] | None, typer.Argument(
-        help="Named queries to check (all when omitted).")] = None,
-    sql_text: Annotated[str | None, typer.Option(
-        "--sql", help="Check this statement instead of named queries.")] = None,
+    names: Annotated[
+        list[str] | None, typer.Argument(help="Named queries to check (all when omitted).")
+    ] = None,
+    sql_text: Annotated[
+        str | None, typer.Option("--sql", help="Check this statement instead of named queries.")
+    ] = None,
 ):
     """Check that queries are portable to Spark: constructs Spark rejects or reads
     differently (ASOF joins, WITH ORDINALITY, epoch(), functions Spark lacks) are listed with
@@ -341,9 +487,11 @@ def query_lint(
     from graphlake.query import named
     from graphlake.query.portable import lint
 
-    items = ([("--sql", sql_text)] if sql_text else
-             [(q.name, q.sql) for q in named.load_all().values()
-              if not names or q.name in names])
+    items = (
+        [("--sql", sql_text)]
+        if sql_text
+        else [(q.name, q.sql) for q in named.load_all().values() if not names or q.name in names]
+    )
     if names and not sql_text:
         for n in names:
             named.get(n)  # unknown names get a did-you-mean
@@ -364,8 +512,12 @@ def query_lint(
 
 # -- lake ------------------------------------------------------------------------------------
 @lake_app.command("info")
-def lake_info(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table",
-              output: OutputOpt = None):
+def lake_info(
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+):
     """Tables at a lake version: Delta version, rows, files, bytes."""
     import pyarrow as pa
 
@@ -393,30 +545,55 @@ def lake_history(lake: LakeOpt = None, fmt: FormatOpt = "table", output: OutputO
     lk = _lake(lake)
     vac = lk.vacuum_record()
     snaps = lk.snapshots()
-    rows = [{"version": s.lake_version, "committed_at": s.committed_at,
-             "operation": s.operation, "corpus": s.corpus, "source": s.source,
-             "readable": vac is None or s.lake_version >= vac["readable_from"]
-             or s is snaps[-1],
-             "rows_added": sum(s.rows_added.values()),
-             "rows_removed": sum(s.rows_removed.values()),
-             "detail": json.dumps({"added": s.rows_added, "removed": s.rows_removed}
-                                  if s.rows_removed else s.rows_added)}
-            for s in snaps]
-    _emit(pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
-          fmt, output, False, 0)
+    rows = [
+        {
+            "version": s.lake_version,
+            "committed_at": s.committed_at,
+            "operation": s.operation,
+            "corpus": s.corpus,
+            "source": s.source,
+            "readable": vac is None or s.lake_version >= vac["readable_from"] or s is snaps[-1],
+            "rows_added": sum(s.rows_added.values()),
+            "rows_removed": sum(s.rows_removed.values()),
+            "detail": json.dumps(
+                {"added": s.rows_added, "removed": s.rows_removed}
+                if s.rows_removed
+                else s.rows_added
+            ),
+        }
+        for s in snaps
+    ]
+    _emit(
+        pa.Table.from_pylist(rows) if rows else pa.table({"version": pa.array([], pa.int64())}),
+        fmt,
+        output,
+        False,
+        0,
+    )
 
 
 @lake_app.command("compact")
 def lake_compact(
     lake: LakeOpt = None,
-    vacuum: Annotated[bool, typer.Option(
-        "--vacuum", help="Then delete the files that no lake version of the last "
-        "--retain-hours uses. Versions older than that can no longer be read; the current "
-        "one always can.")] = False,
-    retain_hours: Annotated[int, typer.Option(
-        "--retain-hours", min=0, help="With --vacuum: keep every version committed in the "
-        "last this many hours readable (readers still on them are safe).", show_default=True)]
-    = 168,
+    vacuum: Annotated[
+        bool,
+        typer.Option(
+            "--vacuum",
+            help="Then delete the files that no lake version of the last "
+            "--retain-hours uses. Versions older than that can no longer be read; the current "
+            "one always can.",
+        ),
+    ] = False,
+    retain_hours: Annotated[
+        int,
+        typer.Option(
+            "--retain-hours",
+            min=0,
+            help="With --vacuum: keep every version committed in the "
+            "last this many hours readable (readers still on them are safe).",
+            show_default=True,
+        ),
+    ] = 168,
 ):
     """Rewrite many small Parquet files into few large ones (a new lake version, same rows).
 
@@ -428,8 +605,10 @@ def lake_compact(
 
     snap, report = compact(_lake(lake), vacuum=vacuum, retain_hours=retain_hours)
     for name, r in report.items():
-        console.print(f"{name}: {r['files_removed']} files -> {r['files_added']}"
-                      + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else ""))
+        console.print(
+            f"{name}: {r['files_removed']} files -> {r['files_added']}"
+            + (f", {r['vacuumed']} vacuumed" if r["vacuumed"] is not None else "")
+        )
     console.print(f"committed lake version {snap.lake_version}" if snap else "already compact")
 
 
@@ -442,13 +621,17 @@ def lake_repair(lake: LakeOpt = None):
     get the space back now. Nothing a reader can see changes."""
     lk = _lake(lake)
     if not lk.exists():
-        raise LakeNotFoundError(f"no lake at {lk.root}; give --lake the folder "
-                                "`graphlake ingest` created")
+        raise LakeNotFoundError(
+            f"no lake at {lk.root}; give --lake the folder `graphlake ingest` created"
+        )
     with lk.write_lock():
         done = lk.repair(lk.snapshot(), full=True)
-    console.print(f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
-                  f"{len(done['staging_removed'])} staging folders and "
-                  f"{len(done['files_removed'])} unreferenced files removed", highlight=False)
+    console.print(
+        f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
+        f"{len(done['staging_removed'])} staging folders and "
+        f"{len(done['files_removed'])} unreferenced files removed",
+        highlight=False,
+    )
     rep = _refresh(lk)  # a refresh killed half-way is finished (nothing when views are current)
     if rep.snapshot is not None:
         print_refresh_report(rep)
@@ -457,8 +640,9 @@ def lake_repair(lake: LakeOpt = None):
 @lake_app.command("refresh")
 def lake_refresh(
     lake: LakeOpt = None,
-    full: Annotated[bool, typer.Option(
-        "--full", help="Recompute every session, not only those with new rows.")] = False,
+    full: Annotated[
+        bool, typer.Option("--full", help="Recompute every session, not only those with new rows.")
+    ] = False,
 ):
     """Bring the materialized views (adoptions, adoption_chains, co_occurrences) up to date,
     as a new lake version.
@@ -475,8 +659,9 @@ def lake_refresh(
 def export_graph(
     corpus: Annotated[str, typer.Argument(help="Corpus of the session (kolab, ...).")],
     session: Annotated[str, typer.Argument(help="session_id.")],
-    fmt: Annotated[Literal["graphml", "dot"], typer.Option(
-        "--format", "-f", help="GraphML or Graphviz DOT.")] = "graphml",
+    fmt: Annotated[
+        Literal["graphml", "dot"], typer.Option("--format", "-f", help="GraphML or Graphviz DOT.")
+    ] = "graphml",
     output: OutputOpt = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
@@ -504,11 +689,15 @@ def export_graph(
 
 @export_app.command("ocel")
 def export_ocel_cmd(
-    output: Annotated[Path, typer.Argument(
-        help="The file to write: .jsonocel/.json for JSON, .sqlite/.db for SQLite.")],
+    output: Annotated[
+        Path,
+        typer.Argument(help="The file to write: .jsonocel/.json for JSON, .sqlite/.db for SQLite."),
+    ],
     corpus: Annotated[str | None, typer.Option("--corpus", help="Only this corpus.")] = None,
-    fmt: Annotated[Literal["json", "sqlite"] | None, typer.Option(
-        "--format", "-f", help="[default: from the file's suffix]")] = None,
+    fmt: Annotated[
+        Literal["json", "sqlite"] | None,
+        typer.Option("--format", "-f", help="[default: from the file's suffix]"),
+    ] = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
 ):
@@ -523,8 +712,9 @@ def export_ocel_cmd(
 
 # -- schema ----------------------------------------------------------------------------------
 @schema_app.command("export")
-def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to write into.")]
-                  = Path("schemas")):
+def schema_export(
+    directory: Annotated[Path, typer.Argument(help="Folder to write into.")] = Path("schemas"),
+):
     """Write the JSON Schema of every canonical table (regenerates schemas/)."""
     from graphlake.schema.jsonschema import export
 
@@ -536,16 +726,23 @@ def schema_export(directory: Annotated[Path, typer.Argument(help="Folder to writ
 @app.command()
 def demo(
     lake: LakeOpt = None,
-    out: Annotated[Path | None, typer.Option(
-        "--out", help="Where to write the generated corpus [default: <lake>/../demo-corpus].")]
-    = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out", help="Where to write the generated corpus [default: <lake>/../demo-corpus]."
+        ),
+    ] = None,
     sessions: Annotated[int, typer.Option("--sessions", help="Kolab sessions to generate.")] = 24,
-    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same corpus).")]
-    = 7,
-    frames: Annotated[bool | None, typer.Option(
-        "--frames/--no-frames", help="Index and search the demo's screen recording (OCR and "
-        "embeddings: most of the demo's time) [default: when the vision extra is installed].",
-        show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same corpus).")] = 7,
+    frames: Annotated[
+        bool | None,
+        typer.Option(
+            "--frames/--no-frames",
+            help="Index and search the demo's screen recording (OCR and "
+            "embeddings: most of the demo's time) [default: when the vision extra is installed].",
+            show_default=False,
+        ),
+    ] = None,
 ):
     """Generate the demo corpus, ingest it, and print the headline analyses.
 
@@ -561,36 +758,63 @@ def demo(
         from graphlake.errors import MissingExtraError
 
         if not vision_available():
-            raise MissingExtraError('indexing the recording needs the vision extra: pip '
-                                    'install "graphlake[vision]", or run the demo with '
-                                    '--no-frames')
-    run_demo(lk, corpus_dir, sessions=sessions, seed=seed, console=console,
-             ingest=lambda c, p: ingest_and_report(c, p, lk), frames=frames)
+            raise MissingExtraError(
+                "indexing the recording needs the vision extra: pip "
+                'install "graphlake[vision]", or run the demo with '
+                "--no-frames"
+            )
+    run_demo(
+        lk,
+        corpus_dir,
+        sessions=sessions,
+        seed=seed,
+        console=console,
+        ingest=lambda c, p: ingest_and_report(c, p, lk),
+        frames=frames,
+    )
 
 
 # -- serve and bench --------------------------------------------------------------------------
 @app.command()
 def serve(
     lake: LakeOpt = None,
-    host: Annotated[str, typer.Option("--host", help="Address to bind. Anything but loopback "
-                                      "needs --token.")] = "127.0.0.1",
+    host: Annotated[
+        str, typer.Option("--host", help="Address to bind. Anything but loopback needs --token.")
+    ] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="TCP port.")] = 8000,
-    token: Annotated[str | None, typer.Option(
-        "--token", envvar="GRAPHLAKE_TOKEN", help="Require 'Authorization: Bearer TOKEN' on "
-        "every request (needed to bind a non-loopback address).")] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token",
+            envvar="GRAPHLAKE_TOKEN",
+            help="Require 'Authorization: Bearer TOKEN' on "
+            "every request (needed to bind a non-loopback address).",
+        ),
+    ] = None,
     version: VersionOpt = None,
-    max_rows: Annotated[int, typer.Option("--max-rows", help="Rows one /sql or /queries "
-                                          "answer may hold.")] = 10_000,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds a statement may run "
-                                           "before it is stopped (HTTP 408).")] = 30.0,
-    max_body: Annotated[int, typer.Option("--max-body", help="Largest request body, in "
-                                          "bytes (HTTP 413 beyond).")] = 1_000_000,
-    workers: Annotated[int, typer.Option("--workers", help="uvicorn worker processes (each "
-                                         "opens the lake once).")] = 1,
-    preload_rows: Annotated[int, typer.Option(
-        "--preload-rows", help="Read corpora of up to this many node occurrences + events "
-        "into memory at startup, so a context costs a slice, not queries (0: never).")]
-    = 20_000_000,
+    max_rows: Annotated[
+        int, typer.Option("--max-rows", help="Rows one /sql or /queries answer may hold.")
+    ] = 10_000,
+    timeout: Annotated[
+        float,
+        typer.Option(
+            "--timeout", help="Seconds a statement may run before it is stopped (HTTP 408)."
+        ),
+    ] = 30.0,
+    max_body: Annotated[
+        int, typer.Option("--max-body", help="Largest request body, in bytes (HTTP 413 beyond).")
+    ] = 1_000_000,
+    workers: Annotated[
+        int, typer.Option("--workers", help="uvicorn worker processes (each opens the lake once).")
+    ] = 1,
+    preload_rows: Annotated[
+        int,
+        typer.Option(
+            "--preload-rows",
+            help="Read corpora of up to this many node occurrences + events "
+            "into memory at startup, so a context costs a slice, not queries (0: never).",
+        ),
+    ] = 20_000_000,
 ):
     """Serve the lake over HTTP for model evaluators and the browser workbench.
 
@@ -611,27 +835,49 @@ def serve(
     from graphlake.server.settings import is_loopback
 
     if not is_loopback(host) and not token:
-        usage_error(f"refusing to serve on {host}, which is not a loopback address, without "
-                    "a token: pass --token T (clients then send 'Authorization: Bearer T'), "
-                    "or bind 127.0.0.1")
+        usage_error(
+            f"refusing to serve on {host}, which is not a loopback address, without "
+            "a token: pass --token T (clients then send 'Authorization: Bearer T'), "
+            "or bind 127.0.0.1"
+        )
     lk = _lake(lake)
     if not lk.exists():
-        raise LakeNotFoundError(f"no lake at {lk.root}; build one with `graphlake demo` or "
-                                "`graphlake ingest`, or pass --lake DIR")
+        raise LakeNotFoundError(
+            f"no lake at {lk.root}; build one with `graphlake demo` or "
+            "`graphlake ingest`, or pass --lake DIR"
+        )
     lk.snapshot(version)  # an unknown --at fails here, not in every worker
     _check_port_free(host, port)
     import uvicorn
 
-    os.environ.update({"GRAPHLAKE_SERVE_LAKE": str(lk.root),
-                       "GRAPHLAKE_SERVE_CONFIG": json.dumps({
-                           "version": version, "token": token, "max_rows": max_rows,
-                           "query_timeout_s": timeout, "max_body_bytes": max_body,
-                           "preload_rows": preload_rows})})
-    err_console.print(f"graphlake: serving {lk.root} on http://{host}:{port} "
-                      f"(docs at /docs{', token required' if token else ''})\n"
-                      f"workbench: http://{host}:{port}/{'?token=...' if token else ''}")
-    uvicorn.run("graphlake.server.main:app", host=host, port=port, workers=workers,
-                log_level="warning", access_log=False)
+    os.environ.update(
+        {
+            "GRAPHLAKE_SERVE_LAKE": str(lk.root),
+            "GRAPHLAKE_SERVE_CONFIG": json.dumps(
+                {
+                    "version": version,
+                    "token": token,
+                    "max_rows": max_rows,
+                    "query_timeout_s": timeout,
+                    "max_body_bytes": max_body,
+                    "preload_rows": preload_rows,
+                }
+            ),
+        }
+    )
+    err_console.print(
+        f"graphlake: serving {lk.root} on http://{host}:{port} "
+        f"(docs at /docs{', token required' if token else ''})\n"
+        f"workbench: http://{host}:{port}/{'?token=...' if token else ''}"
+    )
+    uvicorn.run(
+        "graphlake.server.main:app",
+        host=host,
+        port=port,
+        workers=workers,
+        log_level="warning",
+        access_log=False,
+    )
 
 
 def _check_port_free(host: str, port: int) -> None:
@@ -647,15 +893,21 @@ def _check_port_free(host: str, port: int) -> None:
         try:
             probe.bind((host, port))
         except OSError as exc:
-            raise GraphlakeError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
-                                 "stop what holds the port or pass another --port") from None
+            raise GraphlakeError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc}; "
+                "stop what holds the port or pass another --port"
+            ) from None
 
 
-bench_app = typer.Typer(help="Benchmark protocols offline: list, export instances, score "
-                        "predictions.", no_args_is_help=True)
+bench_app = typer.Typer(
+    help="Benchmark protocols offline: list, export instances, score predictions.",
+    no_args_is_help=True,
+)
 app.add_typer(bench_app, name="bench")
-ParamOpt = Annotated[list[str] | None, typer.Option(
-    "--param", "-p", help="Protocol parameter as name=value (e.g. k=2), repeatable.")]
+ParamOpt = Annotated[
+    list[str] | None,
+    typer.Option("--param", "-p", help="Protocol parameter as name=value (e.g. k=2), repeatable."),
+]
 
 
 def _bench(lake, version):
@@ -676,16 +928,27 @@ def _params(items: list[str] | None) -> dict:
 
 
 @bench_app.command("list")
-def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt = "table",
-               output: OutputOpt = None):
+def bench_list(
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+):
     """Every protocol with its instance count, labels and conditions."""
     import pyarrow as pa
 
     b = _bench(lake, version)
-    rows = [{"id": s["id"], "instances": b.count(s["id"]), "task": s["task"],
-             "labels": ", ".join(s["labels"]) or "(categories)",
-             "conditions": ", ".join(s["conditions"]), "description": s["description"]}
-            for s in b.specs()]
+    rows = [
+        {
+            "id": s["id"],
+            "instances": b.count(s["id"]),
+            "task": s["task"],
+            "labels": ", ".join(s["labels"]) or "(categories)",
+            "conditions": ", ".join(s["conditions"]),
+            "description": s["description"],
+        }
+        for s in b.specs()
+    ]
     _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 
@@ -693,9 +956,12 @@ def bench_list(lake: LakeOpt = None, version: VersionOpt = None, fmt: FormatOpt 
 def bench_export(
     protocol: Annotated[str, typer.Argument(help="Protocol id (graphlake bench list).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="JSON Lines file to write.")],
-    condition: Annotated[str | None, typer.Option("--condition", "-c", help="Input condition "
-                                                  "(e.g. graph-chat).")] = None,
-    param: ParamOpt = None, lake: LakeOpt = None, version: VersionOpt = None,
+    condition: Annotated[
+        str | None, typer.Option("--condition", "-c", help="Input condition (e.g. graph-chat).")
+    ] = None,
+    param: ParamOpt = None,
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
 ):
     """Write every instance of PROTOCOL in one condition as JSON Lines (no gold labels)."""
     import orjson
@@ -707,8 +973,9 @@ def bench_export(
     with out.open("wb") as fh, _progress() as bar:
         task = bar.add_task(f"{protocol} {condition or ''}".strip(), total=total)
         while True:
-            page = b.instances(protocol, condition=condition, params=params, limit=500,
-                               cursor=cursor)
+            page = b.instances(
+                protocol, condition=condition, params=params, limit=500, cursor=cursor
+            )
             for item in page.items:
                 fh.write(orjson.dumps(item) + b"\n")
             n += len(page.items)
@@ -722,12 +989,18 @@ def bench_export(
 @bench_app.command("score")
 def bench_score(
     protocol: Annotated[str, typer.Argument(help="Protocol id.")],
-    predictions: Annotated[Path | None, typer.Argument(
-        help="JSON Lines of {\"id\": ..., \"label\": ...}.")] = None,
-    baseline: Annotated[str | None, typer.Option("--baseline", help="Score a built-in "
-                                                 "baseline instead: majority or mode.")] = None,
-    param: ParamOpt = None, lake: LakeOpt = None, version: VersionOpt = None,
-    fmt: FormatOpt = "json", output: OutputOpt = None,
+    predictions: Annotated[
+        Path | None, typer.Argument(help='JSON Lines of {"id": ..., "label": ...}.')
+    ] = None,
+    baseline: Annotated[
+        str | None,
+        typer.Option("--baseline", help="Score a built-in baseline instead: majority or mode."),
+    ] = None,
+    param: ParamOpt = None,
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "json",
+    output: OutputOpt = None,
 ):
     """Score predictions with the paper's metrics (missing, unknown and invalid ids listed)."""
     import orjson
@@ -739,8 +1012,9 @@ def bench_score(
     elif predictions is None:
         usage_error("pass a PREDICTIONS.jsonl file or --baseline majority")
     else:
-        preds = [orjson.loads(line) for line in predictions.read_bytes().splitlines()
-                 if line.strip()]
+        preds = [
+            orjson.loads(line) for line in predictions.read_bytes().splitlines() if line.strip()
+        ]
     result = b.score(protocol, preds, params)
     if fmt == "json":
         text = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
@@ -751,8 +1025,10 @@ def bench_score(
     else:
         import pyarrow as pa
 
-        flat = {k: (orjson.dumps(v).decode() if isinstance(v, dict | list) else v)
-                for k, v in result.items()}
+        flat = {
+            k: (orjson.dumps(v).decode() if isinstance(v, dict | list) else v)
+            for k, v in result.items()
+        }
         _emit(pa.Table.from_pylist([flat]), fmt, output, False, 0)
 
 

@@ -22,9 +22,16 @@ from graphlake.config import ENV_LAKE, resolve_lake_dir
 console = Console(markup=False)
 err_console = Console(stderr=True, markup=False)
 
-LakeOpt = Annotated[Path | None, typer.Option(
-    "--lake", envvar=ENV_LAKE, help="Lake directory (default: $GRAPHLAKE_LAKE, else the user "
-    "data directory, ~/.local/share/graphlake/lake on Linux).", show_default=False)]
+LakeOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--lake",
+        envvar=ENV_LAKE,
+        help="Lake directory (default: $GRAPHLAKE_LAKE, else the user "
+        "data directory, ~/.local/share/graphlake/lake on Linux).",
+        show_default=False,
+    ),
+]
 
 
 def _lake(path: Path | None):
@@ -69,8 +76,9 @@ def print_error(message: str) -> None:
     never read as Rich markup."""
     from rich.text import Text
 
-    err_console.print(Text.assemble(("error:", "bold red"), " ", message), highlight=False,
-                      soft_wrap=True)
+    err_console.print(
+        Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True
+    )
 
 
 def _progress():
@@ -83,5 +91,11 @@ def _progress():
         TimeRemainingColumn,
     )
 
-    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=err_console)
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=err_console,
+    )

@@ -15,11 +15,16 @@ from rich.table import Table
 
 from graphlake.cli_common import LakeOpt, _lake, _progress, console, err_console
 
-frames_app = typer.Typer(help="Screen recordings as data: sample, OCR and embed their frames "
-                         "into LanceDB beside the lake (vision extra).", no_args_is_help=True)
-search_app = typer.Typer(help="Search frames by what the screen showed, or node labels and "
-                         "chat by what was said, with the workflow around each hit.",
-                         no_args_is_help=True)
+frames_app = typer.Typer(
+    help="Screen recordings as data: sample, OCR and embed their frames "
+    "into LanceDB beside the lake (vision extra).",
+    no_args_is_help=True,
+)
+search_app = typer.Typer(
+    help="Search frames by what the screen showed, or node labels and "
+    "chat by what was said, with the workflow around each hit.",
+    no_args_is_help=True,
+)
 
 SEARCH_FORMATS = ("table", "json")
 
@@ -34,23 +39,43 @@ def _clock(t: float | None) -> str:
 @frames_app.command("index")
 def frames_index(
     lake: LakeOpt = None,
-    session: Annotated[str | None, typer.Option(
-        "--session", help="Index only this session's recordings.")] = None,
-    every: Annotated[float, typer.Option(
-        "--every", help="Seconds between grid samples; scene changes in between are caught "
-        "as well.")] = 2.0,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="OpenCLIP model for image vectors, as ARCH:TAG (e.g. "
-        "ViT-B-32:laion2b_s34b_b79k, downloaded once) or ARCH:/path/checkpoint.pt; ARCH may "
-        "be a model-config .json. Default: text vectors only.")] = None,
-    rebuild: Annotated[bool, typer.Option(
-        "--rebuild", help="Forget every indexed frame and start over (e.g. for a new model).")]
-    = False,
-    no_texts: Annotated[bool, typer.Option(
-        "--no-texts", help="Skip embedding node labels and chat for `search text`.")] = False,
-    batch: Annotated[int, typer.Option(
-        "--batch", min=1, help="Frames read and written together; a kill loses at most one "
-        "batch.")] = 16,
+    session: Annotated[
+        str | None, typer.Option("--session", help="Index only this session's recordings.")
+    ] = None,
+    every: Annotated[
+        float,
+        typer.Option(
+            "--every",
+            help="Seconds between grid samples; scene changes in between are caught as well.",
+        ),
+    ] = 2.0,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="OpenCLIP model for image vectors, as ARCH:TAG (e.g. "
+            "ViT-B-32:laion2b_s34b_b79k, downloaded once) or ARCH:/path/checkpoint.pt; ARCH may "
+            "be a model-config .json. Default: text vectors only.",
+        ),
+    ] = None,
+    rebuild: Annotated[
+        bool,
+        typer.Option(
+            "--rebuild", help="Forget every indexed frame and start over (e.g. for a new model)."
+        ),
+    ] = False,
+    no_texts: Annotated[
+        bool,
+        typer.Option("--no-texts", help="Skip embedding node labels and chat for `search text`."),
+    ] = False,
+    batch: Annotated[
+        int,
+        typer.Option(
+            "--batch",
+            min=1,
+            help="Frames read and written together; a kill loses at most one batch.",
+        ),
+    ] = 16,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ):
     """Sample, read (OCR) and embed the frames of every recording in the lake.
@@ -75,8 +100,9 @@ def frames_index(
             return
         key = "texts" if what == "texts" else "video"
         if key not in tasks:
-            tasks[key] = progress.add_task(what if key == "texts" else "frames",
-                                           total=total or None)
+            tasks[key] = progress.add_task(
+                what if key == "texts" else "frames", total=total or None
+            )
         desc = "texts (label, chat)" if key == "texts" else f"frames {what}"
         progress.update(tasks[key], completed=done, total=total or None, description=desc)
 
@@ -91,14 +117,16 @@ def frames_index(
     for uri in rep.missing:
         err_console.print(f"skipped: recording {uri} is not on disk", style="yellow")
     if rep.recordings == 0 and rep.texts == 0 and rep.lake_rows == 0:
-        console.print(f"nothing new: {rep.already} recording(s) indexed already "
-                      f"({rep.seconds:.1f} s)")
+        console.print(
+            f"nothing new: {rep.already} recording(s) indexed already ({rep.seconds:.1f} s)"
+        )
         return
     console.print(
         f"indexed {rep.recordings} recording(s) ({rep.already} already done): "
         f"{rep.frames} frames kept of {rep.checked} checked ({rep.skipped_share:.0%} skipped "
         f"as duplicates, {rep.decoded} decoded), {rep.texts} texts embedded, "
-        f"{rep.lake_rows} rows added to the lake's frames table in {rep.seconds:.1f} s")
+        f"{rep.lake_rows} rows added to the lake's frames table in {rep.seconds:.1f} s"
+    )
     if rep.indexes:
         console.print("indexes: " + ", ".join(rep.indexes))
 
@@ -115,8 +143,11 @@ def frames_info(lake: LakeOpt = None):
         if t is None:
             continue
         meta = store.metadata(name)
-        table.add_row(name, str(t.count_rows()),
-                      "\n".join(f"{k.removeprefix('graphlake.')}: {v}" for k, v in meta.items()))
+        table.add_row(
+            name,
+            str(t.count_rows()),
+            "\n".join(f"{k.removeprefix('graphlake.')}: {v}" for k, v in meta.items()),
+        )
     if not table.rows:
         console.print(f"no frames indexed in {store.path}; run `graphlake frames index`")
         return
@@ -126,8 +157,9 @@ def frames_info(lake: LakeOpt = None):
 def _filters(corpus, session, t0, t1, step, actor, during_ai):
     from graphlake.search import SearchFilters
 
-    return SearchFilters(corpus=corpus, session=session, t0=t0, t1=t1, step=step, actor=actor,
-                         during_ai=during_ai)
+    return SearchFilters(
+        corpus=corpus, session=session, t0=t0, t1=t1, step=step, actor=actor, during_ai=during_ai
+    )
 
 
 CorpusOpt = Annotated[str | None, typer.Option("--corpus", help="Only this corpus.")]
@@ -135,14 +167,20 @@ SessionOpt = Annotated[str | None, typer.Option("--session", help="Only this ses
 T0Opt = Annotated[float | None, typer.Option("--t0", help="From this time (seconds).")]
 T1Opt = Annotated[float | None, typer.Option("--t1", help="Before this time (seconds).")]
 StepOpt = Annotated[str | None, typer.Option("--step", help="Only in this step (step_id).")]
-ActorOpt = Annotated[Literal["human", "ai"] | None, typer.Option(
-    "--actor", help="Only while a node of this actor type was running.")]
+ActorOpt = Annotated[
+    Literal["human", "ai"] | None,
+    typer.Option("--actor", help="Only while a node of this actor type was running."),
+]
 KOpt = Annotated[int, typer.Option("--k", help="How many hits.")]
-SearchFormatOpt = Annotated[Literal[SEARCH_FORMATS], typer.Option(
-    "--format", "-f",
-    help="json is an array of hit objects.")]
-HitsOutputOpt = Annotated[Path | None, typer.Option(
-    "--output", "-o", help="Write the hits as JSON to this file instead of printing them.")]
+SearchFormatOpt = Annotated[
+    Literal[SEARCH_FORMATS], typer.Option("--format", "-f", help="json is an array of hit objects.")
+]
+HitsOutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", help="Write the hits as JSON to this file instead of printing them."
+    ),
+]
 
 
 def _print_hits(hits: list[dict], fmt: str, kind: str, output: Path | None = None) -> None:
@@ -153,28 +191,54 @@ def _print_hits(hits: list[dict], fmt: str, kind: str, output: Path | None = Non
     if fmt == "json":
         console.print_json(json.dumps(hits, default=str))
         return
-    table = Table("#", "session", "t", "score", "step", "nodes active", "text",
-                  title=f"{len(hits)} {kind} hit(s)")
+    table = Table(
+        "#",
+        "session",
+        "t",
+        "score",
+        "step",
+        "nodes active",
+        "text",
+        title=f"{len(hits)} {kind} hit(s)",
+    )
     for i, h in enumerate(hits, 1):
         first = (h.get("text") or "").strip().splitlines()
-        table.add_row(str(i), h["session_id"], _clock(h.get("t")), f"{h['score']:.4f}",
-                      h.get("step_id") or "", "; ".join(h.get("nodes") or []),
-                      " / ".join(first[:3])[:100])
+        table.add_row(
+            str(i),
+            h["session_id"],
+            _clock(h.get("t")),
+            f"{h['score']:.4f}",
+            h.get("step_id") or "",
+            "; ".join(h.get("nodes") or []),
+            " / ".join(first[:3])[:100],
+        )
     console.print(table)
 
 
 @search_app.command("frames")
 def search_frames_cmd(
-    query: Annotated[str | None, typer.Argument(help="What the screen showed, in words.")]
-    = None,
-    image: Annotated[Path | None, typer.Option(
-        "--image", help="Find frames like this picture instead (a screenshot).")] = None,
-    lake: LakeOpt = None, corpus: CorpusOpt = None, session: SessionOpt = None,
-    t0: T0Opt = None, t1: T1Opt = None, step: StepOpt = None, actor: ActorOpt = None,
-    during_ai: Annotated[bool, typer.Option(
-        "--during-ai", help="Only inside an AI episode: from the prompt to the human's "
-        "response.")] = False,
-    k: KOpt = 10, fmt: SearchFormatOpt = "table", output: HitsOutputOpt = None,
+    query: Annotated[str | None, typer.Argument(help="What the screen showed, in words.")] = None,
+    image: Annotated[
+        Path | None,
+        typer.Option("--image", help="Find frames like this picture instead (a screenshot)."),
+    ] = None,
+    lake: LakeOpt = None,
+    corpus: CorpusOpt = None,
+    session: SessionOpt = None,
+    t0: T0Opt = None,
+    t1: T1Opt = None,
+    step: StepOpt = None,
+    actor: ActorOpt = None,
+    during_ai: Annotated[
+        bool,
+        typer.Option(
+            "--during-ai",
+            help="Only inside an AI episode: from the prompt to the human's response.",
+        ),
+    ] = False,
+    k: KOpt = 10,
+    fmt: SearchFormatOpt = "table",
+    output: HitsOutputOpt = None,
 ):
     """Frames whose screen matches the words (full text + meaning) or the picture.
 
@@ -196,9 +260,16 @@ def search_frames_cmd(
 @search_app.command("text")
 def search_text_cmd(
     query: Annotated[str, typer.Argument(help="Words or a paraphrase.")],
-    lake: LakeOpt = None, corpus: CorpusOpt = None, session: SessionOpt = None,
-    t0: T0Opt = None, t1: T1Opt = None, step: StepOpt = None, actor: ActorOpt = None,
-    k: KOpt = 10, fmt: SearchFormatOpt = "table", output: HitsOutputOpt = None,
+    lake: LakeOpt = None,
+    corpus: CorpusOpt = None,
+    session: SessionOpt = None,
+    t0: T0Opt = None,
+    t1: T1Opt = None,
+    step: StepOpt = None,
+    actor: ActorOpt = None,
+    k: KOpt = 10,
+    fmt: SearchFormatOpt = "table",
+    output: HitsOutputOpt = None,
 ):
     """Node labels, node details and chat turns matching the words or their meaning.
 

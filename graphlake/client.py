@@ -42,8 +42,7 @@ class SqlResult:
 class Client:
     def __init__(self, base_url: str, token: str | None = None, *, timeout: float = 60.0):
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers,
-                                  timeout=timeout)
+        self._http = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -66,8 +65,9 @@ class Client:
         return resp
 
     def get(self, path: str, **params) -> Any:
-        return self._request("GET", path, params={k: v for k, v in params.items()
-                                                  if v is not None}).json()
+        return self._request(
+            "GET", path, params={k: v for k, v in params.items() if v is not None}
+        ).json()
 
     def pages(self, path: str, limit: int = 500, **params) -> Iterator[dict]:
         """Every item of a cursor-paginated list."""
@@ -90,46 +90,79 @@ class Client:
         return self.pages("/sessions", **filters)
 
     def graph(self, corpus: str, session_id: str, *, format: str = "json", **sel):
-        resp = self._request("GET", f"/sessions/{corpus}/{session_id}/graph",
-                             params={"format": format, **{k: v for k, v in sel.items()
-                                                          if v is not None}})
+        resp = self._request(
+            "GET",
+            f"/sessions/{corpus}/{session_id}/graph",
+            params={"format": format, **{k: v for k, v in sel.items() if v is not None}},
+        )
         return resp.json() if format == "json" else resp.text
 
     def sql(self, sql: str, params: dict | None = None) -> SqlResult:
         body = self._request("POST", "/sql", json={"sql": sql, "params": params}).json()
-        return SqlResult(body["columns"], body["rows"], body["truncated"],
-                         body["lake_version"])
+        return SqlResult(body["columns"], body["rows"], body["truncated"], body["lake_version"])
 
     def sql_arrow(self, sql: str, params: dict | None = None):
         import pyarrow as pa
 
-        resp = self._request("POST", "/sql", json={"sql": sql, "params": params},
-                             headers={"Accept": "application/vnd.apache.arrow.stream"})
+        resp = self._request(
+            "POST",
+            "/sql",
+            json={"sql": sql, "params": params},
+            headers={"Accept": "application/vnd.apache.arrow.stream"},
+        )
         return pa.ipc.open_stream(resp.content).read_all()
 
     # ------------------------------------------------------------------ benchmarks
     def benchmarks(self) -> list[dict]:
         return self.get("/benchmarks")["items"]
 
-    def instances(self, protocol: str, *, condition: str | None = None, limit: int = 100,
-                  cursor: str | None = None, **params) -> tuple[list[Instance], str | None]:
-        page = self.get(f"/benchmarks/{protocol}/instances", condition=condition,
-                        limit=limit, cursor=cursor, **params)
+    def instances(
+        self,
+        protocol: str,
+        *,
+        condition: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+        **params,
+    ) -> tuple[list[Instance], str | None]:
+        page = self.get(
+            f"/benchmarks/{protocol}/instances",
+            condition=condition,
+            limit=limit,
+            cursor=cursor,
+            **params,
+        )
         return [Instance.model_validate(i) for i in page["items"]], page["next_cursor"]
 
-    def iter_instances(self, protocol: str, *, condition: str | None = None,
-                       page_size: int = 200, **params) -> Iterator[Instance]:
-        for item in self.pages(f"/benchmarks/{protocol}/instances", limit=page_size,
-                               condition=condition, **params):
+    def iter_instances(
+        self, protocol: str, *, condition: str | None = None, page_size: int = 200, **params
+    ) -> Iterator[Instance]:
+        for item in self.pages(
+            f"/benchmarks/{protocol}/instances", limit=page_size, condition=condition, **params
+        ):
             yield Instance.model_validate(item)
 
-    def instance(self, protocol: str, instance_id: str, *, condition: str | None = None,
-                 **params) -> Instance:
-        return Instance.model_validate(self.get(
-            f"/benchmarks/{protocol}/instances/{instance_id}", condition=condition, **params))
+    def instance(
+        self, protocol: str, instance_id: str, *, condition: str | None = None, **params
+    ) -> Instance:
+        return Instance.model_validate(
+            self.get(
+                f"/benchmarks/{protocol}/instances/{instance_id}", condition=condition, **params
+            )
+        )
 
-    def score(self, protocol: str, predictions: list[dict] | None = None, *,
-              baseline: str | None = None, **params) -> dict:
+    def score(
+        self,
+        protocol: str,
+        predictions: list[dict] | None = None,
+        *,
+        baseline: str | None = None,
+        **params,
+    ) -> dict:
         query = {k: v for k, v in {"baseline": baseline, **params}.items() if v is not None}
-        return self._request("POST", f"/benchmarks/{protocol}/score", params=query,
-                             json={"predictions": predictions or []}).json()
+        return self._request(
+            "POST",
+            f"/benchmarks/{protocol}/score",
+            params=query,
+            json={"predictions": predictions or []},
+        ).json()

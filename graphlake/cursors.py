@@ -41,8 +41,9 @@ def _encode(obj: dict) -> str:
 
 def _decode(cursor: str, route: str) -> dict:
     if len(cursor) > MAX_CURSOR_CHARS:
-        raise CursorError(f"cursor is {len(cursor)} characters, longer than any this service "
-                          f"issues; {_RESTART}")
+        raise CursorError(
+            f"cursor is {len(cursor)} characters, longer than any this service issues; {_RESTART}"
+        )
     try:
         raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
         obj = orjson.loads(raw)
@@ -68,8 +69,11 @@ class KeyCursor:
         if not cursor:
             return None
         key = _decode(cursor, self.route).get("k")
-        if (not isinstance(key, list) or len(key) != self.arity
-                or not all(isinstance(k, str) for k in key)):
+        if (
+            not isinstance(key, list)
+            or len(key) != self.arity
+            or not all(isinstance(k, str) for k in key)
+        ):
             raise CursorError(f"cursor is not one {self.route} issued; {_RESTART}")
         return key
 
@@ -89,9 +93,11 @@ class OffsetCursor:
             return 0
         obj = _decode(cursor, self.route)
         offset, at = obj.get("o"), obj.get("v")
-        if (type(offset) is not int or offset < 0 or type(at) is not int):
+        if type(offset) is not int or offset < 0 or type(at) is not int:
             raise CursorError(f"cursor is not one {self.route} issued; {_RESTART}")
         if at != version:
-            raise StaleCursorError(f"cursor was issued at lake version {at} and this list now "
-                                   f"reads version {version}; list again from the first page")
+            raise StaleCursorError(
+                f"cursor was issued at lake version {at} and this list now "
+                f"reads version {version}; list again from the first page"
+            )
         return offset

@@ -34,8 +34,13 @@ def default_workers(units: list[SourceUnit]) -> int:
     return cores if size >= PARALLEL_MIN_BYTES else 1
 
 
-def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[SourceUnit],
-                 tick: Callable[[SourceUnit, int], None] | None = None) -> StagingSummary:
+def _parse_units(
+    corpus: str,
+    em: StagingEmitter,
+    start: int,
+    units: list[SourceUnit],
+    tick: Callable[[SourceUnit, int], None] | None = None,
+) -> StagingSummary:
     ingestor = ingest.get(corpus)
     # parsing allocates millions of short-lived, acyclic objects: the cyclic GC only slows it
     was_enabled = gc.isenabled()
@@ -48,17 +53,28 @@ def _parse_units(corpus: str, em: StagingEmitter, start: int, units: list[Source
     return em.close()
 
 
-def _worker(corpus: str, staging: str, start: int, units: list[SourceUnit],
-            flush_rows: int, default_run: dict) -> StagingSummary:
+def _worker(
+    corpus: str,
+    staging: str,
+    start: int,
+    units: list[SourceUnit],
+    flush_rows: int,
+    default_run: dict,
+) -> StagingSummary:
     em = StagingEmitter(corpus, Path(staging), f"u{start:09d}", flush_rows, default_run)
     return _parse_units(corpus, em, start, units)
 
 
-def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
-                on_unit: Callable[[int, int, Path], None] | None = None,
-                workers: int | None = None,
-                flush_rows: int = 50_000,
-                prune: bool = False) -> tuple[IngestStats, Snapshot | None]:
+def ingest_path(
+    corpus: str,
+    path: str | Path,
+    lake: Lake | str | Path,
+    *,
+    on_unit: Callable[[int, int, Path], None] | None = None,
+    workers: int | None = None,
+    flush_rows: int = 50_000,
+    prune: bool = False,
+) -> tuple[IngestStats, Snapshot | None]:
     """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version.
 
     ``workers`` processes parse units in parallel (default: one per core for large inputs).
@@ -95,11 +111,18 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
             # an unnamed __main__); the parent holds no lake locks or DuckDB state yet
             method = "fork" if sys.platform.startswith("linux") else "spawn"
             with ProcessPoolExecutor(workers, mp_context=get_context(method)) as pool:
-                futures = {pool.submit(_worker, corpus, str(run.staging), start,
-                                       units[start:start + chunk], flush_rows,
-                                       run.default_run):
-                           units[start:start + chunk]
-                           for start in range(0, total, chunk)}
+                futures = {
+                    pool.submit(
+                        _worker,
+                        corpus,
+                        str(run.staging),
+                        start,
+                        units[start : start + chunk],
+                        flush_rows,
+                        run.default_run,
+                    ): units[start : start + chunk]
+                    for start in range(0, total, chunk)
+                }
                 for fut in as_completed(futures):
                     summaries.append(fut.result())
                     tick(futures[fut][-1], len(futures[fut]))
@@ -110,7 +133,8 @@ def ingest_path(corpus: str, path: str | Path, lake: Lake | str | Path, *,
                 raise WrongCorpusError(
                     f"nothing in {path} reads as {corpus} ({rejected} records would be "
                     f"rejected); its files look like {guess} data: try `graphlake ingest "
-                    f"{guess} {path}`")
+                    f"{guess} {path}`"
+                )
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
     except BaseException:

@@ -21,8 +21,9 @@ def register(name: str):
         from graphlake.ingest.base import Ingestor
 
         if not (isinstance(cls, type) and issubclass(cls, Ingestor)):
-            raise TypeError(f"{cls!r} must subclass graphlake.ingest.base.Ingestor to be "
-                            f"registered as {name!r}")
+            raise TypeError(
+                f"{cls!r} must subclass graphlake.ingest.base.Ingestor to be registered as {name!r}"
+            )
         cls.name = name
         _REGISTRY[name] = cls
         return cls

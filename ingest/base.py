@@ -27,15 +27,19 @@ RAW_LIMIT = 1 << 20  # rejects keep at most 1 MiB of the raw record
 def to_json(value: Any) -> str:
     """Compact, key-sorted JSON text (deterministic, so ids and attrs are reproducible)."""
     try:
-        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS,
-                            default=str).decode()
+        return orjson.dumps(
+            value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str
+        ).decode()
     except TypeError:  # integers beyond 64 bits, which orjson cannot write
         try:
-            return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str,
-                              ensure_ascii=False)
+            return json.dumps(
+                value, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False
+            )
         except RecursionError:
-            raise RecordError("a value is nested deeper than JSON writers allow (about "
-                              "1,000 levels); flatten it and re-ingest") from None
+            raise RecordError(
+                "a value is nested deeper than JSON writers allow (about "
+                "1,000 levels); flatten it and re-ingest"
+            ) from None
 
 
 def load_json(data: bytes | str) -> Any:
@@ -98,26 +102,59 @@ class Emitter(Protocol):
 
     def rows(self, table: str, rows: pa.Table) -> None: ...
 
-    def reject(self, *, source_file: str, target_table: str, record_kind: str,
-               record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None: ...
+    def reject(
+        self,
+        *,
+        source_file: str,
+        target_table: str,
+        record_kind: str,
+        record_ref: str,
+        reason: str,
+        raw: Any,
+        session_id: str | None = None,
+    ) -> None: ...
 
 
-def run_row(run_id: str, name: str, source: str, *, started_at: datetime | None = None,
-            agent=None, agent_model=None, user_simulator=None, user_model=None, policy=None,
-            settings: dict | None = None, attrs: dict | None = None) -> dict:
+def run_row(
+    run_id: str,
+    name: str,
+    source: str,
+    *,
+    started_at: datetime | None = None,
+    agent=None,
+    agent_model=None,
+    user_simulator=None,
+    user_model=None,
+    policy=None,
+    settings: dict | None = None,
+    attrs: dict | None = None,
+) -> dict:
     """A ``runs`` row (session_id '' like scenarios: a run is above any one session)."""
-    return {"session_id": "", "run_id": run_id, "name": name, "source": source,
-            "started_at": started_at, "agent": agent, "agent_model": agent_model,
-            "user_simulator": user_simulator, "user_model": user_model, "policy": policy,
-            "settings": to_json(settings) if settings else None,
-            "attrs": to_json(attrs) if attrs else None}
+    return {
+        "session_id": "",
+        "run_id": run_id,
+        "name": name,
+        "source": source,
+        "started_at": started_at,
+        "agent": agent,
+        "agent_model": agent_model,
+        "user_simulator": user_simulator,
+        "user_model": user_model,
+        "policy": policy,
+        "settings": to_json(settings) if settings else None,
+        "attrs": to_json(attrs) if attrs else None,
+    }
 
 
 def source_run(corpus: str, source: str) -> dict:
     """The run of a source that records no run of its own: the ingest source itself, named
     by its folder or file name and identified by a hash of its resolved path."""
-    return run_row(f"{Path(source).name or 'source'}:{stable_id(corpus, source)[:12]}",
-                   Path(source).name, source, settings={"ingestor": corpus})
+    return run_row(
+        f"{Path(source).name or 'source'}:{stable_id(corpus, source)[:12]}",
+        Path(source).name,
+        source,
+        settings={"ingestor": corpus},
+    )
 
 
 class EmitterBase:
@@ -168,36 +205,57 @@ class EmitterBase:
         self.failed_units.append(index)
         self._drop_unit(index)
         path = unit.path
-        raw = path.read_bytes()[:RAW_LIMIT] if path.is_file() else "\n".join(
-            sorted(str(p.relative_to(path)) for p in path.rglob("*"))[:1000])
+        raw = (
+            path.read_bytes()[:RAW_LIMIT]
+            if path.is_file()
+            else "\n".join(sorted(str(p.relative_to(path)) for p in path.rglob("*"))[:1000])
+        )
         was, self.unit = self.unit, -1  # the reject itself is not the failed unit's row
-        self.reject(source_file=str(path), target_table="sessions", record_kind="file",
-                    record_ref="$", raw=raw, reason=f"graphlake's {self.corpus} reader failed "
-                    f"on this {'file' if path.is_file() else 'folder'} ({type(exc).__name__}: "
-                    f"{str(exc)[:300]}); nothing of it was ingested, the rest of the run was. "
-                    "Fix the file, or report it with this reject")
+        self.reject(
+            source_file=str(path),
+            target_table="sessions",
+            record_kind="file",
+            record_ref="$",
+            raw=raw,
+            reason=f"graphlake's {self.corpus} reader failed "
+            f"on this {'file' if path.is_file() else 'folder'} ({type(exc).__name__}: "
+            f"{str(exc)[:300]}); nothing of it was ingested, the rest of the run was. "
+            "Fix the file, or report it with this reject",
+        )
         self.unit = was
 
     def _drop_unit(self, index: int) -> None:
         """Forget rows of a failed unit that this emitter still holds (staging emitters drop
         them at commit instead)."""
 
-    def reject(self, *, source_file: str, target_table: str, record_kind: str,
-               record_ref: str, reason: str, raw: Any, session_id: str | None = None) -> None:
+    def reject(
+        self,
+        *,
+        source_file: str,
+        target_table: str,
+        record_kind: str,
+        record_ref: str,
+        reason: str,
+        raw: Any,
+        session_id: str | None = None,
+    ) -> None:
         self.rejected[target_table] += 1
         if session_id is not None and not isinstance(session_id, str):
             session_id = to_json(session_id)  # a source's numeric or odd id, kept readable
-        self._store("rejects", {
-            "corpus": self.corpus,
-            "session_id": session_id or "",
-            "reject_id": stable_id(self.corpus, source_file, record_ref, reason),
-            "source_file": source_file,
-            "target_table": target_table,
-            "record_kind": record_kind,
-            "record_ref": record_ref,
-            "reason": reason,
-            "raw": raw_text(raw),
-        })
+        self._store(
+            "rejects",
+            {
+                "corpus": self.corpus,
+                "session_id": session_id or "",
+                "reject_id": stable_id(self.corpus, source_file, record_ref, reason),
+                "source_file": source_file,
+                "target_table": target_table,
+                "record_kind": record_kind,
+                "record_ref": record_ref,
+                "reason": reason,
+                "raw": raw_text(raw),
+            },
+        )
 
 
 class CollectingEmitter(EmitterBase):
@@ -253,8 +311,13 @@ class Ingestor(abc.ABC):
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         """Emit the rows and rejects of one unit."""
 
-    def parse_many(self, units: list[SourceUnit], start: int, out: EmitterBase,
-                   tick: Callable[[SourceUnit, int], None] | None = None) -> None:
+    def parse_many(
+        self,
+        units: list[SourceUnit],
+        start: int,
+        out: EmitterBase,
+        tick: Callable[[SourceUnit, int], None] | None = None,
+    ) -> None:
         """Parse ``units`` (numbered from ``start``), each isolated from the others."""
         for i, unit in enumerate(units):
             parse_isolated(self.parse, unit, out, start + i)
@@ -269,17 +332,26 @@ class RecordError(ValueError):
 #: What a reader raises when a record has a shape it did not expect (a list where an object
 #: belongs, a number where a name does): per-record loops catch these with their own
 #: RecordError so that one odd record is one reject, not a lost file.
-SHAPE_ERRORS: tuple[type[Exception], ...] = (RecordError, TypeError, AttributeError,
-                                             ValueError, KeyError, IndexError, OverflowError)
+SHAPE_ERRORS: tuple[type[Exception], ...] = (
+    RecordError,
+    TypeError,
+    AttributeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    OverflowError,
+)
 
 
 def shape_reason(exc: Exception) -> str:
     """The reject reason for ``exc`` caught as one of :data:`SHAPE_ERRORS`."""
     if isinstance(exc, RecordError):
         return str(exc)
-    return (f"the record does not have the shape this source's format gives it "
-            f"({type(exc).__name__}: {str(exc)[:200]}); check its fields' types against the "
-            "format's documentation")
+    return (
+        f"the record does not have the shape this source's format gives it "
+        f"({type(exc).__name__}: {str(exc)[:200]}); check its fields' types against the "
+        "format's documentation"
+    )
 
 
 def within(p: Path, root: Path) -> bool:
@@ -299,8 +371,9 @@ def data_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_file():
         return [path]
-    return sorted(p for p in path.rglob("*")
-                  if not p.name.startswith(".") and p.is_file() and within(p, path))
+    return sorted(
+        p for p in path.rglob("*") if not p.name.startswith(".") and p.is_file() and within(p, path)
+    )
 
 
 def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[SourceUnit]:
@@ -323,13 +396,15 @@ def iso_time(value, what: str = "started_at") -> datetime | None:
     try:
         ts = datetime.fromisoformat(value)
     except (TypeError, ValueError):
-        raise RecordError(f"{what} {value!r} is not ISO 8601 "
-                          "(e.g. 2026-03-02T14:00:00+00:00)") from None
+        raise RecordError(
+            f"{what} {value!r} is not ISO 8601 (e.g. 2026-03-02T14:00:00+00:00)"
+        ) from None
     return ts if ts.tzinfo else ts.replace(tzinfo=UTC)
 
 
-def json_lines(path: Path,
-               bad_line: Callable[[int, str, bytes], None]) -> Iterator[tuple[int, Any]]:
+def json_lines(
+    path: Path, bad_line: Callable[[int, str, bytes], None]
+) -> Iterator[tuple[int, Any]]:
     """Stream a JSON Lines file as (line number, value); blank lines are skipped and a line
     that is not JSON goes to ``bad_line(lineno, reason, raw)`` instead."""
     with Path(path).open("rb") as fh:
@@ -357,8 +432,9 @@ class IngestStats:
     skipped: list[str] = field(default_factory=list)  # README, LICENSE, ...: not data
 
 
-def parse_isolated(parse: Callable[[SourceUnit, Emitter], None], unit: SourceUnit,
-                   out: EmitterBase, index: int) -> None:
+def parse_isolated(
+    parse: Callable[[SourceUnit, Emitter], None], unit: SourceUnit, out: EmitterBase, index: int
+) -> None:
     """Parse one unit so that whatever its reader raises (a bug, a RecursionError on absurd
     nesting, a library error) rejects that unit alone and the run goes on."""
     out.unit = index

@@ -43,8 +43,14 @@ from graphlake.ingest.base import (
 )
 
 KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
-GENERATION = ("currentN", "currentMaxToken", "currentTemperature", "currentTopP",
-              "currentPresencePenalty", "currentFrequencyPenalty")
+GENERATION = (
+    "currentN",
+    "currentMaxToken",
+    "currentTemperature",
+    "currentTopP",
+    "currentPresencePenalty",
+    "currentFrequencyPenalty",
+)
 STEP = "writing"
 MAX_TIMESTAMP_MS = 4_102_444_800_000  # 2100-01-01: anything later is not a real log
 _SESSION_ID = re.compile(r"[0-9a-f]{32}")
@@ -67,8 +73,9 @@ def apply_delta(doc: str, ops) -> tuple[str, list[tuple[str, int, int]]]:
         if "retain" in op:
             n = op["retain"]
             if not isinstance(n, int) or n < 0 or pos + n > len(parts):
-                raise DeltaError(f"retain {n!r} runs past the end of the document "
-                                 f"({len(parts)} characters)")
+                raise DeltaError(
+                    f"retain {n!r} runs past the end of the document ({len(parts)} characters)"
+                )
             pos += n
         elif "insert" in op:
             text = op["insert"] if isinstance(op["insert"], str) else ""
@@ -79,7 +86,7 @@ def apply_delta(doc: str, ops) -> tuple[str, list[tuple[str, int, int]]]:
             n = op["delete"]
             if not isinstance(n, int) or n < 0 or pos + n > len(parts):
                 raise DeltaError(f"delete {n!r} runs past the end of the document")
-            parts = parts[:pos] + parts[pos + n:]
+            parts = parts[:pos] + parts[pos + n :]
             edits.append(("delete", pos, n))
         else:
             raise DeltaError(f"delta op {op!r} is none of retain, insert, delete")
@@ -155,9 +162,14 @@ class CoAuthorIngestor(Ingestor):
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         if unit.kind != "jsonl":
-            out.reject(source_file=str(unit.path), target_table="sessions", record_kind="file",
-                       record_ref="$", reason="not a CoAuthor log: expected a .jsonl file",
-                       raw=unit.path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=str(unit.path),
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="not a CoAuthor log: expected a .jsonl file",
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
             return
         _Session(unit.path, out).run()
 
@@ -179,31 +191,54 @@ class _Session:
         self.settings: dict = {}
 
     def reject(self, lineno: int, reason: str, raw, table: str = "events") -> None:
-        self.out.reject(source_file=self.src, target_table=table, record_kind="event",
-                        record_ref=f"line {lineno}", reason=f"line {lineno}: {reason}",
-                        raw=raw, session_id=self.sid)
+        self.out.reject(
+            source_file=self.src,
+            target_table=table,
+            record_kind="event",
+            record_ref=f"line {lineno}",
+            reason=f"line {lineno}: {reason}",
+            raw=raw,
+            session_id=self.sid,
+        )
 
     def run(self) -> None:
         for lineno, ev in json_lines(self.path, self.reject):
-            if not isinstance(ev, dict) or not isinstance(ev.get("eventName"), str) \
-                    or not isinstance(ev.get("eventTimestamp"), int | float) \
-                    or isinstance(ev.get("eventTimestamp"), bool):
-                self.reject(lineno, "an event needs eventName and a numeric eventTimestamp "
-                            "(milliseconds)", ev)
+            if (
+                not isinstance(ev, dict)
+                or not isinstance(ev.get("eventName"), str)
+                or not isinstance(ev.get("eventTimestamp"), int | float)
+                or isinstance(ev.get("eventTimestamp"), bool)
+            ):
+                self.reject(
+                    lineno,
+                    "an event needs eventName and a numeric eventTimestamp (milliseconds)",
+                    ev,
+                )
                 continue
-            if not (math.isfinite(ev["eventTimestamp"])
-                    and 0 <= ev["eventTimestamp"] < MAX_TIMESTAMP_MS):
-                self.reject(lineno, f"eventTimestamp {ev['eventTimestamp']!r} is not a time "
-                            "between 1970 and 2100 in milliseconds since 1970", ev)
+            if not (
+                math.isfinite(ev["eventTimestamp"]) and 0 <= ev["eventTimestamp"] < MAX_TIMESTAMP_MS
+            ):
+                self.reject(
+                    lineno,
+                    f"eventTimestamp {ev['eventTimestamp']!r} is not a time "
+                    "between 1970 and 2100 in milliseconds since 1970",
+                    ev,
+                )
                 continue
             try:
                 self.event(lineno, ev)
             except SHAPE_ERRORS as exc:  # a field of odd type: this event, not the file
                 self.reject(lineno, shape_reason(exc), ev)
         if self.t0 is None:
-            self.out.reject(source_file=self.src, target_table="sessions", record_kind="file",
-                            record_ref="$", reason="no usable events: nothing to ingest",
-                            raw=self.path.read_bytes()[: 1 << 20], session_id=self.sid)
+            self.out.reject(
+                source_file=self.src,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="no usable events: nothing to ingest",
+                raw=self.path.read_bytes()[: 1 << 20],
+                session_id=self.sid,
+            )
             return
         self.finish()
 
@@ -228,33 +263,56 @@ class _Session:
             try:
                 self.doc, edits = apply_delta(self.doc or "", delta["ops"])
             except DeltaError as exc:
-                self.reject(lineno, f"{exc}; the event was kept out and the replayed "
-                            "document may drift from here", ev)
+                self.reject(
+                    lineno,
+                    f"{exc}; the event was kept out and the replayed document may drift from here",
+                    ev,
+                )
                 return
-            inserted = "".join(op["insert"] for op in delta["ops"]
-                               if isinstance(op, dict) and isinstance(op.get("insert"), str))
+            inserted = "".join(
+                op["insert"]
+                for op in delta["ops"]
+                if isinstance(op, dict) and isinstance(op.get("insert"), str)
+            )
             self.edits(source, edits, inserted)
         node = self.episode_step(name, source, t, ev, lineno)
         human = source == "user"
-        self.out.row("events", {
-            "session_id": self.sid, "event_id": f"l{lineno}",
-            "seq": ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
-            "t": t, "timestamp": datetime.fromtimestamp(ev["eventTimestamp"] / 1000, UTC),
-            "actor": "writer" if human else "gpt3", "actor_type": "human" if human else "ai",
-            "kind": name, "channel": "suggestion" if name.startswith("suggestion") else
-            ("system" if name.startswith("system") else "editor"),
-            "initiator": "human" if human else "agent", "node_id": node, "step_id": STEP,
-            "text": inserted, "payload": to_json(delta) if isinstance(delta, dict) else None,
-            "attrs": to_json({k: v for k, v in ev.items() if k not in KNOWN}
-                             | ({"textDelta": delta} if delta and not isinstance(delta, dict)
-                                else {})),
-        })
+        self.out.row(
+            "events",
+            {
+                "session_id": self.sid,
+                "event_id": f"l{lineno}",
+                "seq": ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
+                "t": t,
+                "timestamp": datetime.fromtimestamp(ev["eventTimestamp"] / 1000, UTC),
+                "actor": "writer" if human else "gpt3",
+                "actor_type": "human" if human else "ai",
+                "kind": name,
+                "channel": "suggestion"
+                if name.startswith("suggestion")
+                else ("system" if name.startswith("system") else "editor"),
+                "initiator": "human" if human else "agent",
+                "node_id": node,
+                "step_id": STEP,
+                "text": inserted,
+                "payload": to_json(delta) if isinstance(delta, dict) else None,
+                "attrs": to_json(
+                    {k: v for k, v in ev.items() if k not in KNOWN}
+                    | ({"textDelta": delta} if delta and not isinstance(delta, dict) else {})
+                ),
+            },
+        )
 
     def edits(self, source, edits, inserted: str | None) -> None:
         ep = self.open
-        if ep is not None and ep.selected and ep.span is None and edits \
-                and edits[0][0] == "insert" and (source == "api" or (
-                    source == "user" and ep.is_chosen_insert(inserted))):
+        if (
+            ep is not None
+            and ep.selected
+            and ep.span is None
+            and edits
+            and edits[0][0] == "insert"
+            and (source == "api" or (source == "user" and ep.is_chosen_insert(inserted)))
+        ):
             _, pos, n = edits[0]  # the selected suggestion landing in the document
             ep.span = [pos, pos + n]
             self.open = None
@@ -281,8 +339,9 @@ class _Session:
         if name == "suggestion-get" and source == "user":
             return f"ep{self._new_episode(t, lineno).k}/request"
         if name == "suggestion-reopen":
-            base = self.open if self.open is not None and self.open.t_open is not None \
-                else self.last
+            base = (
+                self.open if self.open is not None and self.open.t_open is not None else self.last
+            )
             if base is None:
                 return None
             if base.selected:  # a second choice from the same candidates: its own episode
@@ -323,22 +382,71 @@ class _Session:
         sid, out = self.sid, self.out
         initial = self.prompt or ""
         title = initial.strip().split("\n", 1)[0] if initial else None
-        out.row("sessions", {
-            "session_id": sid, "title": title, "goal": initial or None, "domain": self.genre,
-            "participants": ["writer", "gpt3"],
-            "started_at": datetime.fromtimestamp(self.t0 / 1000, UTC),
-            "duration_s": self.t_last, "source_file": self.src})
-        out.row("participants", {"session_id": sid, "participant_id": "writer",
-                                 "kind": "human", "role": "writer", "name": "writer"})
-        out.row("participants", {"session_id": sid, "participant_id": "gpt3", "kind": "ai",
-                                 "role": "suggester", "name": "gpt-3",
-                                 "attrs": to_json({"generation": self.settings})})
-        out.row("steps", {"session_id": sid, "step_id": STEP, "ordinal": 0, "name": "writing",
-                          "t_start": 0.0, "t_end": self.t_last})
-        out.row("documents", {"session_id": sid, "doc_id": "prompt", "kind": "prompt",
-                              "uri": self.src, "text": initial})
-        out.row("documents", {"session_id": sid, "doc_id": "final", "kind": "final_text",
-                              "uri": self.src, "text": self.doc})
+        out.row(
+            "sessions",
+            {
+                "session_id": sid,
+                "title": title,
+                "goal": initial or None,
+                "domain": self.genre,
+                "participants": ["writer", "gpt3"],
+                "started_at": datetime.fromtimestamp(self.t0 / 1000, UTC),
+                "duration_s": self.t_last,
+                "source_file": self.src,
+            },
+        )
+        out.row(
+            "participants",
+            {
+                "session_id": sid,
+                "participant_id": "writer",
+                "kind": "human",
+                "role": "writer",
+                "name": "writer",
+            },
+        )
+        out.row(
+            "participants",
+            {
+                "session_id": sid,
+                "participant_id": "gpt3",
+                "kind": "ai",
+                "role": "suggester",
+                "name": "gpt-3",
+                "attrs": to_json({"generation": self.settings}),
+            },
+        )
+        out.row(
+            "steps",
+            {
+                "session_id": sid,
+                "step_id": STEP,
+                "ordinal": 0,
+                "name": "writing",
+                "t_start": 0.0,
+                "t_end": self.t_last,
+            },
+        )
+        out.row(
+            "documents",
+            {
+                "session_id": sid,
+                "doc_id": "prompt",
+                "kind": "prompt",
+                "uri": self.src,
+                "text": initial,
+            },
+        )
+        out.row(
+            "documents",
+            {
+                "session_id": sid,
+                "doc_id": "final",
+                "kind": "final_text",
+                "uri": self.src,
+                "text": self.doc,
+            },
+        )
         nodes, edges, prev = [], [], None
         for ep in self.episodes:
             prev = self.episode_rows(ep, prev, nodes, edges)
@@ -349,53 +457,125 @@ class _Session:
             row["in_degree"] = int(row["node_id"] in pred)
             out.row("nodes", row)
         for src, dst in edges:
-            out.row("edges", {"session_id": sid, "edge_id": f"{src}->{dst}:sequential",
-                              "src": src, "dst": dst, "kind": "sequential", "level": "action",
-                              "step_id": STEP})
+            out.row(
+                "edges",
+                {
+                    "session_id": sid,
+                    "edge_id": f"{src}->{dst}:sequential",
+                    "src": src,
+                    "dst": dst,
+                    "kind": "sequential",
+                    "level": "action",
+                    "step_id": STEP,
+                },
+            )
 
-    def episode_rows(self, ep: Episode, prev: str | None, node_rows: list[dict],
-                     edges: list[tuple[str, str]]) -> str | None:
+    def episode_rows(
+        self, ep: Episode, prev: str | None, node_rows: list[dict], edges: list[tuple[str, str]]
+    ) -> str | None:
         """Nodes, edges and the adoption annotation of one episode; returns its last node."""
         sid, out, k = self.sid, self.out, ep.k
         ask = "Ask for suggestions" if ep.reopened_from is None else "Reopen the suggestions"
-        nodes = [(f"ep{k}/request", "human", "writer", ask, ep.t_get,
-                  ep.t_open if ep.t_open is not None else ep.t_get, None)]
+        nodes = [
+            (
+                f"ep{k}/request",
+                "human",
+                "writer",
+                ask,
+                ep.t_get,
+                ep.t_open if ep.t_open is not None else ep.t_get,
+                None,
+            )
+        ]
         if ep.t_open is not None:
             end = ep.t_decide if ep.t_decide is not None else ep.t_open
-            nodes.append((f"ep{k}/suggestion", "ai", "gpt3",
-                          f"Offer {len(ep.suggestions)} suggestions", ep.t_open, end,
-                          to_json(ep.suggestions)))
+            nodes.append(
+                (
+                    f"ep{k}/suggestion",
+                    "ai",
+                    "gpt3",
+                    f"Offer {len(ep.suggestions)} suggestions",
+                    ep.t_open,
+                    end,
+                    to_json(ep.suggestions),
+                )
+            )
         label = None
         if ep.t_decide is not None:
             label = "reject" if ep.dismissed else ("modify" if ep.modified else "adopt")
-            text = {"reject": "Dismiss the suggestions", "adopt": "Keep the suggestion",
-                    "modify": "Keep and edit the suggestion"}[label]
-            nodes.append((f"ep{k}/response", "human", "writer", text, ep.t_decide,
-                          ep.t_decide, None))
+            text = {
+                "reject": "Dismiss the suggestions",
+                "adopt": "Keep the suggestion",
+                "modify": "Keep and edit the suggestion",
+            }[label]
+            nodes.append(
+                (f"ep{k}/response", "human", "writer", text, ep.t_decide, ep.t_decide, None)
+            )
         for nid, atype, actor, lab, a, b, detail in nodes:
-            node_rows.append({"session_id": sid, "node_id": nid, "local_id": nid,
-                              "step_id": STEP, "actor_type": atype, "actor": actor,
-                              "label": lab, "detail": detail, "t_start": a, "t_end": b,
-                              "n_occurrences": 1})
-            out.row("node_occurrences", {"session_id": sid, "node_id": nid, "seq": 0,
-                                         "t_start": a, "t_end": b, "step_id": STEP,
-                                         "actor_type": atype})
+            node_rows.append(
+                {
+                    "session_id": sid,
+                    "node_id": nid,
+                    "local_id": nid,
+                    "step_id": STEP,
+                    "actor_type": atype,
+                    "actor": actor,
+                    "label": lab,
+                    "detail": detail,
+                    "t_start": a,
+                    "t_end": b,
+                    "n_occurrences": 1,
+                }
+            )
+            out.row(
+                "node_occurrences",
+                {
+                    "session_id": sid,
+                    "node_id": nid,
+                    "seq": 0,
+                    "t_start": a,
+                    "t_end": b,
+                    "step_id": STEP,
+                    "actor_type": atype,
+                },
+            )
         chain = [n[0] for n in nodes]
         if prev is not None:
             chain = [prev, *chain]
         edges.extend(zip(chain, chain[1:], strict=False))
         if label is not None and ep.t_open is not None:
-            out.row("annotations", {
-                "session_id": sid, "annotation_id": f"ep{k}/adoption", "kind": "adoption",
-                "target_kind": "node", "target_id": f"ep{k}/response", "step_id": STEP,
-                "source_node": f"ep{k}/request", "ai_node": f"ep{k}/suggestion",
-                "response_node": f"ep{k}/response", "source_seq": 0, "ai_seq": 0,
-                "response_seq": 0, "label": label, "annotator": "derived from the log",
-                "attrs": to_json({"chosen_index": ep.chosen, "span": ep.span,
-                                  "chosen_text": ep.chosen_text(),
-                                  **({"reopened_from": f"ep{ep.reopened_from}"}
-                                     if ep.reopened_from is not None else {}),
-                                  **({"reopens": ep.reopens} if ep.reopens else {})})})
+            out.row(
+                "annotations",
+                {
+                    "session_id": sid,
+                    "annotation_id": f"ep{k}/adoption",
+                    "kind": "adoption",
+                    "target_kind": "node",
+                    "target_id": f"ep{k}/response",
+                    "step_id": STEP,
+                    "source_node": f"ep{k}/request",
+                    "ai_node": f"ep{k}/suggestion",
+                    "response_node": f"ep{k}/response",
+                    "source_seq": 0,
+                    "ai_seq": 0,
+                    "response_seq": 0,
+                    "label": label,
+                    "annotator": "derived from the log",
+                    "attrs": to_json(
+                        {
+                            "chosen_index": ep.chosen,
+                            "span": ep.span,
+                            "chosen_text": ep.chosen_text(),
+                            **(
+                                {"reopened_from": f"ep{ep.reopened_from}"}
+                                if ep.reopened_from is not None
+                                else {}
+                            ),
+                            **({"reopens": ep.reopens} if ep.reopens else {}),
+                        }
+                    ),
+                },
+            )
         return chain[-1]
 
 
@@ -404,6 +584,5 @@ def _suggestions(ev: dict) -> list:
     the event is read, rather than breaking the session's rows at the end."""
     got = ev.get("currentSuggestions") or []
     if not isinstance(got, list):
-        raise RecordError(f"currentSuggestions is {type(got).__name__}, not a list of "
-                          "suggestions")
+        raise RecordError(f"currentSuggestions is {type(got).__name__}, not a list of suggestions")
     return got

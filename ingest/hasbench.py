@@ -45,16 +45,32 @@ LEVELS = {"A1", "A2", "A3", "A4", "A5"}
 CHANNELS = {"clarification", "feedback", "control"}
 STATUSES = {"pending", "answered", "expired"}
 ACTION_KINDS = {"message", "tool_call", "user_action"}
-TASK_KNOWN = frozenset({"task_id", "coordination_mode", "relationships", "agents", "users",
-                        "evaluation_criteria"})
-RUN_KNOWN = frozenset({"type", "run_id", "task_id", "domain", "agency_level", "started_at",
-                       "participants"})
+TASK_KNOWN = frozenset(
+    {"task_id", "coordination_mode", "relationships", "agents", "users", "evaluation_criteria"}
+)
+RUN_KNOWN = frozenset(
+    {"type", "run_id", "task_id", "domain", "agency_level", "started_at", "participants"}
+)
 #: Fields of a run line that describe the one episode, not the settings it ran under.
-RUN_EPISODE_FIELDS = frozenset({"type", "run_id", "task_id", "domain", "started_at",
-                                "participants", "persona"})
+RUN_EPISODE_FIELDS = frozenset(
+    {"type", "run_id", "task_id", "domain", "started_at", "participants", "persona"}
+)
 ACTION_KNOWN = frozenset({"actor", "kind", "text", "tool", "arguments"})
-EVENT_KNOWN = frozenset({"type", "run_id", "event_id", "step", "t", "channel", "initiator",
-                         "actor", "request_id", "status", "text"})
+EVENT_KNOWN = frozenset(
+    {
+        "type",
+        "run_id",
+        "event_id",
+        "step",
+        "t",
+        "channel",
+        "initiator",
+        "actor",
+        "request_id",
+        "status",
+        "text",
+    }
+)
 
 
 @register("hasbench")
@@ -65,8 +81,11 @@ class HasBenchIngestor(Ingestor):
     help = "HAS-Bench task .yaml files and .jsonl execution traces, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:
-        return file_units(path, {".yaml": "tasks", ".yml": "tasks", ".jsonl": "trace"},
-                          "HAS-Bench task .yaml files or .jsonl traces")
+        return file_units(
+            path,
+            {".yaml": "tasks", ".yml": "tasks", ".jsonl": "trace"},
+            "HAS-Bench task .yaml files or .jsonl traces",
+        )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
@@ -75,9 +94,14 @@ class HasBenchIngestor(Ingestor):
         elif unit.kind == "trace":
             _Trace(unit.path, out).run()
         else:
-            out.reject(source_file=src, target_table="sessions", record_kind="file",
-                       record_ref="$", reason="not a HAS-Bench file: expected task .yaml or a "
-                       ".jsonl trace", raw=unit.path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=src,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="not a HAS-Bench file: expected task .yaml or a .jsonl trace",
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
 
 
 # -- task YAML -> scenarios ----------------------------------------------------------------------
@@ -87,16 +111,28 @@ def _tasks(path: Path, out: Emitter) -> None:
     try:
         doc = load_yaml(text)
     except yaml.YAMLError as exc:
-        out.reject(source_file=src, target_table="scenarios", record_kind="file",
-                   record_ref="$", reason=f"not valid YAML ({exc})", raw=text)
+        out.reject(
+            source_file=src,
+            target_table="scenarios",
+            record_kind="file",
+            record_ref="$",
+            reason=f"not valid YAML ({exc})",
+            raw=text,
+        )
         return
     tasks = doc if isinstance(doc, list) else [doc]
     for k, task in enumerate(tasks):
         try:
             rows = _task(task, src)
         except (_Bad, BadScenario) as exc:
-            out.reject(source_file=src, target_table="scenarios", record_kind="task",
-                       record_ref=f"$[{k}]", reason=str(exc), raw=task)
+            out.reject(
+                source_file=src,
+                target_table="scenarios",
+                record_kind="task",
+                record_ref=f"$[{k}]",
+                reason=str(exc),
+                raw=task,
+            )
             continue
         for table, row in rows:
             out.row(table, row)
@@ -108,17 +144,29 @@ def _task(task, src: str) -> list[tuple[str, dict]]:
     sid = str(task["task_id"])
     users = task.get("users") or []
     people = agent_rows(task.get("agents"), sid) + user_rows(users, sid)
-    edges = relationship_rows(task.get("relationships"), sid,
-                              {p["participant_id"] for p in people})
+    edges = relationship_rows(task.get("relationships"), sid, {p["participant_id"] for p in people})
     user = users[0] if users and isinstance(users[0], dict) else {}
     domain = sid.split("_", 1)[0] if "_" in sid else None
-    rows = [("scenarios", {
-        "session_id": "", "scenario_id": sid, "title": sid, "domain": domain,
-        "goal": _s(user.get("goal")), "instructions": _s(user.get("task_instructions")),
-        "known_info": _j(user.get("known_info")), "unknown_info": _j(user.get("unknown_info")),
-        "persona": _s(user.get("persona")), "coordination_mode": _s(task.get("coordination_mode")),
-        "evaluation_criteria": _j(task.get("evaluation_criteria")), "source_file": src,
-        "attrs": attrs_json(task, TASK_KNOWN)})]
+    rows = [
+        (
+            "scenarios",
+            {
+                "session_id": "",
+                "scenario_id": sid,
+                "title": sid,
+                "domain": domain,
+                "goal": _s(user.get("goal")),
+                "instructions": _s(user.get("task_instructions")),
+                "known_info": _j(user.get("known_info")),
+                "unknown_info": _j(user.get("unknown_info")),
+                "persona": _s(user.get("persona")),
+                "coordination_mode": _s(task.get("coordination_mode")),
+                "evaluation_criteria": _j(task.get("evaluation_criteria")),
+                "source_file": src,
+                "attrs": attrs_json(task, TASK_KNOWN),
+            },
+        )
+    ]
     return rows + [("participants", p) for p in people] + [("edges", e) for e in edges]
 
 
@@ -145,13 +193,19 @@ class _Trace:
         run_id = f"{self.path.stem}:{stable_id(self.path.name, to_json(settings))[:10]}"
         if run_id not in self.settings_runs:
             self.settings_runs.add(run_id)
-            self.out.row("runs", run_row(
-                run_id, f"{self.path.stem} {rec.get('agent_model') or ''} "
-                f"{rec.get('agency_level') or ''}".strip(), self.src,
-                agent_model=_s(rec.get("agent_model")),
-                user_model=_s(rec.get("user_simulator")),
-                user_simulator="simulated user" if rec.get("user_simulator") else None,
-                settings=settings))
+            self.out.row(
+                "runs",
+                run_row(
+                    run_id,
+                    f"{self.path.stem} {rec.get('agent_model') or ''} "
+                    f"{rec.get('agency_level') or ''}".strip(),
+                    self.src,
+                    agent_model=_s(rec.get("agent_model")),
+                    user_model=_s(rec.get("user_simulator")),
+                    user_simulator="simulated user" if rec.get("user_simulator") else None,
+                    settings=settings,
+                ),
+            )
         return run_id
 
     def run(self) -> None:
@@ -163,9 +217,15 @@ class _Trace:
                 self.reject(lineno, shape_reason(exc), rec, rid if isinstance(rid, str) else None)
 
     def reject(self, lineno: int, reason: str, raw, rid: str | None = None) -> None:
-        self.out.reject(source_file=self.src, target_table="events", record_kind="trace_line",
-                        record_ref=f"line {lineno}", reason=f"line {lineno}: {reason}", raw=raw,
-                        session_id=rid)
+        self.out.reject(
+            source_file=self.src,
+            target_table="events",
+            record_kind="trace_line",
+            record_ref=f"line {lineno}",
+            reason=f"line {lineno}: {reason}",
+            raw=raw,
+            session_id=rid,
+        )
 
     def line(self, rec, lineno: int) -> None:
         if not isinstance(rec, dict):
@@ -179,8 +239,9 @@ class _Trace:
             return
         if rid not in self.runs:
             raise _Bad(f"run_id {rid!r} has no 'run' line before it; put the run header first")
-        {"step": self.step, "channel_event": self.channel_event,
-         "outcome": self.outcome}.get(kind, self.unknown)(rec, rid)
+        {"step": self.step, "channel_event": self.channel_event, "outcome": self.outcome}.get(
+            kind, self.unknown
+        )(rec, rid)
 
     @staticmethod
     def unknown(rec, rid) -> None:
@@ -196,29 +257,52 @@ class _Trace:
             raise _Bad("a run line needs the task_id it enacts")
         started = iso_time(rec.get("started_at"))
         parts = rec.get("participants") or [
-            {"id": "agent_0", "kind": "ai"}, {"id": "user_0", "kind": "human"}]
+            {"id": "agent_0", "kind": "ai"},
+            {"id": "user_0", "kind": "human"},
+        ]
         kinds = {}
         for p in parts:
-            if not isinstance(p, dict) or not p.get("id") or \
-                    p.get("kind") not in ("human", "ai", "system"):
+            if (
+                not isinstance(p, dict)
+                or not p.get("id")
+                or p.get("kind") not in ("human", "ai", "system")
+            ):
                 raise _Bad(f"participant {p!r} needs an id and a kind of human, ai or system")
             kinds[p["id"]] = p["kind"]
         self.runs[rid] = kinds
-        self.out.row("sessions", {
-            "session_id": rid, "scenario_id": str(rec["task_id"]), "title": str(rec["task_id"]),
-            "domain": _s(rec.get("domain")), "condition": level, "participants": list(kinds),
-            "started_at": started, "source_file": self.src, "run_id": self.settings_run(rec),
-            "attrs": attrs_json(rec, RUN_KNOWN)})
+        self.out.row(
+            "sessions",
+            {
+                "session_id": rid,
+                "scenario_id": str(rec["task_id"]),
+                "title": str(rec["task_id"]),
+                "domain": _s(rec.get("domain")),
+                "condition": level,
+                "participants": list(kinds),
+                "started_at": started,
+                "source_file": self.src,
+                "run_id": self.settings_run(rec),
+                "attrs": attrs_json(rec, RUN_KNOWN),
+            },
+        )
         for p in parts:
             ai = p["kind"] == "ai"
-            self.out.row("participants", {
-                "session_id": rid, "participant_id": p["id"], "kind": p["kind"],
-                "role": p.get("role") or ("agent" if ai else "user"),
-                "name": p.get("name") or (rec.get("agent_model") if ai else
-                                          rec.get("user_simulator")),
-                "persona": _s(rec.get("persona")) if p["kind"] == "human" else None,
-                "attrs": to_json({k: v for k, v in p.items()
-                                  if k not in ("id", "kind", "role", "name")}) or None})
+            self.out.row(
+                "participants",
+                {
+                    "session_id": rid,
+                    "participant_id": p["id"],
+                    "kind": p["kind"],
+                    "role": p.get("role") or ("agent" if ai else "user"),
+                    "name": p.get("name")
+                    or (rec.get("agent_model") if ai else rec.get("user_simulator")),
+                    "persona": _s(rec.get("persona")) if p["kind"] == "human" else None,
+                    "attrs": to_json(
+                        {k: v for k, v in p.items() if k not in ("id", "kind", "role", "name")}
+                    )
+                    or None,
+                },
+            )
 
     def actor_type(self, rid: str, actor) -> str:
         kind = self.runs[rid].get(actor)
@@ -234,32 +318,52 @@ class _Trace:
         if not isinstance(actions, list):
             raise _Bad("a step needs an actions list")
         t = _num(rec.get("t"))
-        rows = [{"session_id": rid, "event_id": f"s{n}", "seq": n * 1000, "t": t,
-                 "actor": None, "actor_type": "system", "kind": "step", "channel": "system",
-                 "payload": to_json({"active": rec.get("active"),
-                                     "observations": rec.get("observations")}),
-                 "attrs": attrs_json(rec, {"type", "run_id", "step", "t", "actions", "active",
-                                           "observations"})}]
+        rows = [
+            {
+                "session_id": rid,
+                "event_id": f"s{n}",
+                "seq": n * 1000,
+                "t": t,
+                "actor": None,
+                "actor_type": "system",
+                "kind": "step",
+                "channel": "system",
+                "payload": to_json(
+                    {"active": rec.get("active"), "observations": rec.get("observations")}
+                ),
+                "attrs": attrs_json(
+                    rec, {"type", "run_id", "step", "t", "actions", "active", "observations"}
+                ),
+            }
+        ]
         for j, a in enumerate(actions, 1):
             if not isinstance(a, dict) or a.get("kind") not in ACTION_KINDS:
-                raise _Bad(f"step {n} action #{j}: kind must be message, tool_call or "
-                           "user_action")
+                raise _Bad(f"step {n} action #{j}: kind must be message, tool_call or user_action")
             atype = self.actor_type(rid, a.get("actor"))
             human = atype == "human"
             channel = {"message": "chat", "tool_call": "tool", "user_action": "control"}[a["kind"]]
-            rows.append({
-                "session_id": rid, "event_id": f"s{n}/a{j}", "seq": n * 1000 + j, "t": t,
-                "actor": a["actor"], "actor_type": atype, "kind": a["kind"],
-                "channel": channel, "initiator": "human" if human else "agent",
-                "text": _s(a.get("text") if a.get("text") is not None else a.get("tool")),
-                "payload": _j(a.get("arguments")), "attrs": attrs_json(a, ACTION_KNOWN)})
+            rows.append(
+                {
+                    "session_id": rid,
+                    "event_id": f"s{n}/a{j}",
+                    "seq": n * 1000 + j,
+                    "t": t,
+                    "actor": a["actor"],
+                    "actor_type": atype,
+                    "kind": a["kind"],
+                    "channel": channel,
+                    "initiator": "human" if human else "agent",
+                    "text": _s(a.get("text") if a.get("text") is not None else a.get("tool")),
+                    "payload": _j(a.get("arguments")),
+                    "attrs": attrs_json(a, ACTION_KNOWN),
+                }
+            )
         for r in rows:  # only after the whole step validated: a step lands whole or not
             self.out.row("events", r)
 
     def channel_event(self, rec: dict, rid: str) -> None:
         if rec.get("channel") not in CHANNELS:
-            raise _Bad(f"channel {rec.get('channel')!r} is not clarification, feedback or "
-                       "control")
+            raise _Bad(f"channel {rec.get('channel')!r} is not clarification, feedback or control")
         if rec.get("initiator") not in ("agent", "human"):
             raise _Bad(f"initiator {rec.get('initiator')!r} is neither agent nor human")
         if rec.get("status") not in STATUSES:
@@ -269,33 +373,80 @@ class _Trace:
         actor = rec.get("actor")
         atype = self.actor_type(rid, actor) if actor is not None else None
         step = rec.get("step") if isinstance(rec.get("step"), int) else None
-        self.out.row("events", {
-            "session_id": rid, "event_id": f"c/{rec['event_id']}",
-            "seq": step * 1000 + 500 if step is not None else None, "t": _num(rec.get("t")),
-            "actor": actor, "actor_type": atype, "kind": rec["channel"],
-            "channel": rec["channel"], "initiator": rec["initiator"],
-            "request_id": _s(rec.get("request_id")), "status": rec["status"],
-            "text": _s(rec.get("text")), "attrs": attrs_json(rec, EVENT_KNOWN)})
+        self.out.row(
+            "events",
+            {
+                "session_id": rid,
+                "event_id": f"c/{rec['event_id']}",
+                "seq": step * 1000 + 500 if step is not None else None,
+                "t": _num(rec.get("t")),
+                "actor": actor,
+                "actor_type": atype,
+                "kind": rec["channel"],
+                "channel": rec["channel"],
+                "initiator": rec["initiator"],
+                "request_id": _s(rec.get("request_id")),
+                "status": rec["status"],
+                "text": _s(rec.get("text")),
+                "attrs": attrs_json(rec, EVENT_KNOWN),
+            },
+        )
 
     def outcome(self, rec: dict, rid: str) -> None:
         if not isinstance(rec.get("pass"), bool):
             raise _Bad("an outcome needs pass: true or false")
-        base = {"session_id": rid, "kind": "outcome", "target_kind": "session",
-                "target_id": rid, "annotator": "HAS-Bench evaluator"}
-        rows = [{**base, "annotation_id": "pass", "label": "pass",
-                 "value": 1.0 if rec["pass"] else 0.0,
-                 "attrs": attrs_json(rec, {"type", "run_id", "pass", "task_score", "delivered",
-                                           "safety", "dimensions", "judge"})}]
+        base = {
+            "session_id": rid,
+            "kind": "outcome",
+            "target_kind": "session",
+            "target_id": rid,
+            "annotator": "HAS-Bench evaluator",
+        }
+        rows = [
+            {
+                **base,
+                "annotation_id": "pass",
+                "label": "pass",
+                "value": 1.0 if rec["pass"] else 0.0,
+                "attrs": attrs_json(
+                    rec,
+                    {
+                        "type",
+                        "run_id",
+                        "pass",
+                        "task_score",
+                        "delivered",
+                        "safety",
+                        "dimensions",
+                        "judge",
+                    },
+                ),
+            }
+        ]
         for label in ("task_score", "delivered", "safety"):
             if rec.get(label) is not None:
-                rows.append({**base, "annotation_id": label, "label": label,
-                             "value": _num(rec[label])})
+                rows.append(
+                    {**base, "annotation_id": label, "label": label, "value": _num(rec[label])}
+                )
         for name, v in (rec.get("dimensions") or {}).items():
-            rows.append({**base, "annotation_id": f"dimension/{name}",
-                         "label": f"dimension:{name}", "value": _num(v)})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": f"dimension/{name}",
+                    "label": f"dimension:{name}",
+                    "value": _num(v),
+                }
+            )
         for name, v in (rec.get("judge") or {}).items():
-            rows.append({**base, "annotation_id": f"judge/{name}", "label": f"judge:{name}",
-                         "value": _num(v), "annotator": "LLM judge"})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": f"judge/{name}",
+                    "label": f"judge:{name}",
+                    "value": _num(v),
+                    "annotator": "LLM judge",
+                }
+            )
         for r in rows:
             self.out.row("annotations", r)
 

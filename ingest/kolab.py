@@ -30,14 +30,18 @@ class KolabIngestor(Ingestor):
     """Kolab workflow graphs: a graph JSON, a session folder, or a folder of either."""
 
     name = "kolab"
-    help = ("Kolab workflow graph JSON (paper appendix A.5); PATH is a graph .json, a session "
-            "folder with graph.json and optional side files, or a folder of either.")
+    help = (
+        "Kolab workflow graph JSON (paper appendix A.5); PATH is a graph .json, a session "
+        "folder with graph.json and optional side files, or a folder of either."
+    )
 
     def units(self, path: Path) -> list[SourceUnit]:
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give a graph .json file, a session "
-                                    "folder with graph.json, or a folder of either")
+            raise FileNotFoundError(
+                f"{path} does not exist; give a graph .json file, a session "
+                "folder with graph.json, or a folder of either"
+            )
         if path.is_file():
             return [SourceUnit(path, "graph_file")]
         if (path / GRAPH_FILE).is_file():
@@ -57,8 +61,7 @@ class KolabIngestor(Ingestor):
                 out.append(SourceUnit(rootp / f, kind))
         return out
 
-    def parse_many(self, units: list[SourceUnit], start: int, out: Emitter,
-                   tick=None) -> None:
+    def parse_many(self, units: list[SourceUnit], start: int, out: Emitter, tick=None) -> None:
         """Parse ``units`` (numbered from ``start``): runs of bare graph files go through the
         vectorised reader in batches; what it hands back, and everything else, through
         :meth:`parse`."""
@@ -67,8 +70,12 @@ class KolabIngestor(Ingestor):
         i = 0
         while i < len(units):
             j = i
-            while (j < len(units) and j - i < FAST_BATCH and units[j].kind == "graph_file"
-                   and units[j].path.suffix.lower() == ".json"):
+            while (
+                j < len(units)
+                and j - i < FAST_BATCH
+                and units[j].kind == "graph_file"
+                and units[j].path.suffix.lower() == ".json"
+            ):
                 j += 1
             if j == i:
                 parse_isolated(self.parse, units[i], out, start + i)
@@ -102,17 +109,28 @@ class KolabIngestor(Ingestor):
                 return
             self.parse_graph_file(unit.path, out, None)
         else:
-            self.reject_file(out, unit.path, "not a Kolab graph: expected a .json file or a "
-                             "session folder with graph.json (see docs/kolab-layout.md)")
+            self.reject_file(
+                out,
+                unit.path,
+                "not a Kolab graph: expected a .json file or a "
+                "session folder with graph.json (see docs/kolab-layout.md)",
+            )
 
     @staticmethod
     def reject_file(out: Emitter, path: Path, reason: str, table: str = "sessions") -> None:
         raw = path.read_bytes()[: 1 << 20] if path.is_file() else str(path)
-        out.reject(source_file=str(path), target_table=table, record_kind="file",
-                   record_ref="$", reason=reason, raw=raw)
+        out.reject(
+            source_file=str(path),
+            target_table=table,
+            record_kind="file",
+            record_ref="$",
+            reason=reason,
+            raw=raw,
+        )
 
-    def parse_graph_file(self, path: Path, out: Emitter, meta: dict | None,
-                         fallback_sid: str | None = None) -> ParsedGraph | None:
+    def parse_graph_file(
+        self, path: Path, out: Emitter, meta: dict | None, fallback_sid: str | None = None
+    ) -> ParsedGraph | None:
         try:
             obj = load_json(path.read_bytes())
         except ValueError as exc:

@@ -27,19 +27,49 @@ import pyarrow.compute as pc
 import pyarrow.json as pajson
 
 _S = pa.string()
-GRAPH_SCHEMA = pa.schema([
-    ("session_id", _S), ("participant_id", _S), ("title", _S), ("goal", _S),
-    ("steps", pa.list_(pa.struct([
-        ("key", _S), ("badge", _S), ("step_name", _S), ("step_action", _S),
-        ("time_range", _S), ("start_seconds", pa.float64()), ("end_seconds", pa.float64()),
-        ("nodes", pa.list_(pa.struct([
-            ("id", _S), ("actor", _S), ("label", _S), ("detail", _S),
-            ("time", pa.list_(_S)), ("actor_type", _S), ("softwares", _S),
-            ("source_steps", _S), ("user_response", pa.list_(pa.list_(_S))),
-        ]))),
-        ("edges", pa.list_(pa.struct([("from", _S), ("to", _S), ("type", _S)]))),
-    ]))),
-])
+GRAPH_SCHEMA = pa.schema(
+    [
+        ("session_id", _S),
+        ("participant_id", _S),
+        ("title", _S),
+        ("goal", _S),
+        (
+            "steps",
+            pa.list_(
+                pa.struct(
+                    [
+                        ("key", _S),
+                        ("badge", _S),
+                        ("step_name", _S),
+                        ("step_action", _S),
+                        ("time_range", _S),
+                        ("start_seconds", pa.float64()),
+                        ("end_seconds", pa.float64()),
+                        (
+                            "nodes",
+                            pa.list_(
+                                pa.struct(
+                                    [
+                                        ("id", _S),
+                                        ("actor", _S),
+                                        ("label", _S),
+                                        ("detail", _S),
+                                        ("time", pa.list_(_S)),
+                                        ("actor_type", _S),
+                                        ("softwares", _S),
+                                        ("source_steps", _S),
+                                        ("user_response", pa.list_(pa.list_(_S))),
+                                    ]
+                                )
+                            ),
+                        ),
+                        ("edges", pa.list_(pa.struct([("from", _S), ("to", _S), ("type", _S)]))),
+                    ]
+                )
+            ),
+        ),
+    ]
+)
 _PARSE = pajson.ParseOptions(explicit_schema=GRAPH_SCHEMA, unexpected_field_behavior="error")
 _READ = pajson.ReadOptions(block_size=1 << 26, use_threads=False)
 
@@ -89,13 +119,19 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
 
     def attempt(lo: int, hi: int) -> None:  # positions lo..hi of ``keep``
         try:
-            t = pajson.read_json(io.BytesIO(b"\n".join(blobs[k] for k in keep[lo:hi]) + b"\n"),
-                                 read_options=_READ, parse_options=_PARSE)
+            t = pajson.read_json(
+                io.BytesIO(b"\n".join(blobs[k] for k in keep[lo:hi]) + b"\n"),
+                read_options=_READ,
+                parse_options=_PARSE,
+            )
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
             t = None
         if t is not None and t.num_rows == hi - lo:  # else: a bad file, or one holding
-            good.append(t.append_column(                # several objects or none
-                "_idx", pa.array(keep[lo:hi], pa.int32())))
+            good.append(
+                t.append_column(  # several objects or none
+                    "_idx", pa.array(keep[lo:hi], pa.int32())
+                )
+            )
         elif hi - lo == 1:
             bad.append(keep[lo])
         else:
@@ -151,28 +187,81 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     steps, sp, spos = _unlist(raw.column("steps"))
     sf = _fields(steps)
     s_idx, s_key = pc.take(idx, sp), sf["key"]
-    st = pa.table({"_idx": s_idx, "ordinal": spos, **{k: sf[k] for k in (
-        "key", "badge", "step_name", "step_action", "time_range", "start_seconds",
-        "end_seconds")}, "no_nodes": pc.is_null(sf["nodes"]),
-        "no_edges": pc.is_null(sf["edges"])})
+    st = pa.table(
+        {
+            "_idx": s_idx,
+            "ordinal": spos,
+            **{
+                k: sf[k]
+                for k in (
+                    "key",
+                    "badge",
+                    "step_name",
+                    "step_action",
+                    "time_range",
+                    "start_seconds",
+                    "end_seconds",
+                )
+            },
+            "no_nodes": pc.is_null(sf["nodes"]),
+            "no_edges": pc.is_null(sf["edges"]),
+        }
+    )
     nodes, nparent, npos = _unlist(sf["nodes"])
     nf = _fields(nodes)
     n_idx, n_key = pc.take(s_idx, nparent), pc.take(s_key, nparent)
-    nd = pa.table({"_idx": n_idx, "key": n_key, "nidx": npos, **{k: nf[k] for k in (
-        "id", "actor", "label", "detail", "actor_type", "softwares", "source_steps")},
-        "n_times": pc.list_value_length(nf["time"])})
+    nd = pa.table(
+        {
+            "_idx": n_idx,
+            "key": n_key,
+            "nidx": npos,
+            **{
+                k: nf[k]
+                for k in (
+                    "id",
+                    "actor",
+                    "label",
+                    "detail",
+                    "actor_type",
+                    "softwares",
+                    "source_steps",
+                )
+            },
+            "n_times": pc.list_value_length(nf["time"]),
+        }
+    )
     times, tparent, tpos = _unlist(nf["time"])
-    oc_raw = pa.table({"_idx": pc.take(n_idx, tparent), "key": pc.take(n_key, tparent),
-                       "id": pc.take(nf["id"], tparent), "seq": tpos, "tx": times})
+    oc_raw = pa.table(
+        {
+            "_idx": pc.take(n_idx, tparent),
+            "key": pc.take(n_key, tparent),
+            "id": pc.take(nf["id"], tparent),
+            "seq": tpos,
+            "tx": times,
+        }
+    )
     edges, eparent, _ = _unlist(sf["edges"])
     ef = _fields(edges)
-    ed = pa.table({"_idx": pc.take(s_idx, eparent), "key": pc.take(s_key, eparent),
-                   "src": ef["from"], "dst": ef["to"], "kind": ef["type"]})
+    ed = pa.table(
+        {
+            "_idx": pc.take(s_idx, eparent),
+            "key": pc.take(s_key, eparent),
+            "src": ef["from"],
+            "dst": ef["to"],
+            "kind": ef["type"],
+        }
+    )
     tuples, uparent, upos = _unlist(nf["user_response"])
-    ur_raw = pa.table({"_idx": pc.take(n_idx, uparent), "key": pc.take(n_key, uparent),
-                       "id": pc.take(nf["id"], uparent), "k": upos, "t": tuples})
-    head = raw.drop_columns(["steps"]).append_column("no_steps",
-                                                       pc.is_null(raw.column("steps")))
+    ur_raw = pa.table(
+        {
+            "_idx": pc.take(n_idx, uparent),
+            "key": pc.take(n_key, uparent),
+            "id": pc.take(nf["id"], uparent),
+            "k": upos,
+            "t": tuples,
+        }
+    )
+    head = raw.drop_columns(["steps"]).append_column("no_steps", pc.is_null(raw.column("steps")))
     return {"raw": head, "st": st, "nd": nd, "oc_raw": oc_raw, "ed": ed, "ur_raw": ur_raw}
 
 
@@ -341,8 +430,12 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
         flat = _flatten(raw)
         for name, table in flat.items():
             con.register(name, table)
-        con.register("files", pa.table({"_idx": pa.array(range(len(paths)), pa.int32()),
-                                        "path": [str(p) for p in paths]}))
+        con.register(
+            "files",
+            pa.table(
+                {"_idx": pa.array(range(len(paths)), pa.int32()), "path": [str(p) for p in paths]}
+            ),
+        )
         con.execute(_PARSE_TIMES)
         con.execute(_ANOMALIES)
         con.execute(_RESOLVE)

@@ -33,15 +33,40 @@ from graphlake.ingest.kolab import GRAPH_FILE, VIDEO_EXT, KolabIngestor, ParsedG
 from graphlake.ingest.timefmt import TimeFormatError, parse_clock
 
 #: The seven collaboration items of the Kolab workflow document (appendix A.3), in order.
-COLLAB_ITEMS = ("understood_task", "responsive", "reduced_effort", "proactive", "accurate",
-                "smooth", "controllable")
-SIDE_FILES = {"graph.json", "meta.json", "chat.jsonl", "ratings.json", "survey.json",
-              "workflow.md", "workflow.txt", "transcript.srt"}
+COLLAB_ITEMS = (
+    "understood_task",
+    "responsive",
+    "reduced_effort",
+    "proactive",
+    "accurate",
+    "smooth",
+    "controllable",
+)
+SIDE_FILES = {
+    "graph.json",
+    "meta.json",
+    "chat.jsonl",
+    "ratings.json",
+    "survey.json",
+    "workflow.md",
+    "workflow.txt",
+    "transcript.srt",
+}
 CHAT_KNOWN = frozenset({"t", "time", "role", "actor", "text", "tool_calls", "node"})
 TOOL_KNOWN = frozenset({"id", "name", "input", "output", "t", "time"})
-RATING_KNOWN = frozenset({"step", "output_quality", "output_quality_reason", "collaboration",
-                          "collaboration_items", "rubric", "rubrics_satisfied",
-                          "agent_completed", "agent_completed_why"})
+RATING_KNOWN = frozenset(
+    {
+        "step",
+        "output_quality",
+        "output_quality_reason",
+        "collaboration",
+        "collaboration_items",
+        "rubric",
+        "rubrics_satisfied",
+        "agent_completed",
+        "agent_completed_why",
+    }
+)
 HUMAN_ROLES = {"human", "user"}
 AI_ROLES = {"ai", "assistant", "agent"}
 
@@ -55,16 +80,29 @@ class _Reader:
         self.sid = graph.session_id
 
     def reject(self, path: Path, table: str, kind: str, ref: str, reason: str, raw) -> None:
-        self.out.reject(source_file=str(path), target_table=table, record_kind=kind,
-                        record_ref=ref, reason=reason, raw=raw, session_id=self.sid)
+        self.out.reject(
+            source_file=str(path),
+            target_table=table,
+            record_kind=kind,
+            record_ref=ref,
+            reason=reason,
+            raw=raw,
+            session_id=self.sid,
+        )
 
     def read_json_file(self, path: Path, table: str):
         data = path.read_bytes()
         try:
             return load_json(data)
         except ValueError as exc:
-            self.reject(path, table, "file", "$", f"{path.name} is not valid JSON ({exc}); fix "
-                        "the syntax and re-ingest", data)
+            self.reject(
+                path,
+                table,
+                "file",
+                "$",
+                f"{path.name} is not valid JSON ({exc}); fix the syntax and re-ingest",
+                data,
+            )
             return None
 
     # -- chat.jsonl -> events --------------------------------------------------------------
@@ -77,8 +115,14 @@ class _Reader:
                 try:
                     msg = load_json(line)
                 except ValueError as exc:
-                    self.reject(path, "events", "chat_message", ref,
-                                f"line {lineno} is not valid JSON ({exc})", line)
+                    self.reject(
+                        path,
+                        "events",
+                        "chat_message",
+                        ref,
+                        f"line {lineno} is not valid JSON ({exc})",
+                        line,
+                    )
                     continue
                 try:
                     self._message(msg, lineno)
@@ -112,34 +156,69 @@ class _Reader:
         if not isinstance(calls, list):
             raise _Bad("tool_calls must be a list of {id, name, input, output}")
         node = msg.get("node")
-        node_id = f"{self.g.segment_at(t)}/{node}" if isinstance(node, str) and "/" not in node \
-            and self.g.segment_at(t) else node
+        node_id = (
+            f"{self.g.segment_at(t)}/{node}"
+            if isinstance(node, str) and "/" not in node and self.g.segment_at(t)
+            else node
+        )
         eid = f"chat/{lineno}"
-        rows = [{
-            "session_id": self.sid, "event_id": eid, "seq": lineno * 1000, "t": t,
-            "actor": actor, "actor_type": atype, "kind": "message", "channel": "chat",
-            "initiator": "human" if atype == "human" else "agent", "node_id": node_id,
-            "step_id": self.g.segment_at(t), "text": _str(msg.get("text")),
-            "attrs": attrs_json(msg, CHAT_KNOWN),
-        }]
+        rows = [
+            {
+                "session_id": self.sid,
+                "event_id": eid,
+                "seq": lineno * 1000,
+                "t": t,
+                "actor": actor,
+                "actor_type": atype,
+                "kind": "message",
+                "channel": "chat",
+                "initiator": "human" if atype == "human" else "agent",
+                "node_id": node_id,
+                "step_id": self.g.segment_at(t),
+                "text": _str(msg.get("text")),
+                "attrs": attrs_json(msg, CHAT_KNOWN),
+            }
+        ]
         for j, call in enumerate(calls, 1):
             if not isinstance(call, dict) or not call.get("name"):
                 raise _Bad(f"tool call #{j} needs at least a 'name'")
             ct = self._time(call)
             ct = t if ct is None else ct
             req = str(call.get("id") or f"{eid}/tool{j}")
-            common = {"session_id": self.sid, "t": ct, "actor": actor, "actor_type": atype,
-                      "channel": "tool", "initiator": "agent" if atype == "ai" else "human",
-                      "request_id": req, "step_id": self.g.segment_at(ct),
-                      "text": _str(call.get("name"))}
-            rows.append({**common, "event_id": f"{eid}/tool{j}", "seq": lineno * 1000 + 2 * j - 1,
-                         "kind": "tool_call", "payload": _payload(call.get("input")),
-                         "attrs": attrs_json(call, TOOL_KNOWN)})
+            common = {
+                "session_id": self.sid,
+                "t": ct,
+                "actor": actor,
+                "actor_type": atype,
+                "channel": "tool",
+                "initiator": "agent" if atype == "ai" else "human",
+                "request_id": req,
+                "step_id": self.g.segment_at(ct),
+                "text": _str(call.get("name")),
+            }
+            rows.append(
+                {
+                    **common,
+                    "event_id": f"{eid}/tool{j}",
+                    "seq": lineno * 1000 + 2 * j - 1,
+                    "kind": "tool_call",
+                    "payload": _payload(call.get("input")),
+                    "attrs": attrs_json(call, TOOL_KNOWN),
+                }
+            )
             if "output" in call:
-                rows.append({**common, "event_id": f"{eid}/tool{j}/result",
-                             "seq": lineno * 1000 + 2 * j, "kind": "tool_result",
-                             "actor": "tool", "actor_type": "system", "status": "answered",
-                             "payload": _payload(call.get("output"))})
+                rows.append(
+                    {
+                        **common,
+                        "event_id": f"{eid}/tool{j}/result",
+                        "seq": lineno * 1000 + 2 * j,
+                        "kind": "tool_result",
+                        "actor": "tool",
+                        "actor_type": "system",
+                        "status": "answered",
+                        "payload": _payload(call.get("output")),
+                    }
+                )
         for r in rows:
             self.out.row("events", r)
 
@@ -150,9 +229,15 @@ class _Reader:
             return
         entries = obj.get("steps") if isinstance(obj, dict) else None
         if not isinstance(entries, list):
-            self.reject(path, "annotations", "rating", "$.steps", "ratings.json must be "
-                        "{\"steps\": [{\"step\": <key or badge>, \"output_quality\": 1-5, ...}]}",
-                        obj)
+            self.reject(
+                path,
+                "annotations",
+                "rating",
+                "$.steps",
+                "ratings.json must be "
+                '{"steps": [{"step": <key or badge>, "output_quality": 1-5, ...}]}',
+                obj,
+            )
             return
         for i, entry in enumerate(entries):
             try:
@@ -168,42 +253,77 @@ class _Reader:
         segs = [s for s in self.g.segments if step in (s.key, s.badge)]
         if not segs:
             known = sorted({s.badge or s.key for s in self.g.segments})
-            raise _Bad(f"step {step!r} names no step key or badge of this session "
-                       f"(known: {', '.join(known)})")
+            raise _Bad(
+                f"step {step!r} names no step key or badge of this session "
+                f"(known: {', '.join(known)})"
+            )
         by_key = any(s.key == step for s in segs)
-        base = {"session_id": self.sid, "target_kind": "step" if by_key else "badge",
-                "target_id": step, "step_id": segs[0].key,
-                "annotator": self.g.human_id}
+        base = {
+            "session_id": self.sid,
+            "target_kind": "step" if by_key else "badge",
+            "target_id": step,
+            "step_id": segs[0].key,
+            "annotator": self.g.human_id,
+        }
         pre = f"rating/{step}"
         rows = []
         for name in ("output_quality", "collaboration"):
             if e.get(name) is not None:
-                rows.append({**base, "annotation_id": f"{pre}/{name}", "kind": "rating",
-                             "label": name, "value": _score(e[name], name),
-                             "text": _str(e.get(f"{name}_reason"))})
+                rows.append(
+                    {
+                        **base,
+                        "annotation_id": f"{pre}/{name}",
+                        "kind": "rating",
+                        "label": name,
+                        "value": _score(e[name], name),
+                        "text": _str(e.get(f"{name}_reason")),
+                    }
+                )
         items = e.get("collaboration_items")
         if isinstance(items, list):
             if len(items) != len(COLLAB_ITEMS):
-                raise _Bad(f"collaboration_items has {len(items)} scores; the workflow document "
-                           f"has 7 ({', '.join(COLLAB_ITEMS)})")
+                raise _Bad(
+                    f"collaboration_items has {len(items)} scores; the workflow document "
+                    f"has 7 ({', '.join(COLLAB_ITEMS)})"
+                )
             items = dict(zip(COLLAB_ITEMS, items, strict=True))
         if isinstance(items, dict):
             for name, v in items.items():
-                rows.append({**base, "annotation_id": f"{pre}/item/{name}", "kind": "rating",
-                             "label": f"collab_item:{name}", "value": _score(v, name)})
+                rows.append(
+                    {
+                        **base,
+                        "annotation_id": f"{pre}/item/{name}",
+                        "kind": "rating",
+                        "label": f"collab_item:{name}",
+                        "value": _score(v, name),
+                    }
+                )
         elif items is not None:
             raise _Bad("collaboration_items must be a list of 7 scores or an object")
         rubric = e.get("rubric") or []
         satisfied = set(e.get("rubrics_satisfied") or [])
         for k, text in enumerate(rubric, 1):
-            rows.append({**base, "annotation_id": f"{pre}/rubric/{k}", "kind": "rubric",
-                         "label": f"rubric:{k}", "value": 1.0 if k in satisfied else 0.0,
-                         "text": _str(text)})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": f"{pre}/rubric/{k}",
+                    "kind": "rubric",
+                    "label": f"rubric:{k}",
+                    "value": 1.0 if k in satisfied else 0.0,
+                    "text": _str(text),
+                }
+            )
         if "agent_completed" in e:
-            rows.append({**base, "annotation_id": f"{pre}/agent_completed",
-                         "kind": "outcome", "label": "agent_completed",
-                         "value": 1.0 if e["agent_completed"] else 0.0,
-                         "text": _str(e.get("agent_completed_why"))})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": f"{pre}/agent_completed",
+                    "kind": "outcome",
+                    "label": "agent_completed",
+                    "value": 1.0 if e["agent_completed"] else 0.0,
+                    "text": _str(e.get("agent_completed_why")),
+                }
+            )
         extra = attrs_json(e, RATING_KNOWN)
         if extra and rows:
             rows[0]["attrs"] = extra
@@ -215,21 +335,45 @@ class _Reader:
         if obj is None:
             return
         if not isinstance(obj, dict):
-            self.reject(path, "annotations", "survey", "$", "survey.json must be an object of "
-                        "question -> answer", obj)
+            self.reject(
+                path,
+                "annotations",
+                "survey",
+                "$",
+                "survey.json must be an object of question -> answer",
+                obj,
+            )
             return
         for k, (q, a) in enumerate(obj.items()):
             num = float(a) if isinstance(a, int | float) and not isinstance(a, bool) else None
-            self.out.row("annotations", {
-                "session_id": self.sid, "annotation_id": f"survey/{k}", "kind": "survey",
-                "target_kind": "session", "target_id": self.sid, "label": q, "value": num,
-                "text": None if num is not None else _str(a), "annotator": self.g.human_id})
+            self.out.row(
+                "annotations",
+                {
+                    "session_id": self.sid,
+                    "annotation_id": f"survey/{k}",
+                    "kind": "survey",
+                    "target_kind": "session",
+                    "target_id": self.sid,
+                    "label": q,
+                    "value": num,
+                    "text": None if num is not None else _str(a),
+                    "annotator": self.g.human_id,
+                },
+            )
 
     # -- documents and media ---------------------------------------------------------------
     def document(self, path: Path, kind: str) -> None:
         text = path.read_bytes().decode("utf-8", errors="replace")
-        self.out.row("documents", {"session_id": self.sid, "doc_id": path.name, "kind": kind,
-                                   "uri": str(path.resolve()), "text": text})
+        self.out.row(
+            "documents",
+            {
+                "session_id": self.sid,
+                "doc_id": path.name,
+                "kind": kind,
+                "uri": str(path.resolve()),
+                "text": text,
+            },
+        )
 
     def media(self, path: Path) -> None:
         h = hashlib.sha256()
@@ -237,10 +381,18 @@ class _Reader:
             for chunk in iter(lambda: fh.read(1 << 20), b""):
                 h.update(chunk)
         digest = h.hexdigest()
-        self.out.row("media", {
-            "session_id": self.sid, "media_id": digest[:16], "uri": str(path.resolve()),
-            "kind": "screen_recording", "size_bytes": path.stat().st_size, "sha256": digest,
-            **probe_video(path)})
+        self.out.row(
+            "media",
+            {
+                "session_id": self.sid,
+                "media_id": digest[:16],
+                "uri": str(path.resolve()),
+                "kind": "screen_recording",
+                "size_bytes": path.stat().st_size,
+                "sha256": digest,
+                **probe_video(path),
+            },
+        )
 
 
 def probe_video(path: Path) -> dict:
@@ -252,11 +404,18 @@ def probe_video(path: Path) -> dict:
     try:
         with av.open(str(path)) as container:
             stream = container.streams.video[0]
-            dur = float(stream.duration * stream.time_base) if stream.duration else (
-                container.duration / 1e6 if container.duration else None)
+            dur = (
+                float(stream.duration * stream.time_base)
+                if stream.duration
+                else (container.duration / 1e6 if container.duration else None)
+            )
             rate = stream.average_rate
-            return {"duration_s": dur, "fps": float(rate) if rate else None,
-                    "width": stream.codec_context.width, "height": stream.codec_context.height}
+            return {
+                "duration_s": dur,
+                "fps": float(rate) if rate else None,
+                "width": stream.codec_context.width,
+                "height": stream.codec_context.height,
+            }
     except Exception:  # noqa: BLE001 - an unreadable video still lands, unprobed
         return {}
 
@@ -283,25 +442,36 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
         try:
             meta = load_json(meta_path.read_bytes())
         except ValueError as exc:
-            ing.reject_file(out, meta_path, f"meta.json is not valid JSON ({exc}); the session "
-                            "landed without its metadata")
+            ing.reject_file(
+                out,
+                meta_path,
+                f"meta.json is not valid JSON ({exc}); the session landed without its metadata",
+            )
         if meta is not None and not isinstance(meta, dict):
             ing.reject_file(out, meta_path, "meta.json must be an object")
             meta = None
     graph = ing.parse_graph_file(folder / GRAPH_FILE, out, meta, fallback_sid=folder.name)
-    others = sorted(p for p in folder.iterdir()
-                    if not p.name.startswith(".") and within(p, folder))
+    others = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and within(p, folder))
     if graph is None:
         for p in others:
             if p.name not in (GRAPH_FILE, "meta.json"):
-                ing.reject_file(out, p, "side file of a session whose graph.json was rejected; "
-                                "fix graph.json and re-ingest the folder", table="events")
+                ing.reject_file(
+                    out,
+                    p,
+                    "side file of a session whose graph.json was rejected; "
+                    "fix graph.json and re-ingest the folder",
+                    table="events",
+                )
         return
     r = _Reader(out, graph)
-    readers = {"chat.jsonl": r.chat, "ratings.json": r.ratings, "survey.json": r.survey,
-               "workflow.md": lambda f: r.document(f, "workflow_document"),
-               "workflow.txt": lambda f: r.document(f, "workflow_document"),
-               "transcript.srt": lambda f: r.document(f, "transcript")}
+    readers = {
+        "chat.jsonl": r.chat,
+        "ratings.json": r.ratings,
+        "survey.json": r.survey,
+        "workflow.md": lambda f: r.document(f, "workflow_document"),
+        "workflow.txt": lambda f: r.document(f, "workflow_document"),
+        "transcript.srt": lambda f: r.document(f, "transcript"),
+    }
     for p in others:
         name = p.name
         if name in (GRAPH_FILE, "meta.json"):
@@ -313,9 +483,18 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
             try:
                 side(p)
             except SHAPE_ERRORS as exc:  # one odd side file must not cost the session
-                ing.reject_file(out, p, f"{name}: {shape_reason(exc)}; the session landed "
-                                "without what this file holds", table="documents")
+                ing.reject_file(
+                    out,
+                    p,
+                    f"{name}: {shape_reason(exc)}; the session landed without what this file holds",
+                    table="documents",
+                )
         else:
-            ing.reject_file(out, p, f"unrecognised file {name!r} in a session folder; expected "
-                            f"{', '.join(sorted(SIDE_FILES))} or a video "
-                            f"({', '.join(sorted(VIDEO_EXT))})", table="documents")
+            ing.reject_file(
+                out,
+                p,
+                f"unrecognised file {name!r} in a session folder; expected "
+                f"{', '.join(sorted(SIDE_FILES))} or a video "
+                f"({', '.join(sorted(VIDEO_EXT))})",
+                table="documents",
+            )

@@ -31,8 +31,7 @@ from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
 ANN_SUFFIX = ".annotated.json"
-RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker",
-                      "reference expression"})
+RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker", "reference expression"})
 ANN_KNOWN = frozenset({"ref_id_unif", "interpretations", "reason", "extra"})
 SIDES = ("giver", "follower")
 STEP = "dialogue"
@@ -48,16 +47,20 @@ class MapTaskIngestor(Ingestor):
     """GMMT-annotated Map Task dialogues and landmark configurations."""
 
     name = "maptask"
-    help = ("HCRC Map Task release (Data/timed-units, Data/moves NXT XML) and GMMT: "
-            "<id>.reference_expressions.json (+ <id>.annotated.json), "
-            "landmarks_configuration*.csv; a folder of them.")
+    help = (
+        "HCRC Map Task release (Data/timed-units, Data/moves NXT XML) and GMMT: "
+        "<id>.reference_expressions.json (+ <id>.annotated.json), "
+        "landmarks_configuration*.csv; a folder of them."
+    )
 
     def units(self, path: Path) -> list[SourceUnit]:
         path = Path(path)
         if not path.exists():
-            raise FileNotFoundError(f"{path} does not exist; give a GMMT "
-                                    "<id>.reference_expressions.json, a landmarks CSV, or a "
-                                    "folder of them")
+            raise FileNotFoundError(
+                f"{path} does not exist; give a GMMT "
+                "<id>.reference_expressions.json, a landmarks CSV, or a "
+                "folder of them"
+            )
         files = data_files(path)
         names = {p.name for p in files}
         layers: dict[str, list[Path]] = defaultdict(list)  # dialogue id -> its NXT files
@@ -70,8 +73,9 @@ class MapTaskIngestor(Ingestor):
             if LAYER.match(p.name):
                 continue
             if p.name.endswith(RE_SUFFIX):
-                units.append(SourceUnit(p, "dialogue",
-                                        tuple(layers.pop(p.name[: -len(RE_SUFFIX)], ()))))
+                units.append(
+                    SourceUnit(p, "dialogue", tuple(layers.pop(p.name[: -len(RE_SUFFIX)], ())))
+                )
             elif p.name.endswith(ANN_SUFFIX):
                 partner = p.name[: -len(ANN_SUFFIX)] + RE_SUFFIX
                 if partner not in names and not (p.parent / partner).exists():
@@ -93,14 +97,23 @@ class MapTaskIngestor(Ingestor):
         elif unit.kind == "landmarks":
             _landmarks(unit.path, out)
         else:
-            reason = ("annotations without their <id>.reference_expressions.json; put both "
-                      "files side by side" if unit.kind == "orphan_annotations" else
-                      "not a Map Task file graphlake reads: expected the release's "
-                      "<id>.<g|f>.timed-units.xml or <id>.<g|f>.moves.xml, GMMT's "
-                      "<id>.reference_expressions.json or <id>.annotated.json, or "
-                      "landmarks_configuration*.csv")
-            out.reject(source_file=src, target_table="events", record_kind="file",
-                       record_ref="$", reason=reason, raw=unit.path.read_bytes()[: 1 << 20])
+            reason = (
+                "annotations without their <id>.reference_expressions.json; put both "
+                "files side by side"
+                if unit.kind == "orphan_annotations"
+                else "not a Map Task file graphlake reads: expected the release's "
+                "<id>.<g|f>.timed-units.xml or <id>.<g|f>.moves.xml, GMMT's "
+                "<id>.reference_expressions.json or <id>.annotated.json, or "
+                "landmarks_configuration*.csv"
+            )
+            out.reject(
+                source_file=src,
+                target_table="events",
+                record_kind="file",
+                record_ref="$",
+                reason=reason,
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
 
 
 def _read_json(path: Path, out: Emitter, table: str):
@@ -108,15 +121,24 @@ def _read_json(path: Path, out: Emitter, table: str):
     try:
         obj = load_json(data)
     except ValueError as exc:
-        out.reject(source_file=str(path), target_table=table, record_kind="file",
-                   record_ref="$", reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                   raw=data)
+        out.reject(
+            source_file=str(path),
+            target_table=table,
+            record_kind="file",
+            record_ref="$",
+            reason=f"not valid JSON ({exc}); fix it and re-ingest",
+            raw=data,
+        )
         return None
-    if not isinstance(obj, dict) or not isinstance(obj.get("landmark_reference_expressions"),
-                                                   list):
-        out.reject(source_file=str(path), target_table=table, record_kind="file",
-                   record_ref="$", reason="expected {dialogue_id, "
-                   "landmark_reference_expressions: [...]}", raw=data)
+    if not isinstance(obj, dict) or not isinstance(obj.get("landmark_reference_expressions"), list):
+        out.reject(
+            source_file=str(path),
+            target_table=table,
+            record_kind="file",
+            record_ref="$",
+            reason="expected {dialogue_id, landmark_reference_expressions: [...]}",
+            raw=data,
+        )
         return None
     return obj
 
@@ -127,8 +149,15 @@ class _Dialogue:
         self.ann_path = path.with_name(path.name[: -len(RE_SUFFIX)] + ANN_SUFFIX)
 
     def reject(self, path: Path, table: str, kind: str, ref: str, reason: str, raw, sid):
-        self.out.reject(source_file=str(path), target_table=table, record_kind=kind,
-                        record_ref=ref, reason=reason, raw=raw, session_id=sid)
+        self.out.reject(
+            source_file=str(path),
+            target_table=table,
+            record_kind=kind,
+            record_ref=ref,
+            reason=reason,
+            raw=raw,
+            session_id=sid,
+        )
 
     def run(self, layers: tuple[Path, ...] = ()) -> None:
         obj = _read_json(self.path, self.out, "events")
@@ -143,24 +172,48 @@ class _Dialogue:
             try:
                 refs[self.expression(sid, k, rec, refs)] = rec
             except _Bad as exc:
-                self.reject(self.path, "events", "reference_expression",
-                            f"$.landmark_reference_expressions[{k}]", f"{sid}: {exc}", rec, sid)
+                self.reject(
+                    self.path,
+                    "events",
+                    "reference_expression",
+                    f"$.landmark_reference_expressions[{k}]",
+                    f"{sid}: {exc}",
+                    rec,
+                    sid,
+                )
         order = sorted(refs, key=lambda r: (refs[r]["start_time"], r))
         for i, rid in enumerate(order):  # the expressions form one chain in time order
             row = self.node_rows[rid]
             row["in_degree"], row["out_degree"] = int(i > 0), int(i < len(order) - 1)
             self.out.row("nodes", row)
         for a, b in zip(order, order[1:], strict=False):
-            self.out.row("edges", {"session_id": sid, "edge_id": f"{a}->{b}:sequential",
-                                   "src": a, "dst": b, "kind": "sequential", "level": "action",
-                                   "step_id": STEP})
+            self.out.row(
+                "edges",
+                {
+                    "session_id": sid,
+                    "edge_id": f"{a}->{b}:sequential",
+                    "src": a,
+                    "dst": b,
+                    "kind": "sequential",
+                    "level": "action",
+                    "step_id": STEP,
+                },
+            )
         if self.ann_path.is_file():
             self.annotations(sid, refs)
         ends = [r["end_time"] for r in refs.values()] + _Release(sid, self.out).read(layers)
-        maps = sorted({str(r.get("lm_id_orig", "")).split("_")[0] for r in refs.values()
-                       if r.get("lm_id_orig")})
-        extra = {k: v for k, v in obj.items()
-                 if k not in ("dialogue_id", "landmark_reference_expressions")}
+        maps = sorted(
+            {
+                str(r.get("lm_id_orig", "")).split("_")[0]
+                for r in refs.values()
+                if r.get("lm_id_orig")
+            }
+        )
+        extra = {
+            k: v
+            for k, v in obj.items()
+            if k not in ("dialogue_id", "landmark_reference_expressions")
+        }
         self.session(sid, ends, {"maps": maps, **extra} if maps or extra else None)
 
     def release_only(self, layers: tuple[Path, ...]) -> None:
@@ -171,16 +224,40 @@ class _Dialogue:
             self.session(sid, ends, None)
 
     def session(self, sid: str, ends: list[float], attrs: dict | None) -> None:
-        self.out.row("sessions", {
-            "session_id": sid, "title": f"Map Task dialogue {sid}", "domain": "map task",
-            "participants": list(SIDES), "duration_s": max(ends) if ends else None,
-            "source_file": str(self.path), "attrs": to_json(attrs) if attrs else None})
+        self.out.row(
+            "sessions",
+            {
+                "session_id": sid,
+                "title": f"Map Task dialogue {sid}",
+                "domain": "map task",
+                "participants": list(SIDES),
+                "duration_s": max(ends) if ends else None,
+                "source_file": str(self.path),
+                "attrs": to_json(attrs) if attrs else None,
+            },
+        )
         for side in SIDES:
-            self.out.row("participants", {"session_id": sid, "participant_id": side,
-                                          "kind": "human", "role": side, "name": side})
-        self.out.row("steps", {"session_id": sid, "step_id": STEP, "ordinal": 0,
-                               "name": "dialogue", "t_start": 0.0,
-                               "t_end": max(ends) if ends else None})
+            self.out.row(
+                "participants",
+                {
+                    "session_id": sid,
+                    "participant_id": side,
+                    "kind": "human",
+                    "role": side,
+                    "name": side,
+                },
+            )
+        self.out.row(
+            "steps",
+            {
+                "session_id": sid,
+                "step_id": STEP,
+                "ordinal": 0,
+                "name": "dialogue",
+                "t_start": 0.0,
+                "t_end": max(ends) if ends else None,
+            },
+        )
 
     def expression(self, sid: str, k: int, rec, seen: dict) -> str:
         if not isinstance(rec, dict):
@@ -194,26 +271,56 @@ class _Dialogue:
         if speaker not in SIDES:
             raise _Bad(f"{rid}: speaker {speaker!r} is neither giver nor follower")
         a, b = rec.get("start_time"), rec.get("end_time")
-        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)) \
-                or b < a:
-            raise _Bad(f"{rid}: start_time/end_time must be numbers with end >= start, got "
-                       f"{a!r}, {b!r}")
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)) or b < a:
+            raise _Bad(
+                f"{rid}: start_time/end_time must be numbers with end >= start, got {a!r}, {b!r}"
+            )
         text = rec.get("reference expression")
         attrs = to_json({k: v for k, v in rec.items() if k not in RE_KNOWN})
-        self.out.row("events", {
-            "session_id": sid, "event_id": rid, "seq": k, "t": float(a), "t_end": float(b),
-            "actor": speaker, "actor_type": "human", "kind": "message", "channel": "speech",
-            "initiator": speaker, "node_id": rid, "step_id": STEP,
-            "text": text if isinstance(text, str) else to_json(text), "attrs": attrs})
+        self.out.row(
+            "events",
+            {
+                "session_id": sid,
+                "event_id": rid,
+                "seq": k,
+                "t": float(a),
+                "t_end": float(b),
+                "actor": speaker,
+                "actor_type": "human",
+                "kind": "message",
+                "channel": "speech",
+                "initiator": speaker,
+                "node_id": rid,
+                "step_id": STEP,
+                "text": text if isinstance(text, str) else to_json(text),
+                "attrs": attrs,
+            },
+        )
         self.node_rows[rid] = {
-            "session_id": sid, "node_id": rid, "local_id": rec.get("ref_id_orig") or rid,
-            "step_id": STEP, "actor_type": "human", "actor": speaker,
+            "session_id": sid,
+            "node_id": rid,
+            "local_id": rec.get("ref_id_orig") or rid,
+            "step_id": STEP,
+            "actor_type": "human",
+            "actor": speaker,
             "label": text if isinstance(text, str) else None,
-            "detail": rec.get("lm_id_orig"), "t_start": float(a), "t_end": float(b),
-            "n_occurrences": 1}
-        self.out.row("node_occurrences", {"session_id": sid, "node_id": rid, "seq": 0,
-                                          "t_start": float(a), "t_end": float(b),
-                                          "step_id": STEP, "actor_type": "human"})
+            "detail": rec.get("lm_id_orig"),
+            "t_start": float(a),
+            "t_end": float(b),
+            "n_occurrences": 1,
+        }
+        self.out.row(
+            "node_occurrences",
+            {
+                "session_id": sid,
+                "node_id": rid,
+                "seq": 0,
+                "t_start": float(a),
+                "t_end": float(b),
+                "step_id": STEP,
+                "actor_type": "human",
+            },
+        )
         return rid
 
     def annotations(self, sid: str, refs: dict) -> None:
@@ -224,55 +331,104 @@ class _Dialogue:
             ref = f"$.landmark_reference_expressions[{k}]"
             rid = rec.get("ref_id_unif") if isinstance(rec, dict) else None
             if rid not in refs:
-                self.reject(self.ann_path, "annotations", "interpretation", ref,
-                            f"{sid}: ref_id_unif {rid!r} is in no reference expression of "
-                            f"{self.path.name}; the two files must describe the same "
-                            "expressions", rec, sid)
+                self.reject(
+                    self.ann_path,
+                    "annotations",
+                    "interpretation",
+                    ref,
+                    f"{sid}: ref_id_unif {rid!r} is in no reference expression of "
+                    f"{self.path.name}; the two files must describe the same "
+                    "expressions",
+                    rec,
+                    sid,
+                )
                 continue
             interp = rec.get("interpretations") or {}
             extra = rec.get("extra") or {}
             flags = {k2: v for k2, v in interp.items() if k2 not in SIDES}
             for side in SIDES:
                 if side in interp:
-                    self.out.row("annotations", {
-                        "session_id": sid, "annotation_id": f"{rid}/interpretation/{side}",
-                        "kind": "interpretation", "target_kind": "event", "target_id": rid,
-                        "step_id": STEP, "label": interp.get(side) or None,
-                        "annotator": "GMMT annotators",
-                        "attrs": to_json({"participant": side})})
-            self.out.row("annotations", {
-                "session_id": sid, "annotation_id": f"{rid}/grounding", "kind": "grounding",
-                "target_kind": "event", "target_id": rid, "step_id": STEP,
-                "label": extra.get("status"), "text": rec.get("reason"),
-                "annotator": "GMMT annotators",
-                "attrs": to_json({**{k2: v for k2, v in extra.items() if k2 != "status"},
-                                  **flags,
-                                  **{k2: v for k2, v in rec.items() if k2 not in ANN_KNOWN}})})
+                    self.out.row(
+                        "annotations",
+                        {
+                            "session_id": sid,
+                            "annotation_id": f"{rid}/interpretation/{side}",
+                            "kind": "interpretation",
+                            "target_kind": "event",
+                            "target_id": rid,
+                            "step_id": STEP,
+                            "label": interp.get(side) or None,
+                            "annotator": "GMMT annotators",
+                            "attrs": to_json({"participant": side}),
+                        },
+                    )
+            self.out.row(
+                "annotations",
+                {
+                    "session_id": sid,
+                    "annotation_id": f"{rid}/grounding",
+                    "kind": "grounding",
+                    "target_kind": "event",
+                    "target_id": rid,
+                    "step_id": STEP,
+                    "label": extra.get("status"),
+                    "text": rec.get("reason"),
+                    "annotator": "GMMT annotators",
+                    "attrs": to_json(
+                        {
+                            **{k2: v for k2, v in extra.items() if k2 != "status"},
+                            **flags,
+                            **{k2: v for k2, v in rec.items() if k2 not in ANN_KNOWN},
+                        }
+                    ),
+                },
+            )
 
 
 def _landmarks(path: Path, out: Emitter) -> None:
     text = path.read_bytes().decode("utf-8", errors="replace")
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames or not {"id", "map"} <= set(reader.fieldnames):
-        out.reject(source_file=str(path), target_table="landmarks", record_kind="file",
-                   record_ref="$", reason="a landmarks CSV needs at least the columns id and "
-                   "map", raw=text)
+        out.reject(
+            source_file=str(path),
+            target_table="landmarks",
+            record_kind="file",
+            record_ref="$",
+            reason="a landmarks CSV needs at least the columns id and map",
+            raw=text,
+        )
         return
     for lineno, row in enumerate(reader, 2):
         if not row.get("id") or not row.get("map"):
-            out.reject(source_file=str(path), target_table="landmarks", record_kind="landmark",
-                       record_ref=f"line {lineno}", reason=f"line {lineno}: id and map must "
-                       "not be empty", raw=row)
+            out.reject(
+                source_file=str(path),
+                target_table="landmarks",
+                record_kind="landmark",
+                record_ref=f"line {lineno}",
+                reason=f"line {lineno}: id and map must not be empty",
+                raw=row,
+            )
             continue
-        out.row("landmarks", {
-            "session_id": "", "map_id": row["map"], "landmark_id": row["id"],
-            "name": row.get("name") or None,
-            "on_giver_map": _flag(row.get("giver_map_appears")),
-            "on_follower_map": _flag(row.get("follower_map_appears")),
-            "source_file": str(path),
-            "attrs": to_json({k: v for k, v in row.items()
-                              if k not in ("id", "map", "name", "giver_map_appears",
-                                           "follower_map_appears")})})
+        out.row(
+            "landmarks",
+            {
+                "session_id": "",
+                "map_id": row["map"],
+                "landmark_id": row["id"],
+                "name": row.get("name") or None,
+                "on_giver_map": _flag(row.get("giver_map_appears")),
+                "on_follower_map": _flag(row.get("follower_map_appears")),
+                "source_file": str(path),
+                "attrs": to_json(
+                    {
+                        k: v
+                        for k, v in row.items()
+                        if k
+                        not in ("id", "map", "name", "giver_map_appears", "follower_map_appears")
+                    }
+                ),
+            },
+        )
 
 
 def _flag(v) -> bool | None:
@@ -300,8 +456,9 @@ class _Release:
     def read(self, layers: tuple[Path, ...]) -> list[float]:
         """Read the timed units first (moves point into them); return every end time."""
         ends: list[float] = []
-        files = sorted(layers, key=lambda p: (LAYER.match(p.name)["layer"] != "timed-units",
-                                              p.name))
+        files = sorted(
+            layers, key=lambda p: (LAYER.match(p.name)["layer"] != "timed-units", p.name)
+        )
         for path in files:
             m = LAYER.match(path.name)
             root = self._parse(path)
@@ -319,15 +476,27 @@ class _Release:
             return ET.fromstring(data)
         except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError: the XML
             # declaration names an encoding Python does not know
-            self.out.reject(source_file=str(path), target_table="events", record_kind="file",
-                            record_ref="$", reason=f"not valid XML ({exc}); fix it and "
-                            "re-ingest", raw=data, session_id=self.sid)
+            self.out.reject(
+                source_file=str(path),
+                target_table="events",
+                record_kind="file",
+                record_ref="$",
+                reason=f"not valid XML ({exc}); fix it and re-ingest",
+                raw=data,
+                session_id=self.sid,
+            )
             return None
 
     def _reject(self, path: Path, kind: str, ref: str, reason: str, el) -> None:
-        self.out.reject(source_file=str(path), target_table="events", record_kind=kind,
-                        record_ref=ref, reason=f"{self.sid}: {reason}", session_id=self.sid,
-                        raw=ET.tostring(el, encoding="unicode"))
+        self.out.reject(
+            source_file=str(path),
+            target_table="events",
+            record_kind=kind,
+            record_ref=ref,
+            reason=f"{self.sid}: {reason}",
+            session_id=self.sid,
+            raw=ET.tostring(el, encoding="unicode"),
+        )
 
     @staticmethod
     def _times(el) -> tuple[float, float] | None:
@@ -343,17 +512,37 @@ class _Release:
             uid = el.get("id") or f"{path.name}#{k}"
             times = self._times(el)
             if times is None:
-                self._reject(path, "timed_unit", f"id({uid})", f"timed unit {uid} needs "
-                             "numeric start and end with end >= start", el)
+                self._reject(
+                    path,
+                    "timed_unit",
+                    f"id({uid})",
+                    f"timed unit {uid} needs numeric start and end with end >= start",
+                    el,
+                )
                 continue
             kind = self.KINDS[_local(el.tag)]
-            row = {"session_id": self.sid, "event_id": uid, "seq": round(times[0] * 1000),
-                   "t": times[0], "t_end": times[1], "actor": side, "actor_type": "human",
-                   "kind": kind, "channel": "speech", "initiator": side, "step_id": STEP,
-                   "text": (el.text or "").strip() or None,
-                   "attrs": to_json({"layer": "timed-units", **{
-                       k2: v for k2, v in el.attrib.items()
-                       if k2 not in ("id", "start", "end")}})}
+            row = {
+                "session_id": self.sid,
+                "event_id": uid,
+                "seq": round(times[0] * 1000),
+                "t": times[0],
+                "t_end": times[1],
+                "actor": side,
+                "actor_type": "human",
+                "kind": kind,
+                "channel": "speech",
+                "initiator": side,
+                "step_id": STEP,
+                "text": (el.text or "").strip() or None,
+                "attrs": to_json(
+                    {
+                        "layer": "timed-units",
+                        **{
+                            k2: v for k2, v in el.attrib.items() if k2 not in ("id", "start", "end")
+                        },
+                    }
+                ),
+            }
             self.units[uid] = row
             self.order[path.name].append(uid)
             self.out.row("events", row)
@@ -365,27 +554,60 @@ class _Release:
         for k, el in enumerate(e for e in root.iter() if _local(e.tag) == "move"):
             mid = el.get("id") or f"{path.name}#move{k}"
             words = self._span(el)
-            times = self._times(el) or (
-                (words[0]["t"], words[-1]["t_end"]) if words else None)
+            times = self._times(el) or ((words[0]["t"], words[-1]["t_end"]) if words else None)
             if times is None:
-                self._reject(path, "move", f"id({mid})", f"move {mid} has no times and no "
-                             "timed units it spans", el)
+                self._reject(
+                    path,
+                    "move",
+                    f"id({mid})",
+                    f"move {mid} has no times and no timed units it spans",
+                    el,
+                )
                 continue
             text = " ".join(w["text"] for w in words if w["kind"] == "word" and w["text"])
             label = el.get("label")
-            self.out.row("events", {
-                "session_id": self.sid, "event_id": mid, "seq": round(times[0] * 1000),
-                "t": times[0], "t_end": times[1], "actor": side, "actor_type": "human",
-                "kind": "move", "channel": "speech", "initiator": side, "step_id": STEP,
-                "text": text or None,
-                "attrs": to_json({"layer": "moves", "label": label,
-                                  "timed_units": [w["event_id"] for w in words],
-                                  **{k2: v for k2, v in el.attrib.items()
-                                     if k2 not in ("id", "start", "end", "label")}})})
-            self.out.row("annotations", {
-                "session_id": self.sid, "annotation_id": f"{mid}/dialogue_act",
-                "kind": "dialogue_act", "target_kind": "event", "target_id": mid,
-                "step_id": STEP, "label": label, "annotator": "HCRC Map Task coders"})
+            self.out.row(
+                "events",
+                {
+                    "session_id": self.sid,
+                    "event_id": mid,
+                    "seq": round(times[0] * 1000),
+                    "t": times[0],
+                    "t_end": times[1],
+                    "actor": side,
+                    "actor_type": "human",
+                    "kind": "move",
+                    "channel": "speech",
+                    "initiator": side,
+                    "step_id": STEP,
+                    "text": text or None,
+                    "attrs": to_json(
+                        {
+                            "layer": "moves",
+                            "label": label,
+                            "timed_units": [w["event_id"] for w in words],
+                            **{
+                                k2: v
+                                for k2, v in el.attrib.items()
+                                if k2 not in ("id", "start", "end", "label")
+                            },
+                        }
+                    ),
+                },
+            )
+            self.out.row(
+                "annotations",
+                {
+                    "session_id": self.sid,
+                    "annotation_id": f"{mid}/dialogue_act",
+                    "kind": "dialogue_act",
+                    "target_kind": "event",
+                    "target_id": mid,
+                    "step_id": STEP,
+                    "label": label,
+                    "annotator": "HCRC Map Task coders",
+                },
+            )
             ends.append(times[1])
         return ends
 
@@ -401,7 +623,7 @@ class _Release:
             ids = self.order.get(name, [])
             first, last = m[1], m[2] or m[1]
             if first in ids and last in ids:
-                words += [self.units[u] for u in ids[ids.index(first): ids.index(last) + 1]]
+                words += [self.units[u] for u in ids[ids.index(first) : ids.index(last) + 1]]
         return words
 
 

@@ -39,8 +39,17 @@ from graphlake.ingest.base import (
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
 from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
 
-KNOWN = frozenset({"scenario", "task_id", "coordinate_mode", "coordination_mode",
-                   "relationships", "task", "agents"})
+KNOWN = frozenset(
+    {
+        "scenario",
+        "task_id",
+        "coordinate_mode",
+        "coordination_mode",
+        "relationships",
+        "task",
+        "agents",
+    }
+)
 
 
 @register("marble")
@@ -48,16 +57,22 @@ class MarbleIngestor(Ingestor):
     """MultiAgentBench task JSONL files and scenario YAML configs."""
 
     name = "marble"
-    help = ("MultiAgentBench: task .jsonl files, scenario .yaml configs and the engine's "
-            "result logs (.jsonl, one run per line), or a folder of them.")
+    help = (
+        "MultiAgentBench: task .jsonl files, scenario .yaml configs and the engine's "
+        "result logs (.jsonl, one run per line), or a folder of them."
+    )
 
     def units(self, path: Path) -> list[SourceUnit]:
-        return file_units(path, {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
-                          "MARBLE task .jsonl or scenario .yaml files")
+        return file_units(
+            path,
+            {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
+            "MARBLE task .jsonl or scenario .yaml files",
+        )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
         if unit.kind == "jsonl":
+
             def bad(lineno, reason, raw):
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
@@ -78,39 +93,61 @@ class MarbleIngestor(Ingestor):
                 return
             self._task(task, unit.path.stem, src, "$", out)
         else:
-            self._reject(out, src, "$", "not a MARBLE file: expected .jsonl tasks or a .yaml "
-                         "scenario config", unit.path.read_bytes()[: 1 << 20])
+            self._reject(
+                out,
+                src,
+                "$",
+                "not a MARBLE file: expected .jsonl tasks or a .yaml scenario config",
+                unit.path.read_bytes()[: 1 << 20],
+            )
 
     @staticmethod
     def _reject(out: Emitter, src: str, ref: str, reason: str, raw) -> None:
-        out.reject(source_file=src, target_table="scenarios", record_kind="task",
-                   record_ref=ref, reason=reason, raw=raw)
+        out.reject(
+            source_file=src,
+            target_table="scenarios",
+            record_kind="task",
+            record_ref=ref,
+            reason=reason,
+            raw=raw,
+        )
 
     def _task(self, task, stem: str | None, src: str, ref: str, out: Emitter) -> None:
         try:
             sid = _scenario_id(task, stem)
             agents = agent_rows(task.get("agents"), sid)
-            edges = relationship_rows(task.get("relationships"), sid,
-                                      {a["participant_id"] for a in agents})
+            edges = relationship_rows(
+                task.get("relationships"), sid, {a["participant_id"] for a in agents}
+            )
         except _Bad as exc:
             self._reject(out, src, ref, str(exc), task)
             return
         body = task.get("task") if isinstance(task.get("task"), dict) else {}
         mode = task.get("coordination_mode", task.get("coordinate_mode"))
         env = task.get("environment") if isinstance(task.get("environment"), dict) else {}
-        out.row("scenarios", {
-            "session_id": "", "scenario_id": sid,
-            "title": " ".join(str(body.get("content") or "").split())[:120] or None,
-            "domain": task.get("scenario") or env.get("type") or None,
-            "goal": body.get("content"), "instructions": body.get("output_format"),
-            "coordination_mode": mode or None,
-            "evaluation_criteria": to_json(task["metrics"]) if task.get("metrics") else None,
-            "source_file": src,
-            "attrs": to_json({k: v for k, v in task.items() if k not in KNOWN | {"metrics"}}
-                             | {"task": {k: v for k, v in body.items()
-                                         if k not in ("content", "output_format")}}
-                             | ({"spelled": "coordinate_mode"} if "coordinate_mode" in task
-                                else {}))})
+        out.row(
+            "scenarios",
+            {
+                "session_id": "",
+                "scenario_id": sid,
+                "title": " ".join(str(body.get("content") or "").split())[:120] or None,
+                "domain": task.get("scenario") or env.get("type") or None,
+                "goal": body.get("content"),
+                "instructions": body.get("output_format"),
+                "coordination_mode": mode or None,
+                "evaluation_criteria": to_json(task["metrics"]) if task.get("metrics") else None,
+                "source_file": src,
+                "attrs": to_json(
+                    {k: v for k, v in task.items() if k not in KNOWN | {"metrics"}}
+                    | {
+                        "task": {
+                            k: v for k, v in body.items() if k not in ("content", "output_format")
+                        }
+                    }
+                    | ({"spelled": "coordinate_mode"} if "coordinate_mode" in task else {})
+                ),
+            },
+        )
         for a in agents:
             out.row("participants", a)
         for e in edges:
@@ -131,11 +168,30 @@ def _scenario_id(task, stem: str | None) -> str:
 
 # task_evaluation and code_quality also stay in the session's attrs whole: their numeric parts
 # become annotations, but they may hold text (rationales) too
-RESULT_KNOWN = frozenset({"task", "coordination_mode", "iterations", "planning_scores",
-                          "communication_scores", "token_usage", "agent_kpis",
-                          "total_milestones"})
-ITERATION_KNOWN = frozenset({"iteration", "chain_length", "current_agent", "task_assignments",
-                             "task_results", "result", "communications", "summary"})
+RESULT_KNOWN = frozenset(
+    {
+        "task",
+        "coordination_mode",
+        "iterations",
+        "planning_scores",
+        "communication_scores",
+        "token_usage",
+        "agent_kpis",
+        "total_milestones",
+    }
+)
+ITERATION_KNOWN = frozenset(
+    {
+        "iteration",
+        "chain_length",
+        "current_agent",
+        "task_assignments",
+        "task_results",
+        "result",
+        "communications",
+        "summary",
+    }
+)
 PLANNER = "planner"
 
 
@@ -151,9 +207,15 @@ class _ResultLog:
         self.agents: list[str] = []
 
     def reject(self, reason: str, raw) -> None:
-        self.out.reject(source_file=self.src, target_table="sessions", record_kind="run",
-                        record_ref=self.ref, reason=f"{self.ref}: {reason}", raw=raw,
-                        session_id=self.sid)
+        self.out.reject(
+            source_file=self.src,
+            target_table="sessions",
+            record_kind="run",
+            record_ref=self.ref,
+            reason=f"{self.ref}: {reason}",
+            raw=raw,
+            session_id=self.sid,
+        )
 
     def _agent(self, agent) -> str:
         name = agent if isinstance(agent, str) else to_json(agent)
@@ -163,10 +225,10 @@ class _ResultLog:
 
     def read(self, run: dict) -> None:
         iterations = run.get("iterations")
-        if not isinstance(iterations, list) or not all(isinstance(i, dict)
-                                                       for i in iterations):
-            self.reject("'iterations' must be a list of objects, as MARBLE's engine writes "
-                        "them", run)
+        if not isinstance(iterations, list) or not all(isinstance(i, dict) for i in iterations):
+            self.reject(
+                "'iterations' must be a list of objects, as MARBLE's engine writes them", run
+            )
             return
         mode = run.get("coordination_mode")
         events = []
@@ -174,19 +236,40 @@ class _ResultLog:
             events.extend(self._iteration(k, it, mode == "star"))
         task = run.get("task") if isinstance(run.get("task"), str) else None
         planner = any(e["actor"] == PLANNER for e in events)
-        self.out.row("sessions", {
-            "session_id": self.sid, "goal": task,
-            "title": " ".join((task or "").split())[:120] or None,
-            "condition": mode if isinstance(mode, str) and mode else None,
-            "participants": [*self.agents, *([PLANNER] if planner else [])],
-            "source_file": self.src, "attrs": attrs_json(run, RESULT_KNOWN)})
+        self.out.row(
+            "sessions",
+            {
+                "session_id": self.sid,
+                "goal": task,
+                "title": " ".join((task or "").split())[:120] or None,
+                "condition": mode if isinstance(mode, str) and mode else None,
+                "participants": [*self.agents, *([PLANNER] if planner else [])],
+                "source_file": self.src,
+                "attrs": attrs_json(run, RESULT_KNOWN),
+            },
+        )
         for a in self.agents:
-            self.out.row("participants", {"session_id": self.sid, "participant_id": a,
-                                          "kind": "ai", "role": "agent", "name": a})
+            self.out.row(
+                "participants",
+                {
+                    "session_id": self.sid,
+                    "participant_id": a,
+                    "kind": "ai",
+                    "role": "agent",
+                    "name": a,
+                },
+            )
         if planner:
-            self.out.row("participants", {"session_id": self.sid, "participant_id": PLANNER,
-                                          "kind": "ai", "role": "planner",
-                                          "name": "engine planner"})
+            self.out.row(
+                "participants",
+                {
+                    "session_id": self.sid,
+                    "participant_id": PLANNER,
+                    "kind": "ai",
+                    "role": "planner",
+                    "name": "engine planner",
+                },
+            )
         for e in events:
             self.out.row("events", e)
         for row in self._scores(run):
@@ -200,16 +283,31 @@ class _ResultLog:
         rows: list[dict] = []
 
         def add(kind, actor, channel, text, payload=None, attrs=None):
-            rows.append({**base, "event_id": f"i{k}/{len(rows)}", "seq": k * 1000 + len(rows),
-                         "actor": actor, "actor_type": "ai", "kind": kind, "channel": channel,
-                         "initiator": "agent", "text": text if isinstance(text, str) or
-                         text is None else to_json(text), "payload": payload,
-                         "attrs": to_json(attrs) if attrs else None})
+            rows.append(
+                {
+                    **base,
+                    "event_id": f"i{k}/{len(rows)}",
+                    "seq": k * 1000 + len(rows),
+                    "actor": actor,
+                    "actor_type": "ai",
+                    "kind": kind,
+                    "channel": channel,
+                    "initiator": "agent",
+                    "text": text if isinstance(text, str) or text is None else to_json(text),
+                    "payload": payload,
+                    "attrs": to_json(attrs) if attrs else None,
+                }
+            )
 
         assignments = it.get("task_assignments") or {}
-        for agent, task in (assignments.items() if isinstance(assignments, dict) else []):
-            add("task_assignment", PLANNER if star else self._agent(agent),
-                "coordination", task, attrs={"assignee": self._agent(agent)})
+        for agent, task in assignments.items() if isinstance(assignments, dict) else []:
+            add(
+                "task_assignment",
+                PLANNER if star else self._agent(agent),
+                "coordination",
+                task,
+                attrs={"assignee": self._agent(agent)},
+            )
         results = it.get("task_results") or []
         for r in results if isinstance(results, list) else []:
             if isinstance(r, dict) and "agent_id" in r and "result" in r:
@@ -223,11 +321,21 @@ class _ResultLog:
         for c in comms if isinstance(comms, list) else [comms]:
             add("message", None, "chat", c)
         if it.get("summary") is not None:
-            add("summary", PLANNER, "coordination", it.get("summary"),
-                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN} or None)
+            add(
+                "summary",
+                PLANNER,
+                "coordination",
+                it.get("summary"),
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN} or None,
+            )
         elif any(k not in ITERATION_KNOWN for k in it):
-            add("iteration", None, "system", None,
-                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN})
+            add(
+                "iteration",
+                None,
+                "system",
+                None,
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN},
+            )
         return rows
 
     def _scores(self, run: dict) -> list[dict]:
@@ -235,15 +343,27 @@ class _ResultLog:
         communication (-1: no communication that iteration, as MARBLE records it), the
         task evaluation and code quality (each numeric part), KPIs per agent, milestones and
         tokens."""
-        base = {"session_id": self.sid, "kind": "outcome", "target_kind": "session",
-                "target_id": self.sid, "annotator": "MARBLE evaluator"}
+        base = {
+            "session_id": self.sid,
+            "kind": "outcome",
+            "target_kind": "session",
+            "target_id": self.sid,
+            "annotator": "MARBLE evaluator",
+        }
         rows = []
 
         def add(aid, label, value, target=None):
             if isinstance(value, bool) or not isinstance(value, int | float):
                 return
-            rows.append({**base, "annotation_id": aid, "label": label, "value": float(value),
-                         **(target or {})})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": aid,
+                    "label": label,
+                    "value": float(value),
+                    **(target or {}),
+                }
+            )
 
         for key in ("planning_scores", "communication_scores"):
             for i, v in enumerate(run.get(key) or []):
@@ -256,7 +376,7 @@ class _ResultLog:
             else:
                 add(key, key, v)
         kpis = run.get("agent_kpis")
-        for agent, v in (kpis.items() if isinstance(kpis, dict) else []):
+        for agent, v in kpis.items() if isinstance(kpis, dict) else []:
             add(f"kpi/{agent}", "kpi", v, {"target_kind": "participant", "target_id": agent})
         add("total_milestones", "total_milestones", run.get("total_milestones"))
         add("token_usage", "token_usage", run.get("token_usage"))

@@ -10,8 +10,11 @@ from pathlib import Path
 from graphlake.ingest.base import data_files, load_json
 
 #: Files that come with datasets but hold no data: skipped and counted, never rejected
-NON_DATA = re.compile(r"^(readme|license|licence|copying|notice|changelog|changes|authors|"
-                      r"citation|contributing)([._-].*)?$", re.IGNORECASE)
+NON_DATA = re.compile(
+    r"^(readme|license|licence|copying|notice|changelog|changes|authors|"
+    r"citation|contributing)([._-].*)?$",
+    re.IGNORECASE,
+)
 
 _SAMPLE_FILES = 20
 _HEAD_BYTES = 64 << 10
@@ -35,16 +38,21 @@ def _first_value(path: Path):
 
 def _looks_like(path: Path) -> str | None:
     name = path.name
-    if name.endswith((".timed-units.xml", ".moves.xml", ".reference_expressions.json")) \
-            or name.startswith("landmarks_configuration"):
+    if name.endswith(
+        (".timed-units.xml", ".moves.xml", ".reference_expressions.json")
+    ) or name.startswith("landmarks_configuration"):
         return "maptask"
     if path.suffix.lower() in (".yaml", ".yml"):
         return None  # HAS-Bench and MARBLE both write YAML tasks: too close to call
     if path.suffix.lower() not in (".json", ".jsonl"):
         return None
     value = _first_value(path)
-    if isinstance(value, list) and value and isinstance(value[0], dict) \
-            and "user_scenario" in value[0]:
+    if (
+        isinstance(value, list)
+        and value
+        and isinstance(value[0], dict)
+        and "user_scenario" in value[0]
+    ):
         return "tau2"
     if not isinstance(value, dict):
         return None

@@ -50,11 +50,22 @@ RESULTS_NAME = "results.json"
 #: What ijson raises where a file stops being JSON (truncation, NaN, bad bytes).
 BROKEN_JSON = (ijson.JSONError, UnicodeDecodeError)
 SIMULATIONS_DIR = "simulations"
-SIM_KNOWN = frozenset({"id", "task_id", "start_time", "duration", "messages", "ticks",
-                       "reward_info"})
-TICK_KNOWN = frozenset({"tick_id", "timestamp", "agent_chunk", "user_chunk", "agent_tool_calls",
-                        "user_tool_calls", "agent_tool_results", "user_tool_results",
-                        "tick_duration_seconds"})
+SIM_KNOWN = frozenset(
+    {"id", "task_id", "start_time", "duration", "messages", "ticks", "reward_info"}
+)
+TICK_KNOWN = frozenset(
+    {
+        "tick_id",
+        "timestamp",
+        "agent_chunk",
+        "user_chunk",
+        "agent_tool_calls",
+        "user_tool_calls",
+        "agent_tool_results",
+        "user_tool_results",
+        "tick_duration_seconds",
+    }
+)
 CHUNK_KNOWN = frozenset({"role", "content", "timestamp", "contains_speech", "utterance_ids"})
 MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requestor"})
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
@@ -89,17 +100,29 @@ class Tau2Ingestor(Ingestor):
         """Run folders (``results.json`` beside ``simulations/``) as one unit each, and every
         other file on its own."""
         path = Path(path)
-        if path.is_file() and path.name == RESULTS_NAME and \
-                (path.parent / SIMULATIONS_DIR).is_dir():
+        if (
+            path.is_file()
+            and path.name == RESULTS_NAME
+            and (path.parent / SIMULATIONS_DIR).is_dir()
+        ):
             path = path.parent
-        runs = sorted({p.parent for p in (data_files(path) if path.is_dir() else [])
-                       if p.name == RESULTS_NAME and (p.parent / SIMULATIONS_DIR).is_dir()})
+        runs = sorted(
+            {
+                p.parent
+                for p in (data_files(path) if path.is_dir() else [])
+                if p.name == RESULTS_NAME and (p.parent / SIMULATIONS_DIR).is_dir()
+            }
+        )
         inside = [(d / RESULTS_NAME, d / SIMULATIONS_DIR) for d in runs]
-        files = [u for u in file_units(path, "json", "a tau2 results or tasks .json file, or "
-                                       "a run folder") if not runs or not any(
-                     u.path == meta or u.path.is_relative_to(sims) for meta, sims in inside)]
-        return sorted([*files, *(SourceUnit(d, "run_dir") for d in runs)],
-                      key=lambda u: str(u.path))
+        files = [
+            u
+            for u in file_units(path, "json", "a tau2 results or tasks .json file, or a run folder")
+            if not runs
+            or not any(u.path == meta or u.path.is_relative_to(sims) for meta, sims in inside)
+        ]
+        return sorted(
+            [*files, *(SourceUnit(d, "run_dir") for d in runs)], key=lambda u: str(u.path)
+        )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
@@ -107,16 +130,26 @@ class Tau2Ingestor(Ingestor):
             self._run_dir(unit.path, out)
             return
         if unit.kind != "json":
-            out.reject(source_file=src, target_table="sessions", record_kind="file",
-                       record_ref="$", reason="not a tau2 file: expected a .json results or "
-                       "tasks file", raw=unit.path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=src,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="not a tau2 file: expected a .json results or tasks file",
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
             return
         try:
             shape = self._shape(unit.path)
         except (ijson.JSONError, ValueError, UnicodeDecodeError) as exc:
-            out.reject(source_file=src, target_table="sessions", record_kind="file",
-                       record_ref="$", reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                       raw=unit.path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=src,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
             return
         if shape == "tasks":
             self._tasks(unit.path, "item", out, None)
@@ -126,26 +159,45 @@ class Tau2Ingestor(Ingestor):
             domain = _obj(info.get("environment_info")).get("domain_name")
             self._tasks(unit.path, "tasks.item", out, domain)
             ids, keys = self._ids_and_keys(unit.path)
-            run = self._run(unit.path, unit.path.stem, self._one(unit.path, "timestamp"),
-                            info, ids, {k: self._one(unit.path, k) for k in keys
-                                        if k not in ("timestamp", "info", "tasks",
-                                                     "simulations")}, out)
+            run = self._run(
+                unit.path,
+                unit.path.stem,
+                self._one(unit.path, "timestamp"),
+                info,
+                ids,
+                {
+                    k: self._one(unit.path, k)
+                    for k in keys
+                    if k not in ("timestamp", "info", "tasks", "simulations")
+                },
+                out,
+            )
             landed = out.accepted["sessions"]
             try:
                 self._simulations(unit.path, info, run, out)
             except BROKEN_JSON as exc:  # truncated mid-array, a NaN, bytes that are not UTF-8
                 landed = out.accepted["sessions"] - landed
-                out.reject(source_file=src, target_table="sessions", record_kind="file",
-                           record_ref="$.simulations", raw=unit.path.read_bytes()[-(1 << 16):],
-                           reason=f"the file stops being valid JSON inside 'simulations' "
-                           f"({type(exc).__name__}: {str(exc)[:200]}); the {landed} "
-                           "simulation(s) before that point landed, the rest did not. Fix "
-                           "the file (a truncated copy? a NaN?) and re-ingest")
+                out.reject(
+                    source_file=src,
+                    target_table="sessions",
+                    record_kind="file",
+                    record_ref="$.simulations",
+                    raw=unit.path.read_bytes()[-(1 << 16) :],
+                    reason=f"the file stops being valid JSON inside 'simulations' "
+                    f"({type(exc).__name__}: {str(exc)[:200]}); the {landed} "
+                    "simulation(s) before that point landed, the rest did not. Fix "
+                    "the file (a truncated copy? a NaN?) and re-ingest",
+                )
         else:
-            out.reject(source_file=src, target_table="sessions", record_kind="file",
-                       record_ref="$", reason="neither a tau2 results file (an object with "
-                       "'simulations') nor a task file (a list of tasks)",
-                       raw=unit.path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=src,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="neither a tau2 results file (an object with "
+                "'simulations') nor a task file (a list of tasks)",
+                raw=unit.path.read_bytes()[: 1 << 20],
+            )
 
     # -- file shape and streaming ------------------------------------------------------------
     @staticmethod
@@ -199,8 +251,9 @@ class Tau2Ingestor(Ingestor):
 
     # -- runs --------------------------------------------------------------------------------
     @staticmethod
-    def _run(path: Path, name: str, timestamp, info: dict, sim_ids: list[str], extras: dict,
-             out: Emitter) -> str:
+    def _run(
+        path: Path, name: str, timestamp, info: dict, sim_ids: list[str], extras: dict, out: Emitter
+    ) -> str:
         """Emit the run's row; return its id (tau2's run identity, see the module doc)."""
         digest = hashlib.sha256((timestamp if isinstance(timestamp, str) else "").encode())
         for sim_id in sorted(sim_ids):
@@ -212,19 +265,37 @@ class Tau2Ingestor(Ingestor):
             started = _ts(timestamp) if timestamp is not None else None
         except _Bad:
             started = None
-        out.row("runs", run_row(
-            run_id, name, str(path), started_at=started,
-            agent=_s(agent.get("implementation")), agent_model=_s(agent.get("llm")),
-            user_simulator=_s(user.get("implementation")), user_model=_s(user.get("llm")),
-            policy=_s(env.get("policy")),
-            settings={**{k: v for k, v in info.items()
-                         if k not in ("agent_info", "user_info", "environment_info")},
-                      "domain": env.get("domain_name")},
-            attrs={"agent_info": info.get("agent_info"), "user_info": info.get("user_info"),
-                   "environment_info": {k: v for k, v in env.items() if k != "policy"}
-                   if env or "environment_info" not in info else info["environment_info"],
-                   **({"timestamp": timestamp} if started is None and timestamp else {}),
-                   **extras}))
+        out.row(
+            "runs",
+            run_row(
+                run_id,
+                name,
+                str(path),
+                started_at=started,
+                agent=_s(agent.get("implementation")),
+                agent_model=_s(agent.get("llm")),
+                user_simulator=_s(user.get("implementation")),
+                user_model=_s(user.get("llm")),
+                policy=_s(env.get("policy")),
+                settings={
+                    **{
+                        k: v
+                        for k, v in info.items()
+                        if k not in ("agent_info", "user_info", "environment_info")
+                    },
+                    "domain": env.get("domain_name"),
+                },
+                attrs={
+                    "agent_info": info.get("agent_info"),
+                    "user_info": info.get("user_info"),
+                    "environment_info": {k: v for k, v in env.items() if k != "policy"}
+                    if env or "environment_info" not in info
+                    else info["environment_info"],
+                    **({"timestamp": timestamp} if started is None and timestamp else {}),
+                    **extras,
+                },
+            ),
+        )
         return run_id
 
     def _run_dir(self, folder: Path, out: Emitter) -> None:
@@ -233,43 +304,66 @@ class Tau2Ingestor(Ingestor):
         try:
             meta = load_json(meta_path.read_bytes())
         except ValueError as exc:
-            out.reject(source_file=str(meta_path), target_table="sessions", record_kind="file",
-                       record_ref="$", reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                       raw=meta_path.read_bytes()[: 1 << 20])
+            out.reject(
+                source_file=str(meta_path),
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                raw=meta_path.read_bytes()[: 1 << 20],
+            )
             return
         if not isinstance(meta, dict):
-            out.reject(source_file=str(meta_path), target_table="sessions", record_kind="file",
-                       record_ref="$", reason="a run folder's results.json must be an object "
-                       "with info and tasks", raw=meta)
+            out.reject(
+                source_file=str(meta_path),
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason="a run folder's results.json must be an object with info and tasks",
+                raw=meta,
+            )
             return
         info = _obj(meta.get("info"))
         domain = _obj(info.get("environment_info")).get("domain_name")
         self._tasks(meta_path, "tasks.item", out, domain)
-        files = [f for f in sorted((folder / SIMULATIONS_DIR).glob("*.json"))
-                 if within(f, folder)]
+        files = [f for f in sorted((folder / SIMULATIONS_DIR).glob("*.json")) if within(f, folder)]
         index = meta.get("simulation_index")
-        indexed = [e.get("id") for e in index if isinstance(e, dict)] \
-            if isinstance(index, list) else None
+        indexed = (
+            [e.get("id") for e in index if isinstance(e, dict)] if isinstance(index, list) else None
+        )
         # tau2 identifies a folder run by its index, else by the simulation file names
         ids = [i for i in indexed if isinstance(i, str)] if indexed else [f.stem for f in files]
-        extras = {k: v for k, v in meta.items()
-                  if k not in ("timestamp", "info", "tasks", "simulations")}
+        extras = {
+            k: v for k, v in meta.items() if k not in ("timestamp", "info", "tasks", "simulations")
+        }
         run = self._run(folder, folder.name, meta.get("timestamp"), info, ids, extras, out)
         for missing in sorted(set(ids) - {f.stem for f in files}):
-            out.reject(source_file=str(meta_path), target_table="sessions",
-                       record_kind="simulation", record_ref=f"$.simulation_index[id={missing}]",
-                       reason=f"simulation {missing} is in the run's index but "
-                       f"{SIMULATIONS_DIR}/{missing}.json is missing; restore the file and "
-                       "re-ingest", raw=next((e for e in index if isinstance(e, dict)
-                                              and e.get("id") == missing), missing),
-                       session_id=missing)
+            out.reject(
+                source_file=str(meta_path),
+                target_table="sessions",
+                record_kind="simulation",
+                record_ref=f"$.simulation_index[id={missing}]",
+                reason=f"simulation {missing} is in the run's index but "
+                f"{SIMULATIONS_DIR}/{missing}.json is missing; restore the file and "
+                "re-ingest",
+                raw=next(
+                    (e for e in index if isinstance(e, dict) and e.get("id") == missing), missing
+                ),
+                session_id=missing,
+            )
         for f in files:
             try:
                 sim = load_json(f.read_bytes())
             except ValueError as exc:
-                out.reject(source_file=str(f), target_table="sessions", record_kind="simulation",
-                           record_ref="$", reason=f"not valid JSON ({exc}); fix it and "
-                           "re-ingest", raw=f.read_bytes()[: 1 << 20], session_id=f.stem)
+                out.reject(
+                    source_file=str(f),
+                    target_table="sessions",
+                    record_kind="simulation",
+                    record_ref="$",
+                    reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                    raw=f.read_bytes()[: 1 << 20],
+                    session_id=f.stem,
+                )
                 continue
             self._one_simulation(sim, info, run, str(f), "$", out)
 
@@ -279,28 +373,40 @@ class Tau2Ingestor(Ingestor):
         for k, task in self._items(path, prefix, to_the_break=True):
             ref = f"$.{prefix.replace('.item', '')}[{k}]" if "." in prefix else f"$[{k}]"
             if not isinstance(task, dict) or not isinstance(task.get("id"), str | int):
-                out.reject(source_file=src, target_table="scenarios", record_kind="task",
-                           record_ref=ref, reason="a task needs an 'id'", raw=task)
+                out.reject(
+                    source_file=src,
+                    target_table="scenarios",
+                    record_kind="task",
+                    record_ref=ref,
+                    reason="a task needs an 'id'",
+                    raw=task,
+                )
                 continue
             scen = task.get("user_scenario") or {}
             ins = scen.get("instructions") if isinstance(scen, dict) else None
             structured = isinstance(ins, dict)
             desc = task.get("description") or {}
             dom = domain or (_s(ins.get("domain")) if structured else None)
-            out.row("scenarios", {
-                "session_id": "", "scenario_id": scenario_id(dom, task["id"]),
-                "title": _s(desc.get("purpose") if isinstance(desc, dict) else desc),
-                "domain": dom,
-                "goal": _s(ins.get("reason_for_call")) if structured else _s(ins),
-                "known_info": _s(ins.get("known_info")) if structured else None,
-                "unknown_info": _s(ins.get("unknown_info")) if structured else None,
-                "instructions": _s(ins.get("task_instructions")) if structured else None,
-                "persona": _s(scen.get("persona")) if isinstance(scen, dict) else None,
-                "evaluation_criteria": _s(task.get("evaluation_criteria")),
-                "source_file": src,
-                "attrs": to_json({k: v for k, v in task.items() if k not in TASK_KNOWN}
-                                 | ({"description": desc} if isinstance(desc, dict) else {})),
-            })
+            out.row(
+                "scenarios",
+                {
+                    "session_id": "",
+                    "scenario_id": scenario_id(dom, task["id"]),
+                    "title": _s(desc.get("purpose") if isinstance(desc, dict) else desc),
+                    "domain": dom,
+                    "goal": _s(ins.get("reason_for_call")) if structured else _s(ins),
+                    "known_info": _s(ins.get("known_info")) if structured else None,
+                    "unknown_info": _s(ins.get("unknown_info")) if structured else None,
+                    "instructions": _s(ins.get("task_instructions")) if structured else None,
+                    "persona": _s(scen.get("persona")) if isinstance(scen, dict) else None,
+                    "evaluation_criteria": _s(task.get("evaluation_criteria")),
+                    "source_file": src,
+                    "attrs": to_json(
+                        {k: v for k, v in task.items() if k not in TASK_KNOWN}
+                        | ({"description": desc} if isinstance(desc, dict) else {})
+                    ),
+                },
+            )
 
     # -- simulations -> sessions, participants, events, annotations --------------------------
     def _simulations(self, path: Path, info: dict, run: str, out: Emitter) -> None:
@@ -308,38 +414,52 @@ class Tau2Ingestor(Ingestor):
         for k, sim in self._items(path, "simulations.item"):
             sid = sim.get("id") if isinstance(sim, dict) else None
             if isinstance(sid, str) and sid in first:
-                out.reject(source_file=str(path), target_table="sessions",
-                           record_kind="simulation", record_ref=f"$.simulations[{k}]",
-                           raw=sim, session_id=sid,
-                           reason=f"simulation id {sid!r} is used again here; the one at "
-                           f"$.simulations[{first[sid]}] was ingested and this one was not. "
-                           "Give every simulation its own id and re-ingest")
+                out.reject(
+                    source_file=str(path),
+                    target_table="sessions",
+                    record_kind="simulation",
+                    record_ref=f"$.simulations[{k}]",
+                    raw=sim,
+                    session_id=sid,
+                    reason=f"simulation id {sid!r} is used again here; the one at "
+                    f"$.simulations[{first[sid]}] was ingested and this one was not. "
+                    "Give every simulation its own id and re-ingest",
+                )
                 continue
             if isinstance(sid, str):
                 first[sid] = k
             self._one_simulation(sim, info, run, str(path), f"$.simulations[{k}]", out)
 
-    def _one_simulation(self, sim, info: dict, run: str, src: str, ref: str,
-                        out: Emitter) -> None:
+    def _one_simulation(self, sim, info: dict, run: str, src: str, ref: str, out: Emitter) -> None:
         try:
             self._simulation(sim, info, run, src, out)
         except SHAPE_ERRORS as exc:
-            out.reject(source_file=src, target_table="sessions", record_kind="simulation",
-                       record_ref=ref, reason=shape_reason(exc), raw=sim,
-                       session_id=sim.get("id") if isinstance(sim, dict) else None)
+            out.reject(
+                source_file=src,
+                target_table="sessions",
+                record_kind="simulation",
+                record_ref=ref,
+                reason=shape_reason(exc),
+                raw=sim,
+                session_id=sim.get("id") if isinstance(sim, dict) else None,
+            )
 
     def _simulation(self, sim, info: dict, run: str, src: str, out: Emitter) -> None:
         if not isinstance(sim, dict):
-            raise _Bad(f"a simulation is an object with id, task_id and messages or ticks, "
-                       f"not a {type(sim).__name__}")
+            raise _Bad(
+                f"a simulation is an object with id, task_id and messages or ticks, "
+                f"not a {type(sim).__name__}"
+            )
         if sim.get("id") is not None and not isinstance(sim["id"], str):
             raise _Bad(f"simulation id {sim['id']!r} must be a text, as tau2 writes it")
         if not sim.get("id"):
             raise _Bad("a simulation needs an 'id'")
         messages, ticks = sim.get("messages"), sim.get("ticks")
         if not isinstance(messages, list) and not isinstance(ticks, list):
-            raise _Bad(f"simulation {sim['id']}: needs a 'messages' list (half-duplex) or a "
-                       "'ticks' list (full-duplex)")
+            raise _Bad(
+                f"simulation {sim['id']}: needs a 'messages' list (half-duplex) or a "
+                "'ticks' list (full-duplex)"
+            )
         sid = sim["id"]
         start = _ts(sim.get("start_time"))
         agent, user = info.get("agent_info") or {}, info.get("user_info") or {}
@@ -351,34 +471,59 @@ class Tau2Ingestor(Ingestor):
             tick_rows = reader.read(ticks)
             if reader.tick_fields:
                 attrs["tick_fields"] = reader.tick_fields
-        out.row("sessions", {
-            "session_id": sid, "title": _s(sim.get("task_id")), "domain": _s(domain),
-            "participants": ["assistant", "user", "tool"], "started_at": start,
-            "duration_s": float(sim["duration"]) if isinstance(sim.get("duration"), int | float)
-            else None, "source_file": src, "run_id": run,
-            "scenario_id": scenario_id(domain, sim["task_id"]) if sim.get("task_id") is not None
-            else None,
-            "attrs": to_json(attrs) if attrs else None,
-        })
-        for pid, (kind, _), who in (("assistant", ROLES["assistant"], agent),
-                                    ("user", ROLES["user"], user), ("tool", ROLES["tool"], {})):
-            out.row("participants", {
-                "session_id": sid, "participant_id": pid, "kind": kind,
-                "role": {"assistant": "agent", "user": "user_simulator",
-                         "tool": "environment"}[pid],
-                "name": _s(who.get("llm")) if who else _s(domain),
-                "attrs": to_json({**who, "simulated": True}) if pid == "user"
-                else (to_json(who) if who else None)})
+        out.row(
+            "sessions",
+            {
+                "session_id": sid,
+                "title": _s(sim.get("task_id")),
+                "domain": _s(domain),
+                "participants": ["assistant", "user", "tool"],
+                "started_at": start,
+                "duration_s": float(sim["duration"])
+                if isinstance(sim.get("duration"), int | float)
+                else None,
+                "source_file": src,
+                "run_id": run,
+                "scenario_id": scenario_id(domain, sim["task_id"])
+                if sim.get("task_id") is not None
+                else None,
+                "attrs": to_json(attrs) if attrs else None,
+            },
+        )
+        for pid, (kind, _), who in (
+            ("assistant", ROLES["assistant"], agent),
+            ("user", ROLES["user"], user),
+            ("tool", ROLES["tool"], {}),
+        ):
+            out.row(
+                "participants",
+                {
+                    "session_id": sid,
+                    "participant_id": pid,
+                    "kind": kind,
+                    "role": {"assistant": "agent", "user": "user_simulator", "tool": "environment"}[
+                        pid
+                    ],
+                    "name": _s(who.get("llm")) if who else _s(domain),
+                    "attrs": to_json({**who, "simulated": True})
+                    if pid == "user"
+                    else (to_json(who) if who else None),
+                },
+            )
         if isinstance(messages, list):
             for i, msg in enumerate(messages):
                 try:
                     rows = self._message(sid, i, msg, start)
                 except SHAPE_ERRORS as exc:
-                    out.reject(source_file=src, target_table="events", record_kind="message",
-                               record_ref=f"$.simulations[id={sid}].messages[{i}]",
-                               reason=f"simulation {sid} message #{i}: {shape_reason(exc)}",
-                               raw=msg,
-                               session_id=sid)
+                    out.reject(
+                        source_file=src,
+                        target_table="events",
+                        record_kind="message",
+                        record_ref=f"$.simulations[id={sid}].messages[{i}]",
+                        reason=f"simulation {sid} message #{i}: {shape_reason(exc)}",
+                        raw=msg,
+                        session_id=sid,
+                    )
                     continue
                 for r in rows:
                     out.row("events", r)
@@ -400,14 +545,27 @@ class Tau2Ingestor(Ingestor):
         base = {"session_id": sid, "t": t, "timestamp": ts}
         if role == "tool":
             return [_tool_result(base, f"m{i}", i * 100, msg)]
-        rows = [{**base, "event_id": f"m{i}", "seq": i * 100, "actor": role, "actor_type": atype,
-                 "kind": "message", "channel": "chat", "initiator": initiator,
-                 "text": _s(msg.get("content")), "attrs": attrs_json(msg, MSG_KNOWN)}]
+        rows = [
+            {
+                **base,
+                "event_id": f"m{i}",
+                "seq": i * 100,
+                "actor": role,
+                "actor_type": atype,
+                "kind": "message",
+                "channel": "chat",
+                "initiator": initiator,
+                "text": _s(msg.get("content")),
+                "attrs": attrs_json(msg, MSG_KNOWN),
+            }
+        ]
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
             raise _Bad("tool_calls must be a list")
-        rows.extend(_tool_call(base, f"m{i}/call{j}", i * 100 + j, call, role, j)
-                    for j, call in enumerate(calls, 1))
+        rows.extend(
+            _tool_call(base, f"m{i}/call{j}", i * 100 + j, call, role, j)
+            for j, call in enumerate(calls, 1)
+        )
         return rows
 
 
@@ -416,25 +574,40 @@ def _tool_call(base: dict, event_id: str, seq: int, call, role: str, j: int) -> 
     if not isinstance(call, dict) or not call.get("name"):
         raise _Bad(f"tool call #{j} has no name")
     req = call.get("requestor") or role
-    return {**base, "event_id": event_id, "seq": seq, "actor": req,
-            "actor_type": ROLES.get(req, ("ai", "agent"))[0], "kind": "tool_call",
-            "channel": "control" if req == "user" else "tool",
-            "initiator": "human" if req == "user" else "agent",
-            "request_id": _s(call.get("id")), "text": _s(call["name"]),
-            "payload": to_json(call.get("arguments")),
-            "attrs": attrs_json(call, TOOL_CALL_KNOWN)}
+    return {
+        **base,
+        "event_id": event_id,
+        "seq": seq,
+        "actor": req,
+        "actor_type": ROLES.get(req, ("ai", "agent"))[0],
+        "kind": "tool_call",
+        "channel": "control" if req == "user" else "tool",
+        "initiator": "human" if req == "user" else "agent",
+        "request_id": _s(call.get("id")),
+        "text": _s(call["name"]),
+        "payload": to_json(call.get("arguments")),
+        "attrs": attrs_json(call, TOOL_CALL_KNOWN),
+    }
 
 
 def _tool_result(base: dict, event_id: str, seq: int, msg) -> dict:
     if not isinstance(msg, dict):
         raise _Bad("a tool result must be an object")
     req = msg.get("requestor")
-    return {**base, "event_id": event_id, "seq": seq, "actor": "tool", "actor_type": "system",
-            "kind": "tool_result", "channel": "control" if req == "user" else "tool",
-            "initiator": "human" if req == "user" else "agent",
-            "request_id": _s(msg.get("id")),
-            "status": "error" if msg.get("error") else "answered",
-            "text": _s(msg.get("content")), "attrs": attrs_json(msg, MSG_KNOWN)}
+    return {
+        **base,
+        "event_id": event_id,
+        "seq": seq,
+        "actor": "tool",
+        "actor_type": "system",
+        "kind": "tool_result",
+        "channel": "control" if req == "user" else "tool",
+        "initiator": "human" if req == "user" else "agent",
+        "request_id": _s(msg.get("id")),
+        "status": "error" if msg.get("error") else "answered",
+        "text": _s(msg.get("content")),
+        "attrs": attrs_json(msg, MSG_KNOWN),
+    }
 
 
 class _TickReader:
@@ -462,9 +635,15 @@ class _TickReader:
             try:
                 rows.extend(self._tick(i, tick))
             except SHAPE_ERRORS as exc:
-                self.out.reject(source_file=self.src, target_table="events", record_kind="tick",
-                                record_ref=f"$.ticks[{i}]", session_id=self.sid, raw=tick,
-                                reason=f"simulation {self.sid} tick #{i}: {shape_reason(exc)}")
+                self.out.reject(
+                    source_file=self.src,
+                    target_table="events",
+                    record_kind="tick",
+                    record_ref=f"$.ticks[{i}]",
+                    session_id=self.sid,
+                    raw=tick,
+                    reason=f"simulation {self.sid} tick #{i}: {shape_reason(exc)}",
+                )
         for side in list(self.open):
             rows.append(self._close(side))
         return rows
@@ -483,29 +662,51 @@ class _TickReader:
             chunk = tick.get(f"{side}_chunk")
             if chunk is not None and not isinstance(chunk, dict):
                 raise _Bad(f"{side}_chunk must be an object")
-            text = (chunk.get("content") if not chunk.get("is_audio")
-                    else chunk.get("audio_script_gold")) if chunk else None
-            speaking = bool(chunk) and chunk.get("contains_speech", True) is not False \
-                and isinstance(text, str) and bool(text)
+            text = (
+                (
+                    chunk.get("content")
+                    if not chunk.get("is_audio")
+                    else chunk.get("audio_script_gold")
+                )
+                if chunk
+                else None
+            )
+            speaking = (
+                bool(chunk)
+                and chunk.get("contains_speech", True) is not False
+                and isinstance(text, str)
+                and bool(text)
+            )
             if speaking:
-                fields = {k: v for k, v in chunk.items() if k not in CHUNK_KNOWN
-                          or (k == "timestamp" and v != tick.get("timestamp"))}
+                fields = {
+                    k: v
+                    for k, v in chunk.items()
+                    if k not in CHUNK_KNOWN or (k == "timestamp" and v != tick.get("timestamp"))
+                }
                 self._extend(side, role, i, tid, t, t_end, ts, text, chunk, fields)
             else:
                 if side in self.open:
                     rows.append(self._close(side))
                 if chunk:  # a silent chunk: nothing to show, but keep what it carries
-                    tick = {**tick, f"{side}_chunk_silent": {
-                        k: v for k, v in chunk.items() if k not in ("role", "timestamp")}}
+                    tick = {
+                        **tick,
+                        f"{side}_chunk_silent": {
+                            k: v for k, v in chunk.items() if k not in ("role", "timestamp")
+                        },
+                    }
             seq = i * 1000 + k * 100
             calls = tick.get(f"{side}_tool_calls") or []
             results = tick.get(f"{side}_tool_results") or []
             if not isinstance(calls, list) or not isinstance(results, list):
                 raise _Bad(f"{side}_tool_calls and {side}_tool_results must be lists")
-            rows.extend(_tool_call(base, f"tick{tid}/{role}/call{j}", seq + j, call, role, j)
-                        for j, call in enumerate(calls, 1))
-            rows.extend(_tool_result(base, f"tick{tid}/{role}/result{j}", seq + 50 + j, res)
-                        for j, res in enumerate(results, 1))
+            rows.extend(
+                _tool_call(base, f"tick{tid}/{role}/call{j}", seq + j, call, role, j)
+                for j, call in enumerate(calls, 1)
+            )
+            rows.extend(
+                _tool_result(base, f"tick{tid}/{role}/result{j}", seq + 50 + j, res)
+                for j, res in enumerate(results, 1)
+            )
         extra = {k: v for k, v in tick.items() if k not in TICK_KNOWN}
         if extra:
             self.tick_fields[str(tid)] = extra
@@ -517,10 +718,22 @@ class _TickReader:
         if cur is None:
             atype, initiator = ROLES[role]
             cur = self.open[side] = {
-                "session_id": self.sid, "event_id": f"tick{tid}/{role}", "seq": i * 1000 + 1,
-                "t": t, "t_end": t_end, "timestamp": ts, "actor": role, "actor_type": atype,
-                "kind": "message", "channel": "chat", "initiator": initiator,
-                "_parts": [], "_ids": set(), "_ticks": [tid, tid], "_fields": []}
+                "session_id": self.sid,
+                "event_id": f"tick{tid}/{role}",
+                "seq": i * 1000 + 1,
+                "t": t,
+                "t_end": t_end,
+                "timestamp": ts,
+                "actor": role,
+                "actor_type": atype,
+                "kind": "message",
+                "channel": "chat",
+                "initiator": initiator,
+                "_parts": [],
+                "_ids": set(),
+                "_ticks": [tid, tid],
+                "_fields": [],
+            }
         elif cur["_ids"] and ids and cur["_ids"].isdisjoint(ids):
             cur["_parts"].append(" ")
         cur["_parts"].append(text)
@@ -550,32 +763,68 @@ def _outcomes(sid: str, info) -> list[dict]:
     """reward_info -> one outcome annotation per reward, check and assertion."""
     if not isinstance(info, dict):
         return []
-    base = {"session_id": sid, "kind": "outcome", "target_kind": "session", "target_id": sid,
-            "annotator": "tau2 evaluator"}
-    rows = [{**base, "annotation_id": "reward", "label": "reward",
-             "value": _num(info.get("reward")),
-             "attrs": to_json({k: info.get(k) for k in ("reward_basis", "info")})}]
+    base = {
+        "session_id": sid,
+        "kind": "outcome",
+        "target_kind": "session",
+        "target_id": sid,
+        "annotator": "tau2 evaluator",
+    }
+    rows = [
+        {
+            **base,
+            "annotation_id": "reward",
+            "label": "reward",
+            "value": _num(info.get("reward")),
+            "attrs": to_json({k: info.get(k) for k in ("reward_basis", "info")}),
+        }
+    ]
     db = info.get("db_check")
     if isinstance(db, dict):
-        rows.append({**base, "annotation_id": "db_check", "label": "db_match",
-                     "value": _num(db.get("db_match")), "attrs": to_json(db)})
+        rows.append(
+            {
+                **base,
+                "annotation_id": "db_check",
+                "label": "db_match",
+                "value": _num(db.get("db_match")),
+                "attrs": to_json(db),
+            }
+        )
     for key, label_of, value_of in (
-        ("env_assertions", lambda a: (a.get("env_assertion") or {}).get("func_name"),
-         lambda a: a.get("reward")),
-        ("action_checks", lambda a: (a.get("action") or {}).get("name"),
-         lambda a: a.get("action_reward")),
+        (
+            "env_assertions",
+            lambda a: (a.get("env_assertion") or {}).get("func_name"),
+            lambda a: a.get("reward"),
+        ),
+        (
+            "action_checks",
+            lambda a: (a.get("action") or {}).get("name"),
+            lambda a: a.get("action_reward"),
+        ),
         ("nl_assertions", lambda a: a.get("nl_assertion"), lambda a: a.get("met")),
         ("communicate_checks", lambda a: a.get("info"), lambda a: a.get("met")),
     ):
         for k, item in enumerate(info.get(key) or []):
             if not isinstance(item, dict):
                 continue
-            rows.append({**base, "annotation_id": f"{key}/{k}",
-                         "label": f"{key.rstrip('s')}:{_s(label_of(item))}",
-                         "value": _num(value_of(item)), "attrs": to_json(item)})
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": f"{key}/{k}",
+                    "label": f"{key.rstrip('s')}:{_s(label_of(item))}",
+                    "value": _num(value_of(item)),
+                    "attrs": to_json(item),
+                }
+            )
     for basis, v in (info.get("reward_breakdown") or {}).items():
-        rows.append({**base, "annotation_id": f"reward_breakdown/{basis}",
-                     "label": f"reward_breakdown:{basis}", "value": _num(v)})
+        rows.append(
+            {
+                **base,
+                "annotation_id": f"reward_breakdown/{basis}",
+                "label": f"reward_breakdown:{basis}",
+                "value": _num(v),
+            }
+        )
     return rows
 
 

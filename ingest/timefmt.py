@@ -36,8 +36,7 @@ def parse_clock(text: str) -> float:
 def parse_range(text: str) -> tuple[float, float]:
     """``"00:01:00-00:02:30"`` -> (60.0, 150.0). The end may not precede the start."""
     if not isinstance(text, str):
-        raise TimeFormatError(
-            f"expected a time range text like '00:01:00-00:02:30', got {text!r}")
+        raise TimeFormatError(f"expected a time range text like '00:01:00-00:02:30', got {text!r}")
     m = _FAST_RANGE.fullmatch(text)
     if m:
         h1, m1, s1, h2, m2, s2 = map(int, m.groups())
@@ -47,7 +46,8 @@ def parse_range(text: str) -> tuple[float, float]:
     parts = _DASHES.split(text.strip())
     if len(parts) != 2:
         raise TimeFormatError(
-            f"{text!r} is not a time range; write 'HH:MM:SS-HH:MM:SS', e.g. '00:01:00-00:02:30'")
+            f"{text!r} is not a time range; write 'HH:MM:SS-HH:MM:SS', e.g. '00:01:00-00:02:30'"
+        )
     start, end = parse_clock(parts[0]), parse_clock(parts[1])
     if end < start:
         raise TimeFormatError(f"{text!r} ends before it starts; swap the two times")

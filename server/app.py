@@ -51,10 +51,17 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         if connection is None:
             state.current.con.close()
 
-    app = FastAPI(title="graphlake", version=graphlake.__version__, description=DESCRIPTION,
-                  lifespan=lifespan,
-                  responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
-                             422: {"model": ErrorResponse}})
+    app = FastAPI(
+        title="graphlake",
+        version=graphlake.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        responses={
+            400: {"model": ErrorResponse},
+            404: {"model": ErrorResponse},
+            422: {"model": ErrorResponse},
+        },
+    )
     app.state.graphlake = state
     errors.install(app)
     # routes are matched in order: after health (the load benchmark's ceiling) comes the
@@ -62,6 +69,7 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     for module in (health, benchmarks, sessions, media, search, sql, corpora, workbench):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=workbench.STATIC), name="static")
-    app.add_middleware(GuardMiddleware, token=settings.token,
-                       max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        GuardMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes
+    )
     return app

@@ -29,18 +29,30 @@ from graphlake.protocols.spec import ProtocolError
 
 log = logging.getLogger("graphlake.server")
 
-_CODES = {400: "bad_request", 401: "unauthorized", 404: "not_found", 405: "method_not_allowed",
-          408: "timeout", 409: "conflict", 413: "too_large", 416: "range_not_satisfiable",
-          422: "invalid_request", 500: "internal", 501: "not_implemented"}
+_CODES = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    408: "timeout",
+    409: "conflict",
+    413: "too_large",
+    416: "range_not_satisfiable",
+    422: "invalid_request",
+    500: "internal",
+    501: "not_implemented",
+}
 
 
 def error_body(status: int, message: str, code: str | None = None) -> dict:
-    return {"error": {"status": status, "code": code or _CODES.get(status, "error"),
-                      "message": message}}
+    return {
+        "error": {"status": status, "code": code or _CODES.get(status, "error"), "message": message}
+    }
 
 
-def error_response(status: int, message: str, code: str | None = None,
-                   headers: Mapping[str, str] | None = None) -> JSONResponse:
+def error_response(
+    status: int, message: str, code: str | None = None, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     return JSONResponse(error_body(status, message, code), status_code=status, headers=headers)
 
 
@@ -86,10 +98,16 @@ def install(app: FastAPI) -> None:
     async def _domain(request: Request, exc: GraphlakeError):
         status = _status(exc)
         if status == 500:
-            log.error("unmapped domain error on %s %s", request.method, request.url.path,
-                      exc_info=exc)
-        code = ("stale_cursor" if isinstance(exc, StaleCursorError)
-                else "bad_cursor" if isinstance(exc, CursorError) else None)
+            log.error(
+                "unmapped domain error on %s %s", request.method, request.url.path, exc_info=exc
+            )
+        code = (
+            "stale_cursor"
+            if isinstance(exc, StaleCursorError)
+            else "bad_cursor"
+            if isinstance(exc, CursorError)
+            else None
+        )
         return error_response(status, str(exc), code)
 
     @app.exception_handler(Exception)
@@ -97,5 +115,8 @@ def install(app: FastAPI) -> None:
         # Starlette calls this from its outermost middleware for anything unhandled: the
         # client gets the one error shape, the log gets the traceback.
         log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal error: the server logged the traceback; please "
-                              "report it with the request that caused it")
+        return error_response(
+            500,
+            "internal error: the server logged the traceback; please "
+            "report it with the request that caused it",
+        )

@@ -16,9 +16,17 @@ from graphlake.server.errors import error_body
 
 async def _send_error(send, status: int, message: str, headers=()) -> None:
     body = json.dumps(error_body(status, message)).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode()), *headers]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": body})
 
 
@@ -54,14 +62,22 @@ class GuardMiddleware:
             given = headers.get(b"authorization") or _query_token(scope)
             if not hmac.compare_digest(given, self.token):
                 return await _send_error(
-                    send, 401, "this server needs a token: send the header "
+                    send,
+                    401,
+                    "this server needs a token: send the header "
                     "'Authorization: Bearer <token>' with the token `graphlake serve` was "
                     "started with (a GET may pass ?token=<token>; the workbench: open "
-                    "/?token=<token>)", [(b"www-authenticate", b"Bearer")])
+                    "/?token=<token>)",
+                    [(b"www-authenticate", b"Bearer")],
+                )
         length = headers.get(b"content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body:
-            return await _send_error(send, 413, f"request body of {int(length)} bytes is over "
-                                     f"the {self.max_body}-byte limit (--max-body)")
+            return await _send_error(
+                send,
+                413,
+                f"request body of {int(length)} bytes is over "
+                f"the {self.max_body}-byte limit (--max-body)",
+            )
         seen = 0
         started = False
 
@@ -84,5 +100,6 @@ class GuardMiddleware:
             await self.app(scope, counted_receive, tracked_send)
         except _TooLarge:
             if not started:
-                await _send_error(send, 413, f"request body is over the {self.max_body}-byte "
-                                  "limit (--max-body)")
+                await _send_error(
+                    send, 413, f"request body is over the {self.max_body}-byte limit (--max-body)"
+                )

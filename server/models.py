@@ -11,8 +11,9 @@ T = TypeVar("T")
 
 class Page(BaseModel, Generic[T]):
     items: list[T]
-    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page; null on "
-                                    "the last page.")
+    next_cursor: str | None = Field(
+        description="Pass as ?cursor= for the next page; null on the last page."
+    )
 
 
 class ErrorDetail(BaseModel):
@@ -73,8 +74,10 @@ class Graph(BaseModel):
     selection: dict[str, Any]
     nodes: list[GraphNode]
     edges: list[GraphEdge]
-    text: str = Field(description="The Kolab A.6 rendering: [nK](actor) label: details lines, "
-                      "then nK -> nM edges.")
+    text: str = Field(
+        description="The Kolab A.6 rendering: [nK](actor) label: details lines, "
+        "then nK -> nM edges."
+    )
     node_ids: list[str] = Field(description="node_ids[K] is the lake node_id of nK.")
 
 
@@ -121,10 +124,14 @@ class Frame(BaseModel):
 
 
 class SqlRequest(BaseModel):
-    sql: str = Field(description="One read-only statement (DuckDB dialect; graph patterns and "
-                     "primitives allowed).", max_length=100_000)
-    params: dict[str, Any] | None = Field(default=None, description="Values for $name "
-                                          "placeholders.")
+    sql: str = Field(
+        description="One read-only statement (DuckDB dialect; graph patterns and "
+        "primitives allowed).",
+        max_length=100_000,
+    )
+    params: dict[str, Any] | None = Field(
+        default=None, description="Values for $name placeholders."
+    )
 
 
 class SqlResponse(BaseModel):
@@ -147,8 +154,9 @@ class NamedQueryInfo(BaseModel):
     title: str
     description: str
     params: list[QueryParam]
-    chart: dict[str, Any] | None = Field(default=None, description="A Vega-Lite spec (no "
-                                         "data) that plots the query's rows.")
+    chart: dict[str, Any] | None = Field(
+        default=None, description="A Vega-Lite spec (no data) that plots the query's rows."
+    )
 
 
 class NamedQueryRequest(BaseModel):
@@ -193,8 +201,9 @@ class Instance(BaseModel):
 class Prediction(BaseModel):
     id: str
     label: str | int | float | None = None
-    cells: list[list[int]] | None = Field(default=None, description="Almanac draw "
-                                          "predictions: the [row, col] cells.")
+    cells: list[list[int]] | None = Field(
+        default=None, description="Almanac draw predictions: the [row, col] cells."
+    )
 
 
 class ScoreRequest(BaseModel):
@@ -224,8 +233,9 @@ class SearchHit(BaseModel):
     corpus: str
     t: float | None = Field(description="Seconds from session start.")
     score: float = Field(description="Reciprocal-rank-fusion score (higher is better).")
-    matched: list[str] = Field(description="Rankings that found it: fts, text_vector, "
-                               "image_vector, phash.")
+    matched: list[str] = Field(
+        description="Rankings that found it: fts, text_vector, image_vector, phash."
+    )
     text: str | None = Field(description="OCR text of the frame, or the label / chat text.")
     step_id: str | None
     nodes: list[str] = Field(description="Labels of the node occurrences running at t.")
@@ -273,20 +283,27 @@ class SessionOverviewPage(Page[SessionOverview]):
 
 class Timeline(BaseModel):
     """A session for the workbench timeline; occurrences and events as parallel arrays."""
+
     corpus: str
     session_id: str
     info: dict[str, Any]
     duration_s: float
-    lanes: list[dict[str, Any]] = Field(description="Swimlanes top to bottom: id, label, "
-                                        "actor_type, index.")
+    lanes: list[dict[str, Any]] = Field(
+        description="Swimlanes top to bottom: id, label, actor_type, index."
+    )
     steps: list[dict[str, Any]] = Field(description="Step bands with their ratings.")
-    occurrences: dict[str, list[Any]] = Field(description="One bar per node occurrence "
-                                              "(loops are several): parallel arrays, lane is "
-                                              "an index into lanes.")
-    events: dict[str, list[Any]] = Field(description="Events no node stands for (chat, "
-                                         "clarifications, tool calls), as parallel arrays.")
+    occurrences: dict[str, list[Any]] = Field(
+        description="One bar per node occurrence "
+        "(loops are several): parallel arrays, lane is "
+        "an index into lanes."
+    )
+    events: dict[str, list[Any]] = Field(
+        description="Events no node stands for (chat, "
+        "clarifications, tool calls), as parallel arrays."
+    )
     edges: list[GraphEdge]
-    adoptions: list[dict[str, Any]] = Field(description="Adopt/modify/reject triples: "
-                                            "source_node, ai_node, response_node, label.")
+    adoptions: list[dict[str, Any]] = Field(
+        description="Adopt/modify/reject triples: source_node, ai_node, response_node, label."
+    )
     media: list[dict[str, Any]]
     outcome: dict[str, Any] | None = Field(description="Agent traces: run_outcomes' row.")

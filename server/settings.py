@@ -10,14 +10,14 @@ from pathlib import Path
 @dataclass(frozen=True)
 class Settings:
     lake: Path
-    version: int | None = None           # pin to this lake version (newest when None)
-    token: str | None = None             # every request needs "Authorization: Bearer <token>"
-    max_rows: int = 10_000               # rows one /sql or /queries answer may hold
-    query_timeout_s: float = 30.0        # a statement running longer is stopped (HTTP 408)
-    max_body_bytes: int = 1_000_000      # larger request bodies are refused (HTTP 413)
-    session_cache: int = 1024            # sessions kept in memory for contexts
-    preload_rows: int = 20_000_000       # corpora up to this many occurrences + events are read
-                                         # into memory at startup (0: per-session queries)
+    version: int | None = None  # pin to this lake version (newest when None)
+    token: str | None = None  # every request needs "Authorization: Bearer <token>"
+    max_rows: int = 10_000  # rows one /sql or /queries answer may hold
+    query_timeout_s: float = 30.0  # a statement running longer is stopped (HTTP 408)
+    max_body_bytes: int = 1_000_000  # larger request bodies are refused (HTTP 413)
+    session_cache: int = 1024  # sessions kept in memory for contexts
+    preload_rows: int = 20_000_000  # corpora up to this many occurrences + events are read
+    # into memory at startup (0: per-session queries)
 
 
 def is_loopback(host: str) -> bool:

@@ -55,9 +55,12 @@ class State:
 
 
 def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
-    return Benchmarks(con, session_cache=settings.session_cache,
-                      preload_rows=settings.preload_rows,
-                      index_timeout_s=settings.query_timeout_s)
+    return Benchmarks(
+        con,
+        session_cache=settings.session_cache,
+        preload_rows=settings.preload_rows,
+        index_timeout_s=settings.query_timeout_s,
+    )
 
 
 def get_state_now(request: Request) -> Serving:
@@ -77,5 +80,8 @@ async def get_server_state(request: Request) -> State:
 def json_response(payload, status: int = 200) -> Response:
     """orjson-encoded JSON (datetimes as ISO 8601); the hot paths skip pydantic re-validation
     and declare their model for the OpenAPI schema instead."""
-    return Response(orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS), status_code=status,
-                    media_type="application/json")
+    return Response(
+        orjson.dumps(payload, option=orjson.OPT_NON_STR_KEYS),
+        status_code=status,
+        media_type="application/json",
+    )

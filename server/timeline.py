@@ -14,8 +14,16 @@ from graphlake.protocols.session import SessionData
 from graphlake.query.connection import Connection
 
 #: Lanes in this order, top to bottom: the people, then the machines they work with.
-_LANE_ORDER = {"human": 0, "user": 1, "simulated_user": 1, "ai": 2, "agent": 3, "tool": 4,
-               "system": 5, "environment": 6}
+_LANE_ORDER = {
+    "human": 0,
+    "user": 1,
+    "simulated_user": 1,
+    "ai": 2,
+    "agent": 3,
+    "tool": 4,
+    "system": 5,
+    "environment": 6,
+}
 
 _ADOPTIONS = """
 SELECT annotation_id, source_node, ai_node, response_node, label
@@ -62,13 +70,18 @@ def build_timeline(con: Connection, data: SessionData) -> dict:
             lanes[lid] = {"id": lid, "label": label, "actor_type": actor_type or "unknown"}
         return lid
 
-    occ = [{**o, "lane": lane(o["actor_type"], o["actor"])} for o in data.occurrences
-           if o["t_start"] is not None]
+    occ = [
+        {**o, "lane": lane(o["actor_type"], o["actor"])}
+        for o in data.occurrences
+        if o["t_start"] is not None
+    ]
     # events a node already stands for are drawn as that node's bar
-    events = [{**e, "lane": lane(e["actor_type"], e["actor"])} for e in data.events
-              if e["t"] is not None and e["node_id"] is None]
-    order = sorted(lanes.values(), key=lambda x: (_LANE_ORDER.get(x["actor_type"], 9),
-                                                  x["label"]))
+    events = [
+        {**e, "lane": lane(e["actor_type"], e["actor"])}
+        for e in data.events
+        if e["t"] is not None and e["node_id"] is None
+    ]
+    order = sorted(lanes.values(), key=lambda x: (_LANE_ORDER.get(x["actor_type"], 9), x["label"]))
     for i, x in enumerate(order):
         x["index"] = i
     index = {x["id"]: x["index"] for x in order}
@@ -80,22 +93,45 @@ def build_timeline(con: Connection, data: SessionData) -> dict:
     ends = [o["t_end"] or o["t_start"] for o in occ] + [e["t_end"] or e["t"] for e in events]
     ends += [s["t_end"] for s in data.steps if s["t_end"] is not None]
     return {
-        "corpus": data.corpus, "session_id": data.session_id,
+        "corpus": data.corpus,
+        "session_id": data.session_id,
         "info": {k: info.get(k) for k in ("title", "goal", "domain", "condition", "split")},
         "duration_s": max(ends, default=0.0),
         "lanes": order,
-        "steps": [{**{k: s[k] for k in ("step_id", "ordinal", "badge", "name", "t_start",
-                                        "t_end")},
-                   "ratings": ratings.get(s["step_id"], {})} for s in data.steps],
-        "occurrences": {**_columns(occ, ("node_id", "t_start", "t_end", "step_id",
-                                         "actor_type", "actor", "label", "detail")),
-                        "lane": [index[o["lane"]] for o in occ]},
-        "events": {**_columns(events, ("event_id", "t", "t_end", "kind", "channel",
-                                       "actor_type", "actor", "text")),
-                   "lane": [index[e["lane"]] for e in events]},
+        "steps": [
+            {
+                **{k: s[k] for k in ("step_id", "ordinal", "badge", "name", "t_start", "t_end")},
+                "ratings": ratings.get(s["step_id"], {}),
+            }
+            for s in data.steps
+        ],
+        "occurrences": {
+            **_columns(
+                occ,
+                (
+                    "node_id",
+                    "t_start",
+                    "t_end",
+                    "step_id",
+                    "actor_type",
+                    "actor",
+                    "label",
+                    "detail",
+                ),
+            ),
+            "lane": [index[o["lane"]] for o in occ],
+        },
+        "events": {
+            **_columns(
+                events, ("event_id", "t", "t_end", "kind", "channel", "actor_type", "actor", "text")
+            ),
+            "lane": [index[e["lane"]] for e in events],
+        },
         "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]} for e in data.edges],
         "adoptions": con.rows(_ADOPTIONS, p),
-        "media": [{"media_id": m["media_id"], "kind": m["kind"],
-                   "duration_s": m["duration_s"]} for m in data.media],
+        "media": [
+            {"media_id": m["media_id"], "kind": m["kind"], "duration_s": m["duration_s"]}
+            for m in data.media
+        ],
         "outcome": outcome[0] if outcome else None,
     }

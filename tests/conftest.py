@@ -62,8 +62,10 @@ def pytest_runtest_makereport(item, call):
     if tiers:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
-        report.longrepr = (f"tier {', '.join(tiers)} is required here (${REQUIRE_ENV}) but "
-                           f"this test skipped: {reason}")
+        report.longrepr = (
+            f"tier {', '.join(tiers)} is required here (${REQUIRE_ENV}) but "
+            f"this test skipped: {reason}"
+        )
 
 
 def pytest_collectreport(report):
@@ -72,8 +74,10 @@ def pytest_collectreport(report):
     if report.skipped and os.environ.get(REQUIRE_ENV):
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
         report.outcome = "failed"
-        report.longrepr = (f"{report.nodeid} was skipped at collection, but "
-                           f"${REQUIRE_ENV} requires its tier to run: {reason}")
+        report.longrepr = (
+            f"{report.nodeid} was skipped at collection, but "
+            f"${REQUIRE_ENV} requires its tier to run: {reason}"
+        )
 
 
 @pytest.fixture
@@ -122,8 +126,13 @@ CLI_ENV = {"COLUMNS": "200", "NO_COLOR": "1"}
 os.environ.update(CLI_ENV)
 
 
-def cli(*args: str, lake: Path | None = None, check: bool = True, env: dict | None = None,
-        subprocess_: bool = False) -> subprocess.CompletedProcess:
+def cli(
+    *args: str,
+    lake: Path | None = None,
+    check: bool = True,
+    env: dict | None = None,
+    subprocess_: bool = False,
+) -> subprocess.CompletedProcess:
     """Run the `graphlake` command: its real entry point (argument parsing, the one error
     handler, the exit code) in this process, which saves the 3-4 s of imports a subprocess
     pays. ``subprocess_=True`` starts the console script in its own process, for tests of what
@@ -132,15 +141,17 @@ def cli(*args: str, lake: Path | None = None, check: bool = True, env: dict | No
     run = _cli_subprocess if subprocess_ else _cli_in_process
     proc = run(cmd, env or {})
     if check and proc.returncode != 0:
-        raise AssertionError(f"graphlake {cmd} failed ({proc.returncode}):\n{proc.stdout}\n"
-                             f"{proc.stderr}")
+        raise AssertionError(
+            f"graphlake {cmd} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+        )
     return proc
 
 
 def _cli_subprocess(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
     full = [sys.executable, "-m", "graphlake.cli", *cmd]
-    return subprocess.run(full, capture_output=True, text=True, timeout=1800,
-                          env={**os.environ, **CLI_ENV, **env})
+    return subprocess.run(
+        full, capture_output=True, text=True, timeout=1800, env={**os.environ, **CLI_ENV, **env}
+    )
 
 
 def _cli_in_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
@@ -152,12 +163,17 @@ def _cli_in_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
     from graphlake.cli import main
 
     # text streams over bytes, as a process has: binary formats write to sys.stdout.buffer
-    out, err = (io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True)
-                for _ in range(2))
+    out, err = (
+        io.TextIOWrapper(io.BytesIO(), encoding="utf-8", write_through=True) for _ in range(2)
+    )
     code: int | str | None = 0
-    with mock.patch.dict(os.environ, env), mock.patch.object(sys, "argv", ["graphlake", *cmd]), \
-            mock.patch.object(sys, "stdin", io.StringIO()), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+    with (
+        mock.patch.dict(os.environ, env),
+        mock.patch.object(sys, "argv", ["graphlake", *cmd]),
+        mock.patch.object(sys, "stdin", io.StringIO()),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
         try:
             main()
         except SystemExit as exc:
@@ -170,9 +186,12 @@ def _cli_in_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
     elif not isinstance(code, int):  # sys.exit("message") prints it and exits 1
         err.write(f"{code}\n")
         code = 1
-    return subprocess.CompletedProcess(["graphlake", *cmd], code,
-                                       out.buffer.getvalue().decode(errors="replace"),
-                                       err.buffer.getvalue().decode(errors="replace"))
+    return subprocess.CompletedProcess(
+        ["graphlake", *cmd],
+        code,
+        out.buffer.getvalue().decode(errors="replace"),
+        err.buffer.getvalue().decode(errors="replace"),
+    )
 
 
 def graph_lake(folder: Path, n: int, edges, actor_types=None) -> Lake:
@@ -188,12 +207,29 @@ def graph_lake(folder: Path, n: int, edges, actor_types=None) -> Lake:
     for i in range(n):
         kind = actor_types[i] if actor_types else "human"
         em.row("nodes", {"session_id": "s", "node_id": f"v{i}", "actor_type": kind})
-        em.row("node_occurrences", {"session_id": "s", "node_id": f"v{i}", "seq": 0,
-                                    "t_start": float(i), "t_end": float(i) + 1.5,
-                                    "actor_type": kind})
+        em.row(
+            "node_occurrences",
+            {
+                "session_id": "s",
+                "node_id": f"v{i}",
+                "seq": 0,
+                "t_start": float(i),
+                "t_end": float(i) + 1.5,
+                "actor_type": kind,
+            },
+        )
     for a, b in edges:
-        em.row("edges", {"session_id": "s", "edge_id": f"v{a}->v{b}", "src": f"v{a}",
-                         "dst": f"v{b}", "level": "action", "kind": "sequential"})
+        em.row(
+            "edges",
+            {
+                "session_id": "s",
+                "edge_id": f"v{a}->v{b}",
+                "src": f"v{a}",
+                "dst": f"v{b}",
+                "level": "action",
+                "kind": "sequential",
+            },
+        )
     run.commit([em.close()])
     return lake
 
@@ -243,8 +279,9 @@ class LiveServer:
         sock.close()
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = create_app(settings)
-        config = uvicorn.Config(self.app, host="127.0.0.1", port=self.port,
-                                log_level="warning", access_log=False)
+        config = uvicorn.Config(
+            self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
+        )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -280,6 +317,7 @@ def hand_lake(tmp_path_factory) -> Path:
 def demo_server(demo_lake):
     from graphlake.server import Settings
 
-    with LiveServer(Settings(lake=demo_lake, max_rows=50, query_timeout_s=5.0,
-                             max_body_bytes=20_000)) as srv:
+    with LiveServer(
+        Settings(lake=demo_lake, max_rows=50, query_timeout_s=5.0, max_body_bytes=20_000)
+    ) as srv:
         yield srv

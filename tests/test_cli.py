@@ -27,8 +27,11 @@ def corpus(tmp_path):
 def test_ingest_prints_counts_and_reingest_adds_nothing(tmp_path, corpus):
     lake = tmp_path / "lake"
     first = cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
-    lines = {ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[2:5]]
-             for ln in first.stdout.splitlines() if ln.count("│") >= 5}
+    lines = {
+        ln.split("│")[1].strip(): [c.strip() for c in ln.split("│")[2:5]]
+        for ln in first.stdout.splitlines()
+        if ln.count("│") >= 5
+    }
     assert lines["nodes"] == ["14", "14", ""]
     assert lines["annotations"] == ["23", "23", "1"]  # 20 hand + 3 of 4 bare
     assert lines["sessions"] == ["2", "2", "1"]
@@ -44,35 +47,61 @@ def test_ingest_prints_counts_and_reingest_adds_nothing(tmp_path, corpus):
 def test_bad_reference_reject_names_the_id_and_the_rest_lands(tmp_path, corpus):
     lake = tmp_path / "lake"
     cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
-    out = cli("sql", "SELECT record_kind, reason, raw FROM rejects WHERE source_file LIKE "
-              "'%bare.json' ", "--format", "json", lake=lake)
+    out = cli(
+        "sql",
+        "SELECT record_kind, reason, raw FROM rejects WHERE source_file LIKE '%bare.json' ",
+        "--format",
+        "json",
+        lake=lake,
+    )
     (rej,) = json.loads(out.stdout)
     assert rej["record_kind"] == "user_response"
     assert "'n42'" in rej["reason"] and "resolves to no node occurrence" in rej["reason"]
     assert json.loads(rej["raw"])[1] == "n42"
-    nodes = json.loads(cli("sql", "SELECT count(*) AS n FROM nodes WHERE session_id = 'bare-1'",
-                           "--format", "json", lake=lake).stdout)
+    nodes = json.loads(
+        cli(
+            "sql",
+            "SELECT count(*) AS n FROM nodes WHERE session_id = 'bare-1'",
+            "--format",
+            "json",
+            lake=lake,
+        ).stdout
+    )
     assert nodes == [{"n": 7}]
 
 
 def test_sql_json_csv_parquet_and_version(tmp_path, corpus):
     lake = tmp_path / "lake"
     cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
-    rows = json.loads(cli("sql", "select label, count(*) from adoptions group by 1 order by 1",
-                          "--format", "json", lake=lake).stdout)
+    rows = json.loads(
+        cli(
+            "sql",
+            "select label, count(*) from adoptions group by 1 order by 1",
+            "--format",
+            "json",
+            lake=lake,
+        ).stdout
+    )
     # hand: adopt 2, modify 1, reject 1; bare: the same less its rejected adopt
-    assert rows == [{"label": "adopt", "count_star()": 3}, {"label": "modify", "count_star()": 2},
-                    {"label": "reject", "count_star()": 2}]
-    csv = cli("sql", "select label from adoptions order by 1 limit 2", "--format", "csv",
-              lake=lake).stdout
+    assert rows == [
+        {"label": "adopt", "count_star()": 3},
+        {"label": "modify", "count_star()": 2},
+        {"label": "reject", "count_star()": 2},
+    ]
+    csv = cli(
+        "sql", "select label from adoptions order by 1 limit 2", "--format", "csv", lake=lake
+    ).stdout
     assert csv.splitlines() == ['"label"', '"adopt"', '"adopt"']
     pq_file = tmp_path / "out.parquet"
     cli("sql", "select * from nodes", "--format", "parquet", "-o", str(pq_file), lake=lake)
     import pyarrow.parquet as pq
 
     assert pq.read_table(pq_file).num_rows == 14
-    old = json.loads(cli("sql", "select count(*) as n from nodes", "--at", "0",
-                         "--format", "json", lake=lake).stdout)
+    old = json.loads(
+        cli(
+            "sql", "select count(*) as n from nodes", "--at", "0", "--format", "json", lake=lake
+        ).stdout
+    )
     assert old == [{"n": 0}]
 
 
@@ -88,8 +117,11 @@ def test_sql_errors_are_one_helpful_line(tmp_path):
 def test_a_lake_that_does_not_exist_is_an_error_naming_it(tmp_path):
     """A mistyped --lake must not read as an empty lake (only ingest creates one)."""
     typo = tmp_path / "lak"
-    for args in (("sql", "SELECT count(*) FROM nodes"), ("query", "run", "collab_metrics"),
-                 ("lake", "history")):
+    for args in (
+        ("sql", "SELECT count(*) FROM nodes"),
+        ("query", "run", "collab_metrics"),
+        ("lake", "history"),
+    ):
         out = cli(*args, lake=typo, check=False)
         assert out.returncode != 0, args
         assert f"no lake at {typo}" in " ".join(out.stderr.split()), args
@@ -98,11 +130,24 @@ def test_a_lake_that_does_not_exist_is_an_error_naming_it(tmp_path):
 
 
 def test_transpile_only_prints_spark_sql(tmp_path):
-    out = cli("sql", "SELECT list_value(1, 2) AS l FROM nodes", "--dialect", "spark",
-              "--transpile-only", lake=tmp_path / "lake")
+    out = cli(
+        "sql",
+        "SELECT list_value(1, 2) AS l FROM nodes",
+        "--dialect",
+        "spark",
+        "--transpile-only",
+        lake=tmp_path / "lake",
+    )
     assert "ARRAY(1, 2)" in out.stdout
-    out = cli("query", "run", "kolab_findings", "--dialect", "spark", "--transpile-only",
-              lake=tmp_path / "lake")
+    out = cli(
+        "query",
+        "run",
+        "kolab_findings",
+        "--dialect",
+        "spark",
+        "--transpile-only",
+        lake=tmp_path / "lake",
+    )
     assert "CORR(RX, RY)" in out.stdout.upper() and "'kolab'" in out.stdout
 
 
@@ -110,13 +155,16 @@ def test_query_list_and_run_collab_metrics(tmp_path, corpus):
     lake = tmp_path / "lake"
     cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
     listed = json.loads(cli("query", "list", "--format", "json", lake=lake).stdout)
-    assert {"collab_metrics", "adoption_summary", "retention_by_domain"} <= \
-        {q["name"] for q in listed}
-    rows = json.loads(cli("query", "run", "collab_metrics", "--format", "json",
-                          lake=lake).stdout)
+    assert {"collab_metrics", "adoption_summary", "retention_by_domain"} <= {
+        q["name"] for q in listed
+    }
+    rows = json.loads(cli("query", "run", "collab_metrics", "--format", "json", lake=lake).stdout)
     assert sorted(r["session_id"] for r in rows) == ["bare-1", "hand-1"]
-    rows = json.loads(cli("query", "run", "collab_metrics", "-p", "corpus=nope", "--format",
-                          "json", lake=lake).stdout)
+    rows = json.loads(
+        cli(
+            "query", "run", "collab_metrics", "-p", "corpus=nope", "--format", "json", lake=lake
+        ).stdout
+    )
     assert rows == []
     bad = cli("query", "run", "collab_metric", lake=lake, check=False)
     assert "Did you mean 'collab_metrics'" in bad.stderr
@@ -125,8 +173,9 @@ def test_query_list_and_run_collab_metrics(tmp_path, corpus):
 def test_lake_info_history_compact(tmp_path, corpus):
     lake = tmp_path / "lake"
     cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
-    info = {r["table"]: r for r in json.loads(cli("lake", "info", "--format", "json",
-                                                  lake=lake).stdout)}
+    info = {
+        r["table"]: r for r in json.loads(cli("lake", "info", "--format", "json", lake=lake).stdout)
+    }
     assert info["nodes"]["rows"] == 14 and info["nodes"]["files"] == 1
     assert info["media"]["delta_version"] is None
     hist = json.loads(cli("lake", "history", "--format", "json", lake=lake).stdout)
@@ -143,10 +192,26 @@ def test_unknown_corpus_and_missing_path(tmp_path):
     assert missing.returncode == 1 and "does not exist" in missing.stderr
 
 
-COMMANDS = [[], ["ingest"], ["sql"], ["query"], ["query", "list"], ["query", "run"],
-            ["query", "show"], ["lake"], ["lake", "info"], ["lake", "history"],
-            ["lake", "compact"], ["lake", "refresh"], ["schema"], ["schema", "export"],
-            ["demo"], ["export"], ["export", "graph"], ["export", "ocel"]]
+COMMANDS = [
+    [],
+    ["ingest"],
+    ["sql"],
+    ["query"],
+    ["query", "list"],
+    ["query", "run"],
+    ["query", "show"],
+    ["lake"],
+    ["lake", "info"],
+    ["lake", "history"],
+    ["lake", "compact"],
+    ["lake", "refresh"],
+    ["schema"],
+    ["schema", "export"],
+    ["demo"],
+    ["export"],
+    ["export", "graph"],
+    ["export", "ocel"],
+]
 
 
 @pytest.mark.parametrize("cmd", COMMANDS, ids=lambda c: " ".join(c) or "graphlake")
@@ -169,16 +234,21 @@ def test_exit_codes_usage_2_runtime_1_and_one_line_errors(tmp_path):
     lake = tmp_path / "lake"
     ingest = cli("ingest", "kolab", str(HAND), "--quiet", lake=lake)
     assert ingest.returncode == 0
-    usage = [("sql", "SELECT 1", "--format", "xml"),
-             ("sql", "SELECT 1", "--dialect", "spark"),
-             ("sql", "SELECT 1", "--engine", "presto"),
-             ("export", "graph", "kolab", "hand-1", "--format", "svg"),
-             ("bench", "score", "kolab-1b")]
+    usage = [
+        ("sql", "SELECT 1", "--format", "xml"),
+        ("sql", "SELECT 1", "--dialect", "spark"),
+        ("sql", "SELECT 1", "--engine", "presto"),
+        ("export", "graph", "kolab", "hand-1", "--format", "svg"),
+        ("bench", "score", "kolab-1b"),
+    ]
     for args in usage:
         out = cli(*args, lake=lake, check=False)
         assert out.returncode == 2 and "Usage:" in out.stderr, (args, out.stderr)
-    runtime = [("sql", "SELECT nope FROM nodes"), ("lake", "info", "--at", "99"),
-               ("query", "run", "no_such_query")]
+    runtime = [
+        ("sql", "SELECT nope FROM nodes"),
+        ("lake", "info", "--at", "99"),
+        ("query", "run", "no_such_query"),
+    ]
     for args in runtime:
         out = cli(*args, lake=lake, check=False)
         assert out.returncode == 1, (args, out.returncode, out.stderr)
@@ -196,8 +266,13 @@ def test_time_travel_is_at_and_data_commands_take_o(tmp_path):
     # --version is only graphlake's own version: after a command it is a usage mistake
     wrong = cli("lake", "info", "--version", "1", lake=lake, check=False)
     assert wrong.returncode == 2 and "--version" in wrong.stderr
-    for args in (("lake", "history"), ("lake", "info"), ("query", "list"), ("bench", "list"),
-                 ("sql", "SELECT count(*) AS n FROM nodes")):
+    for args in (
+        ("lake", "history"),
+        ("lake", "info"),
+        ("query", "list"),
+        ("bench", "list"),
+        ("sql", "SELECT count(*) AS n FROM nodes"),
+    ):
         target = tmp_path / f"{args[0]}-{args[1][:8]}.json"
         cli(*args, "-f", "json", "-o", str(target), lake=lake)
         assert json.loads(target.read_text()), args
@@ -224,5 +299,8 @@ def test_serve_on_a_busy_port_is_one_error_line_before_any_banner(hand_lake):
         port = busy.getsockname()[1]
         out = cli("serve", "--port", str(port), lake=hand_lake, check=False, subprocess_=True)
     assert out.returncode == 1, out.stderr
-    assert out.stderr.startswith("error: cannot listen on 127.0.0.1:") and "serving" not in \
-        out.stderr and len(out.stderr.strip().splitlines()) == 1, out.stderr
+    assert (
+        out.stderr.startswith("error: cannot listen on 127.0.0.1:")
+        and "serving" not in out.stderr
+        and len(out.stderr.strip().splitlines()) == 1
+    ), out.stderr

@@ -33,14 +33,20 @@ def lake(tmp_path_factory):
 
 def test_every_line_is_an_event_and_episodes_match_the_release_notes(lake):
     lines = [ln for ln in SAMPLE.read_text().splitlines() if ln.strip()]
-    rows = run_sql("SELECT (SELECT count(*) FROM events) AS events, "
-                   "(SELECT count(*) FROM rejects) AS rejects", lake).table.to_pylist()
+    rows = run_sql(
+        "SELECT (SELECT count(*) FROM events) AS events, (SELECT count(*) FROM rejects) AS rejects",
+        lake,
+    ).table.to_pylist()
     assert rows == [{"events": len(lines), "rejects": 0}]
-    labels = dict(run_sql("SELECT label, count(*) AS n FROM adoptions GROUP BY 1",
-                          lake).table.to_pylist() and
-                  [(r["label"], r["n"]) for r in run_sql(
-                      "SELECT label, count(*) AS n FROM adoptions GROUP BY 1",
-                      lake).table.to_pylist()])
+    labels = dict(
+        run_sql("SELECT label, count(*) AS n FROM adoptions GROUP BY 1", lake).table.to_pylist()
+        and [
+            (r["label"], r["n"])
+            for r in run_sql(
+                "SELECT label, count(*) AS n FROM adoptions GROUP BY 1", lake
+            ).table.to_pylist()
+        ]
+    )
     # data/README.md: 15 episodes, 12 accepted, 3 dismissed
     assert sum(labels.values()) == 15 and labels["reject"] == 3
     assert labels["adopt"] + labels["modify"] == 12
@@ -59,8 +65,11 @@ def test_document_at_any_event(lake):
     final = run_sql("SELECT text FROM documents WHERE doc_id = 'final'", lake).table
     assert document_at(lake, SAMPLE.stem.split("_")[-1]) == final["text"][0].as_py()
     sid = SAMPLE.stem.split("_")[-1]
-    select_seq = run_sql("SELECT min(seq) AS s FROM events WHERE kind = 'suggestion-select'",
-                         lake).table["s"][0].as_py()
+    select_seq = (
+        run_sql("SELECT min(seq) AS s FROM events WHERE kind = 'suggestion-select'", lake)
+        .table["s"][0]
+        .as_py()
+    )
     before = document_at(lake, sid, select_seq)
     after = document_at(lake, sid, select_seq + 2)  # select, close, then the api insert
     assert "it's not wrong." not in before
@@ -69,34 +78,66 @@ def test_document_at_any_event(lake):
 
 def log(tmp_path, events) -> Path:
     t = 1_000_000
-    lines = [{"eventName": "system-initialize", "eventSource": "api", "eventTimestamp": t,
-              "currentDoc": "Prompt\n", "textDelta": ""}]
+    lines = [
+        {
+            "eventName": "system-initialize",
+            "eventSource": "api",
+            "eventTimestamp": t,
+            "currentDoc": "Prompt\n",
+            "textDelta": "",
+        }
+    ]
     for k, (name, source, delta) in enumerate(events, 1):
-        lines.append({"eventName": name, "eventSource": source, "eventTimestamp": t + k * 100,
-                      "textDelta": {"ops": delta} if delta else "", "eventNum": k,
-                      "currentSuggestions": [{"index": 0, "trimmed": "AI text"}]
-                      if name == "suggestion-open" else []})
+        lines.append(
+            {
+                "eventName": name,
+                "eventSource": source,
+                "eventTimestamp": t + k * 100,
+                "textDelta": {"ops": delta} if delta else "",
+                "eventNum": k,
+                "currentSuggestions": [{"index": 0, "trimmed": "AI text"}]
+                if name == "suggestion-open"
+                else [],
+            }
+        )
     path = tmp_path / "creative_0123456789abcdef0123456789abcdef.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
 
 
-EPISODE = [("suggestion-get", "user", None), ("suggestion-open", "api", None),
-           ("suggestion-select", "user", None), ("suggestion-close", "api", None),
-           ("text-insert", "api", [{"retain": 7}, {"insert": "AI text"}])]
+EPISODE = [
+    ("suggestion-get", "user", None),
+    ("suggestion-open", "api", None),
+    ("suggestion-select", "user", None),
+    ("suggestion-close", "api", None),
+    ("text-insert", "api", [{"retain": 7}, {"insert": "AI text"}]),
+]
 
 
-@pytest.mark.parametrize("after,label", [
-    ([], "adopt"),
-    ([("text-insert", "user", [{"retain": 14}, {"insert": " more"}])], "adopt"),   # after it
-    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}])], "adopt"),      # before it
-    ([("text-insert", "user", [{"retain": 9}, {"insert": "X"}])], "modify"),        # inside
-    ([("text-delete", "user", [{"retain": 10}, {"delete": 2}])], "modify"),         # cut it
-    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),                  # shifted,
-      ("text-insert", "user", [{"retain": 17}, {"insert": "!"}])], "adopt"),        # then after
-    ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),
-      ("text-insert", "user", [{"retain": 12}, {"insert": "X"}])], "modify"),       # shifted, in
-])
+@pytest.mark.parametrize(
+    "after,label",
+    [
+        ([], "adopt"),
+        ([("text-insert", "user", [{"retain": 14}, {"insert": " more"}])], "adopt"),  # after it
+        ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}])], "adopt"),  # before it
+        ([("text-insert", "user", [{"retain": 9}, {"insert": "X"}])], "modify"),  # inside
+        ([("text-delete", "user", [{"retain": 10}, {"delete": 2}])], "modify"),  # cut it
+        (
+            [
+                ("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),  # shifted,
+                ("text-insert", "user", [{"retain": 17}, {"insert": "!"}]),
+            ],
+            "adopt",
+        ),  # then after
+        (
+            [
+                ("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),
+                ("text-insert", "user", [{"retain": 12}, {"insert": "X"}]),
+            ],
+            "modify",
+        ),  # shifted, in
+    ],
+)
 def test_adopt_or_modify_follows_the_span(tmp_path, after, label):
     out = parse(log(tmp_path, EPISODE + after))
     (a,) = out.tables["annotations"]
@@ -108,17 +149,28 @@ def test_dismissed_without_select_is_reject(tmp_path):
     out = parse(log(tmp_path, EPISODE[:2] + [("suggestion-close", "user", None)]))
     (a,) = out.tables["annotations"]
     assert a["label"] == "reject"
-    assert [n["node_id"] for n in out.tables["nodes"]] == \
-        ["ep0/request", "ep0/suggestion", "ep0/response"]
+    assert [n["node_id"] for n in out.tables["nodes"]] == [
+        "ep0/request",
+        "ep0/suggestion",
+        "ep0/response",
+    ]
 
 
 def test_bad_lines_are_rejected_and_the_rest_lands(tmp_path):
     path = log(tmp_path, EPISODE)
     with path.open("a") as fh:
         fh.write("{oops\n")
-        fh.write(json.dumps({"eventName": "text-insert", "eventSource": "user",
-                             "eventTimestamp": 1_000_900,
-                             "textDelta": {"ops": [{"retain": 999}, {"insert": "x"}]}}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "eventName": "text-insert",
+                    "eventSource": "user",
+                    "eventTimestamp": 1_000_900,
+                    "textDelta": {"ops": [{"retain": 999}, {"insert": "x"}]},
+                }
+            )
+            + "\n"
+        )
         fh.write(json.dumps({"eventSource": "user"}) + "\n")
     out = parse(path)
     reasons = [r["reason"] for r in out.tables["rejects"]]
@@ -130,24 +182,43 @@ def test_bad_lines_are_rejected_and_the_rest_lands(tmp_path):
 
 
 def test_apply_delta():
-    assert apply_delta("abc", [{"retain": 1}, {"insert": "X"}, {"delete": 1}]) == \
-        ("aXc", [("insert", 1, 1), ("delete", 2, 1)])
+    assert apply_delta("abc", [{"retain": 1}, {"insert": "X"}, {"delete": 1}]) == (
+        "aXc",
+        [("insert", 1, 1), ("delete", 2, 1)],
+    )
 
 
-ops = st.lists(st.one_of(
-    st.fixed_dictionaries({"retain": st.integers(-1, 20)}),
-    st.fixed_dictionaries({"insert": st.text(max_size=4)}),
-    st.fixed_dictionaries({"delete": st.integers(0, 5)}), st.integers()), max_size=4)
-event = st.fixed_dictionaries({
-    "eventName": st.sampled_from(["text-insert", "text-delete", "suggestion-get",
-                                  "suggestion-open", "suggestion-select", "suggestion-close"]),
-    "eventSource": st.sampled_from(["user", "api"]),
-    "eventTimestamp": st.integers(0, 10_000)},
-    optional={"textDelta": st.one_of(st.just(""), st.fixed_dictionaries({"ops": ops}))})
+ops = st.lists(
+    st.one_of(
+        st.fixed_dictionaries({"retain": st.integers(-1, 20)}),
+        st.fixed_dictionaries({"insert": st.text(max_size=4)}),
+        st.fixed_dictionaries({"delete": st.integers(0, 5)}),
+        st.integers(),
+    ),
+    max_size=4,
+)
+event = st.fixed_dictionaries(
+    {
+        "eventName": st.sampled_from(
+            [
+                "text-insert",
+                "text-delete",
+                "suggestion-get",
+                "suggestion-open",
+                "suggestion-select",
+                "suggestion-close",
+            ]
+        ),
+        "eventSource": st.sampled_from(["user", "api"]),
+        "eventTimestamp": st.integers(0, 10_000),
+    },
+    optional={"textDelta": st.one_of(st.just(""), st.fixed_dictionaries({"ops": ops}))},
+)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(st.one_of(event, st.integers(), st.text(max_size=3)), max_size=12))
 def test_never_raises_and_every_line_is_accounted_for(tmp_path_factory, lines):
     path = tmp_path_factory.mktemp("c") / "x.jsonl"
@@ -169,28 +240,37 @@ def test_reopen_reselect_and_writer_sourced_inserts_label_every_accepted_suggest
     out = parse(REOPEN)
     assert not out.tables.get("rejects")
     selects = [e for e in out.tables["events"] if e["kind"] == "suggestion-select"]
-    labels = {a["annotation_id"]: (a["label"], json.loads(a["attrs"]))
-              for a in out.tables["annotations"]}
+    labels = {
+        a["annotation_id"]: (a["label"], json.loads(a["attrs"])) for a in out.tables["annotations"]
+    }
     accepted = [k for k, (label, _) in labels.items() if label in ("adopt", "modify")]
     assert len(accepted) == len(selects) == 4  # one label per accepted suggestion
     assert {k: v[0] for k, v in labels.items()} == {
-        "ep0/adoption": "adopt",    # closed, reopened, then chosen: one episode
-        "ep1/adoption": "adopt",    # chosen ...
-        "ep2/adoption": "adopt",    # ... and another chosen from the reopened list
-        "ep3/adoption": "modify",   # inserted by the writer, then edited inside
-        "ep4/adoption": "reject"}
+        "ep0/adoption": "adopt",  # closed, reopened, then chosen: one episode
+        "ep1/adoption": "adopt",  # chosen ...
+        "ep2/adoption": "adopt",  # ... and another chosen from the reopened list
+        "ep3/adoption": "modify",  # inserted by the writer, then edited inside
+        "ep4/adoption": "reject",
+    }
     assert labels["ep0/adoption"][1]["reopens"] == 1
     assert labels["ep2/adoption"][1]["reopened_from"] == "ep1"
     assert labels["ep3/adoption"][1]["chosen_text"] == " Walking is healthy."
     # the select events point at the response node of their own episode
-    assert [e["node_id"] for e in selects] == ["ep0/response", "ep1/response", "ep2/response",
-                                               "ep3/response"]
+    assert [e["node_id"] for e in selects] == [
+        "ep0/response",
+        "ep1/response",
+        "ep2/response",
+        "ep3/response",
+    ]
     nodes = {n["node_id"]: n["label"] for n in out.tables["nodes"]}
     assert nodes["ep2/request"] == "Reopen the suggestions"
 
 
 def test_every_select_of_the_sample_is_labelled(lake):
-    (row,) = run_sql("SELECT (SELECT count(*) FROM events WHERE kind = 'suggestion-select') "
-                     "AS selects, (SELECT count(*) FROM adoptions WHERE label <> 'reject') "
-                     "AS accepted", lake).table.to_pylist()
+    (row,) = run_sql(
+        "SELECT (SELECT count(*) FROM events WHERE kind = 'suggestion-select') "
+        "AS selects, (SELECT count(*) FROM adoptions WHERE label <> 'reject') "
+        "AS accepted",
+        lake,
+    ).table.to_pylist()
     assert row["selects"] == row["accepted"] == 12

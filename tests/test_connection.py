@@ -33,14 +33,17 @@ def test_pinned_until_refresh(tmp_path, hand_lake):
         assert gl.refresh() is False
 
 
-@pytest.mark.parametrize("statement", [
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SELECT * FROM '/etc/passwd'",
-    "COPY (SELECT 1) TO '/tmp/graphlake-escape.csv'",
-    "ATTACH '/tmp/graphlake-escape.db'",
-    "SET enable_external_access = true",
-    "SET lock_configuration = false",
-])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM '/etc/passwd'",
+        "COPY (SELECT 1) TO '/tmp/graphlake-escape.csv'",
+        "ATTACH '/tmp/graphlake-escape.db'",
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+    ],
+)
 def test_duckdb_itself_refuses_what_the_guard_might_miss(hand_lake, statement):
     """execute() skips the sqlglot guard: DuckDB's sandbox alone must refuse."""
     with Connection(hand_lake) as con:
@@ -52,18 +55,25 @@ def test_duckdb_itself_refuses_what_the_guard_might_miss(hand_lake, statement):
 def test_cte_named_like_a_file_cannot_read_it(hand_lake, tmp_path):
     secret = tmp_path / "x.csv"
     secret.write_text("a\n1\n")
-    sql = (f'SELECT f.* FROM "{secret}" f WHERE EXISTS (WITH "{secret}" AS (SELECT 1) '
-           "SELECT 1)")
+    sql = f'SELECT f.* FROM "{secret}" f WHERE EXISTS (WITH "{secret}" AS (SELECT 1) SELECT 1)'
     with Connection(hand_lake) as con, pytest.raises(SqlError):
         con.sql(sql)
 
 
 def test_graph_name_is_a_literal_not_sql(hand_lake):
     with graphlake.connect(hand_lake) as gl:
-        assert gl.sql("SELECT count(*) AS n FROM GRAPH_TABLE (kolab MATCH "
-                      "(p:human)-[:next]->(a:ai)) g").column("n")[0].as_py() > 0
-        hostile = gl.sql("""SELECT count(*) AS n FROM GRAPH_TABLE ("x' OR '1'='1" MATCH """
-                         "(p:human)-[:next]->(a:ai)) g")
+        assert (
+            gl.sql(
+                "SELECT count(*) AS n FROM GRAPH_TABLE (kolab MATCH (p:human)-[:next]->(a:ai)) g"
+            )
+            .column("n")[0]
+            .as_py()
+            > 0
+        )
+        hostile = gl.sql(
+            """SELECT count(*) AS n FROM GRAPH_TABLE ("x' OR '1'='1" MATCH """
+            "(p:human)-[:next]->(a:ai)) g"
+        )
         assert hostile.column("n")[0].as_py() == 0
 
 
@@ -80,7 +90,7 @@ def test_closed_connection_says_so(hand_lake):
         con.sql("SELECT 1")
 
 
-_REFRESH_UNDER_LOAD = r'''
+_REFRESH_UNDER_LOAD = r"""
 import sys, threading
 from graphlake.lake import Lake, LakeRun
 from graphlake.query.connection import Connection
@@ -128,7 +138,7 @@ con.close()
 print(f"refreshes={rounds} statements={done[0]} errors={len(errors)}")
 print("\n".join(errors[:3]), file=sys.stderr)
 sys.exit(1 if errors else 0)
-'''
+"""
 
 
 @pytest.mark.subprocess
@@ -139,7 +149,11 @@ def test_refresh_and_close_under_concurrent_queries(tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-c", _REFRESH_UNDER_LOAD, str(tmp_path / "lake"),
-                           "20"], capture_output=True, text=True, timeout=1800)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REFRESH_UNDER_LOAD, str(tmp_path / "lake"), "20"],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refreshes=20" in proc.stdout and "errors=0" in proc.stdout

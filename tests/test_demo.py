@@ -33,20 +33,25 @@ def _check_demo_lake(lake: Path, out: str) -> None:
     assert "burstiness vs solo_lead_in: Spearman rho" in out
     assert "topology_w vs collaboration_rating: Spearman rho" in out
     assert "AI retention by sector" in out and "Every corpus in one lake" in out
-    rows = run_sql("SELECT count(*) AS n FROM sessions WHERE corpus = 'kolab'",
-                   lake).table.to_pylist()
+    rows = run_sql(
+        "SELECT count(*) AS n FROM sessions WHERE corpus = 'kolab'", lake
+    ).table.to_pylist()
     assert rows == [{"n": 12}]
     # the planted errors are rejects with reasons, not lost
-    rej = run_sql("SELECT record_kind FROM rejects WHERE corpus = 'kolab' ORDER BY 1",
-                  lake).table.column("record_kind").to_pylist()
+    rej = (
+        run_sql("SELECT record_kind FROM rejects WHERE corpus = 'kolab' ORDER BY 1", lake)
+        .table.column("record_kind")
+        .to_pylist()
+    )
     assert rej == ["edge", "file", "node", "node_time", "user_response"]
 
 
 def test_demo_without_frames_runs_and_prints_the_headline_analyses(tmp_path):
     """The quick start: everything but the recording, which needs the vision extra."""
     lake = tmp_path / "lake"
-    out = cli("demo", "--sessions", "12", "--out", str(tmp_path / "corpus"), "--no-frames",
-              lake=lake).stdout
+    out = cli(
+        "demo", "--sessions", "12", "--out", str(tmp_path / "corpus"), "--no-frames", lake=lake
+    ).stdout
     _check_demo_lake(lake, out)
     assert "frames: skipped (--no-frames)" in out or "install the vision extra" in out
     assert "summary of sources" not in out.split("next:", 1)[0]
@@ -60,8 +65,9 @@ def test_demo_as_the_readme_runs_it(tmp_path):
     pytest.importorskip("lancedb", reason="frames need the vision extra")
     pytest.importorskip("rapidocr_onnxruntime", reason="frames need the vision extra")
     lake = tmp_path / "lake"
-    out = cli("demo", "--sessions", "12", "--out", str(tmp_path / "corpus"), lake=lake,
-              subprocess_=True).stdout
+    out = cli(
+        "demo", "--sessions", "12", "--out", str(tmp_path / "corpus"), lake=lake, subprocess_=True
+    ).stdout
     _check_demo_lake(lake, out)
     assert 'graphlake search frames "summary of sources"' in out
     assert "Summarize sources" in out.split("summary of sources", 1)[1]

@@ -37,16 +37,33 @@ def test_patterns_doc_names_every_label_edge_type_and_mode():
 
 def test_analyses_doc_covers_every_analysis_query():
     doc = (ROOT / "docs" / "analyses.md").read_text()
-    for name in ("kolab_findings", "retention_by_domain", "response_timing", "has_rescue",
-                 "almanac_alignment_by_act", "almanac_alignment_progress"):
+    for name in (
+        "kolab_findings",
+        "retention_by_domain",
+        "response_timing",
+        "has_rescue",
+        "almanac_alignment_by_act",
+        "almanac_alignment_progress",
+    ):
         assert f"`{name}`" in doc, name
 
 
 def test_readme_shows_every_cli_command():
-    for cmd in ("graphlake ingest", "graphlake sql", "graphlake query list",
-                "graphlake query run", "graphlake lake info", "graphlake schema export",
-                "graphlake demo", "--transpile-only", "--at", "--engine spark",
-                "graphlake query lint", "graphlake export ocel", "GRAPH_TABLE"):
+    for cmd in (
+        "graphlake ingest",
+        "graphlake sql",
+        "graphlake query list",
+        "graphlake query run",
+        "graphlake lake info",
+        "graphlake schema export",
+        "graphlake demo",
+        "--transpile-only",
+        "--at",
+        "--engine spark",
+        "graphlake query lint",
+        "graphlake export ocel",
+        "GRAPH_TABLE",
+    ):
         assert cmd in README, cmd
 
 
@@ -105,6 +122,14 @@ def test_service_doc_names_every_protocol_route_and_option(tmp_path):
         for method in methods:
             shown = re.sub(r"\{[^}]+\}", "{}", f"{method.upper()} {path}")
             assert re.search("`" + re.escape(shown) + "[`?]", generic), shown
-    for option in ("--host", "--port", "--token", "--max-rows", "--timeout", "--max-body",
-                   "--workers", "--at"):
+    for option in (
+        "--host",
+        "--port",
+        "--token",
+        "--max-rows",
+        "--timeout",
+        "--max-body",
+        "--workers",
+        "--at",
+    ):
         assert f"`{option}" in doc, option

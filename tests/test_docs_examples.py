@@ -26,8 +26,11 @@ FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 
 #: (pattern in the command, why it does not run here and where it is tested instead)
 SKIP = [
-    (r"path/to/|SESSION_ID|\[--|\"SELECT \.\.\.\"|\"TEXT\"|predictions\.jsonl|screenshot\.png"
-     r"|/ckpt/|info \| history", "a placeholder or a synopsis, not a command"),
+    (
+        r"path/to/|SESSION_ID|\[--|\"SELECT \.\.\.\"|\"TEXT\"|predictions\.jsonl|screenshot\.png"
+        r"|/ckpt/|info \| history",
+        "a placeholder or a synopsis, not a command",
+    ),
     (r"^graphlake serve", "a long-running server: tests/test_server.py serves on loopback"),
     (r"^graphlake demo", "builds a new lake: tests/test_demo.py runs it"),
     (r"^graphlake (frames|search) ", "needs an indexed recording: tests/test_frames.py"),
@@ -60,7 +63,7 @@ def commands(text: str) -> list[str]:
         words = shlex.split(pending, comments=True)
         pending = ""
         if "|" in words and "info | history" not in line:
-            words = words[:words.index("|")]
+            words = words[: words.index("|")]
         if words:
             out.append(shlex.join(words))
     return out
@@ -70,8 +73,12 @@ def skip_reason(cmd: str, rules) -> str | None:
     return next((why for pattern, why in rules if re.search(pattern, cmd)), None)
 
 
-BASH = [(where, cmd) for where, text in blocks("bash") for cmd in commands(text)
-        if cmd.startswith("graphlake ")]
+BASH = [
+    (where, cmd)
+    for where, text in blocks("bash")
+    for cmd in commands(text)
+    if cmd.startswith("graphlake ")
+]
 
 
 def test_the_examples_are_found():
@@ -96,8 +103,14 @@ def test_every_cli_example_runs(workdir, where, cmd):
     work, lake = workdir
     args = shlex.split(cmd)
     env = {**os.environ, "GRAPHLAKE_LAKE": str(lake)}
-    proc = subprocess.run([sys.executable, "-m", "graphlake", *args[1:]], cwd=work, env=env,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "graphlake", *args[1:]],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"{where}: {cmd}\n{proc.stderr[-2000:]}"
 
 

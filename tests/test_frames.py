@@ -39,15 +39,28 @@ pytestmark = pytest.mark.frames
 FPS = 5
 #: Session s1: four screens; the changes fall between grid points and checkpoints on purpose.
 S1 = [
-    Screen(0.0, "Revit - Floor plan level 2", ["Architect opens the floor plan",
-                                                "Walls and doors of level two"]),
-    Screen(10.6, "Excel - churn.xlsx", ["Churn explanation: customers leave",
-                                        "after the price rise in March"],
-           ["me: why do customers leave?"]),
-    Screen(20.2, "AI assistant - Report", ["Quarterly revenue grew by twelve percent"],
-           ["me: why do customers leave?", "AI: revenue summary ready"], shade=250, chart=True),
-    Screen(30.4, "Word - Draft", ["Meeting notes for the design review"],
-           ["AI: revenue summary ready"]),
+    Screen(
+        0.0,
+        "Revit - Floor plan level 2",
+        ["Architect opens the floor plan", "Walls and doors of level two"],
+    ),
+    Screen(
+        10.6,
+        "Excel - churn.xlsx",
+        ["Churn explanation: customers leave", "after the price rise in March"],
+        ["me: why do customers leave?"],
+    ),
+    Screen(
+        20.2,
+        "AI assistant - Report",
+        ["Quarterly revenue grew by twelve percent"],
+        ["me: why do customers leave?", "AI: revenue summary ready"],
+        shade=250,
+        chart=True,
+    ),
+    Screen(
+        30.4, "Word - Draft", ["Meeting notes for the design review"], ["AI: revenue summary ready"]
+    ),
 ]
 S2 = [
     Screen(0.0, "Terminal - build log", ["Compilation finished without errors"]),
@@ -69,36 +82,97 @@ def build_screen_lake(root: Path) -> Path:
     for sid, screens in (("s1", S1), ("s2", S2)):
         video = write_screen_recording(root / f"{sid}.mp4", screens, DURATION[sid], fps=FPS)
         em.row("sessions", {"session_id": sid, "title": sid})
-        em.row("media", {"session_id": sid, "media_id": _sha(video), "uri": str(video),
-                         "kind": "screen_recording", "duration_s": DURATION[sid], "fps": FPS,
-                         "width": 1280, "height": 720, "size_bytes": video.stat().st_size,
-                         "sha256": _sha(video)})
+        em.row(
+            "media",
+            {
+                "session_id": sid,
+                "media_id": _sha(video),
+                "uri": str(video),
+                "kind": "screen_recording",
+                "duration_s": DURATION[sid],
+                "fps": FPS,
+                "width": 1280,
+                "height": 720,
+                "size_bytes": video.stat().st_size,
+                "sha256": _sha(video),
+            },
+        )
     steps = [("s1", "A", 0.0, 20.0), ("s1", "B", 20.0, 40.0), ("s2", "C", 0.0, 20.0)]
     for sid, step, t0, t1 in steps:
-        em.row("steps", {"session_id": sid, "step_id": step, "name": step, "t_start": t0,
-                         "t_end": t1})
-    nodes = [("s1", "n1", "human", "Open floor plan", 0.0, 10.0, "A"),
-             ("s1", "n2", "human", "Read churn explanation", 10.6, 20.0, "A"),
-             ("s1", "n3", "ai", "Summarize revenue", 20.2, 30.0, "B"),
-             ("s1", "n4", "human", "Write notes", 30.4, 40.0, "B"),
-             ("s2", "m1", "human", "Build the project", 0.0, 20.0, "C")]
+        em.row(
+            "steps", {"session_id": sid, "step_id": step, "name": step, "t_start": t0, "t_end": t1}
+        )
+    nodes = [
+        ("s1", "n1", "human", "Open floor plan", 0.0, 10.0, "A"),
+        ("s1", "n2", "human", "Read churn explanation", 10.6, 20.0, "A"),
+        ("s1", "n3", "ai", "Summarize revenue", 20.2, 30.0, "B"),
+        ("s1", "n4", "human", "Write notes", 30.4, 40.0, "B"),
+        ("s2", "m1", "human", "Build the project", 0.0, 20.0, "C"),
+    ]
     for sid, nid, actor, label, t0, t1, step in nodes:
-        em.row("nodes", {"session_id": sid, "node_id": nid, "local_id": nid, "step_id": step,
-                         "actor_type": actor, "actor": "user" if actor == "human" else "claude",
-                         "label": label, "detail": "", "t_start": t0, "t_end": t1,
-                         "n_occurrences": 1})
-        em.row("node_occurrences", {"session_id": sid, "node_id": nid, "seq": 0,
-                                    "t_start": t0, "t_end": t1, "step_id": step,
-                                    "actor_type": actor})
-    em.row("annotations", {"session_id": "s1", "annotation_id": "a1", "kind": "adoption",
-                           "target_kind": "node", "target_id": "n4", "source_node": "n2",
-                           "ai_node": "n3", "response_node": "n4", "source_seq": 0,
-                           "ai_seq": 0, "response_seq": 0, "label": "adopt"})
-    for eid, t, actor, text in (("c1", 11.0, "human", "why do customers leave?"),
-                                ("c2", 21.0, "ai", "revenue summary ready")):
-        em.row("events", {"session_id": "s1", "event_id": eid, "seq": int(t), "t": t,
-                          "actor": actor, "actor_type": actor, "kind": "message",
-                          "channel": "chat", "text": text})
+        em.row(
+            "nodes",
+            {
+                "session_id": sid,
+                "node_id": nid,
+                "local_id": nid,
+                "step_id": step,
+                "actor_type": actor,
+                "actor": "user" if actor == "human" else "claude",
+                "label": label,
+                "detail": "",
+                "t_start": t0,
+                "t_end": t1,
+                "n_occurrences": 1,
+            },
+        )
+        em.row(
+            "node_occurrences",
+            {
+                "session_id": sid,
+                "node_id": nid,
+                "seq": 0,
+                "t_start": t0,
+                "t_end": t1,
+                "step_id": step,
+                "actor_type": actor,
+            },
+        )
+    em.row(
+        "annotations",
+        {
+            "session_id": "s1",
+            "annotation_id": "a1",
+            "kind": "adoption",
+            "target_kind": "node",
+            "target_id": "n4",
+            "source_node": "n2",
+            "ai_node": "n3",
+            "response_node": "n4",
+            "source_seq": 0,
+            "ai_seq": 0,
+            "response_seq": 0,
+            "label": "adopt",
+        },
+    )
+    for eid, t, actor, text in (
+        ("c1", 11.0, "human", "why do customers leave?"),
+        ("c2", 21.0, "ai", "revenue summary ready"),
+    ):
+        em.row(
+            "events",
+            {
+                "session_id": "s1",
+                "event_id": eid,
+                "seq": int(t),
+                "t": t,
+                "actor": actor,
+                "actor_type": actor,
+                "kind": "message",
+                "channel": "chat",
+                "text": text,
+            },
+        )
     run.commit([em.close()])
     from graphlake.lake.derived import refresh
 
@@ -132,8 +206,7 @@ def lance_frames(lake: Path) -> list[dict]:
     table = FrameStore(lake).table("frames")
     cols = ["frame_id", "session_id", "t", "kind", "text", "step_id", "node_ids"]
     rows = table.search().select(cols).limit(table.count_rows()).to_list()
-    return sorted(({c: r[c] for c in cols} for r in rows), key=lambda r: (r["session_id"],
-                                                                           r["t"]))
+    return sorted(({c: r[c] for c in cols} for r in rows), key=lambda r: (r["session_id"], r["t"]))
 
 
 # ------------------------------------------------------------------------------- sampling
@@ -150,9 +223,14 @@ def test_sampler_keeps_each_screen_once_at_the_moment_it_appears(plain_lake):
 
 
 def test_a_still_screen_with_a_moving_pointer_is_read_once(tmp_path):
-    video = write_screen_recording(tmp_path / "still.mp4", [Screen(0, "Mail - Inbox",
-                                                                   ["Nothing new today"])],
-                                   600, fps=2, size=(640, 360), gop_seconds=10)
+    video = write_screen_recording(
+        tmp_path / "still.mp4",
+        [Screen(0, "Mail - Inbox", ["Nothing new today"])],
+        600,
+        fps=2,
+        size=(640, 360),
+        gop_seconds=10,
+    )
     stats = SamplerStats()
     frames = list(sample_frames(video, 2.0, stats=stats))
     assert [f.t for f in frames] == [0.0]
@@ -170,10 +248,10 @@ def test_resumed_sampling_yields_what_the_uninterrupted_run_did(plain_lake):
     video = plain_lake.parent / "s1.mp4"
     full = list(sample_frames(video, 2.0))
     for cut in range(len(full) - 1):
-        rest = list(sample_frames(video, 2.0, after=full[cut].t,
-                                  last_hash=full[cut].block_hash))
-        assert [(f.t, f.kind, f.dhash) for f in rest] == \
-            [(f.t, f.kind, f.dhash) for f in full[cut + 1:]]
+        rest = list(sample_frames(video, 2.0, after=full[cut].t, last_hash=full[cut].block_hash))
+        assert [(f.t, f.kind, f.dhash) for f in rest] == [
+            (f.t, f.kind, f.dhash) for f in full[cut + 1 :]
+        ]
 
 
 # ------------------------------------------------------------------------------- indexing
@@ -208,13 +286,16 @@ def test_reindexing_adds_nothing(indexed):
 
 def test_frames_join_the_workflow_in_sql(indexed):
     with Connection(indexed) as con:
-        frames = con.rows("SELECT session_id, t, t_end, kind, thumbnail FROM frames "
-                          "ORDER BY session_id, t")
+        frames = con.rows(
+            "SELECT session_id, t, t_end, kind, thumbnail FROM frames ORDER BY session_id, t"
+        )
         assert len(frames) == 6
         assert frames[0]["t_end"] == frames[1]["t"]  # on screen until the next frame
         assert frames[3]["t_end"] == DURATION["s1"]  # the last one until the recording ends
-        ai = con.rows("SELECT DISTINCT f.t FROM frame_occurrences f "
-                      "WHERE f.actor_type = 'ai' AND f.active_at_t")
+        ai = con.rows(
+            "SELECT DISTINCT f.t FROM frame_occurrences f "
+            "WHERE f.actor_type = 'ai' AND f.active_at_t"
+        )
         assert len(ai) == 1 and 20.2 <= ai[0]["t"] <= 20.7
         ev = con.rows("SELECT event_id, frame_t FROM event_frames ORDER BY event_id")
         assert [e["event_id"] for e in ev] == ["c1", "c2"]
@@ -227,9 +308,23 @@ def test_a_killed_index_resumes_where_it_stopped(plain_lake, indexed, tmp_path):
 
     lake = copy_lake(plain_lake, tmp_path)
     env = {**os.environ, "COLUMNS": "200"}
-    proc = subprocess.Popen([sys.executable, "-m", "graphlake.cli", "frames", "index",
-                             "--quiet", "--batch", "1", "--lake", str(lake)], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphlake.cli",
+            "frames",
+            "index",
+            "--quiet",
+            "--batch",
+            "1",
+            "--lake",
+            str(lake),
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     store = FrameStore(lake)
     deadline = time.monotonic() + 120
     try:
@@ -269,8 +364,7 @@ def test_text_search_finds_the_screen_showing_the_words(indexed):
 
 def test_a_paraphrase_finds_the_screen_by_meaning(indexed):
     with Connection(indexed) as con:
-        hit = _top(search_frames(indexed, con, "why clients quit after the cost increase",
-                                 k=3))
+        hit = _top(search_frames(indexed, con, "why clients quit after the cost increase", k=3))
         assert hit["session_id"] == "s1" and 10.6 <= hit["t"] < 20.2
         assert "text_vector" in hit["matched"]
         hit = _top(search_frames(indexed, con, "the code compiled cleanly", k=3))
@@ -288,15 +382,20 @@ def test_a_screenshot_finds_its_moment(indexed, tmp_path):
     assert {"phash", "fts"} <= set(hit["matched"])
 
 
-@pytest.mark.parametrize("filters, allowed", [
-    (SearchFilters(session="s2"), lambda f: f["session_id"] == "s2"),
-    (SearchFilters(t0=10.0, t1=25.0), lambda f: 10.0 <= f["t"] < 25.0),
-    (SearchFilters(step="B"), lambda f: f["step_id"] == "B"),
-    (SearchFilters(actor="ai"), lambda f: f["session_id"] == "s1" and 20.2 <= f["t"] <= 30.0),
-    (SearchFilters(actor="human", session="s1"),
-     lambda f: f["session_id"] == "s1" and not 20.2 <= f["t"] < 30.0),
-    (SearchFilters(during_ai=True), lambda f: f["session_id"] == "s1" and f["t"] >= 10.6),
-])
+@pytest.mark.parametrize(
+    "filters, allowed",
+    [
+        (SearchFilters(session="s2"), lambda f: f["session_id"] == "s2"),
+        (SearchFilters(t0=10.0, t1=25.0), lambda f: 10.0 <= f["t"] < 25.0),
+        (SearchFilters(step="B"), lambda f: f["step_id"] == "B"),
+        (SearchFilters(actor="ai"), lambda f: f["session_id"] == "s1" and 20.2 <= f["t"] <= 30.0),
+        (
+            SearchFilters(actor="human", session="s1"),
+            lambda f: f["session_id"] == "s1" and not 20.2 <= f["t"] < 30.0,
+        ),
+        (SearchFilters(during_ai=True), lambda f: f["session_id"] == "s1" and f["t"] >= 10.6),
+    ],
+)
 def test_filters_are_exact_and_still_fill_k(indexed, filters, allowed):
     expected = {f["frame_id"] for f in lance_frames(indexed) if allowed(f)}
     assert expected
@@ -312,19 +411,18 @@ def test_text_search_over_labels_and_chat(indexed):
         hit = _top(search_text(indexed, con, "the model summarised the revenue", k=3))
         assert (hit["source"], hit["ref_id"]) == ("node", "n3")
         assert hit["nodes"] == ["Summarize revenue"]
-        chat = search_text(indexed, con, "customers leave", k=5,
-                           filters=SearchFilters(actor="human"))
+        chat = search_text(
+            indexed, con, "customers leave", k=5, filters=SearchFilters(actor="human")
+        )
         assert chat and all(h["actor_type"] == "human" for h in chat)
         assert ("chat", "c1") in {(h["source"], h["ref_id"]) for h in chat}
 
 
 def test_search_cli_json_has_the_documented_fields(indexed):
-    out = cli("search", "frames", "floor plan", "--k", "2", "--format", "json",
-              lake=indexed).stdout
+    out = cli("search", "frames", "floor plan", "--k", "2", "--format", "json", lake=indexed).stdout
     hits = json.loads(out)
     assert len(hits) == 2
-    for key in ("session_id", "media_id", "t", "score", "text", "step_id", "nodes",
-                "chat_before"):
+    for key in ("session_id", "media_id", "t", "score", "text", "step_id", "nodes", "chat_before"):
         assert key in hits[0]
     assert hits[0]["t"] == 0.0 and hits[0]["nodes"] == ["Open floor plan"]
     bad = cli("search", "frames", "x", "--actor", "robot", lake=indexed, check=False)
@@ -361,8 +459,10 @@ def test_service_search_and_thumbnails(indexed, plain_lake):
         Image.fromarray(render_screen(S1[0])).save(buf, format="PNG")
         r = httpx.post(f"{srv.url}/search/frames/image", content=buf.getvalue())
         assert r.status_code == 200 and r.json()["items"][0]["t"] == 0.0
-        assert httpx.get(f"{srv.url}/frames/0123456789abcdef-000000000/thumbnail.jpg"
-                         ).status_code == 404
+        assert (
+            httpx.get(f"{srv.url}/frames/0123456789abcdef-000000000/thumbnail.jpg").status_code
+            == 404
+        )
         assert httpx.get(f"{srv.url}/frames/..%2f..%2fetc/thumbnail.jpg").status_code == 404
     with LiveServer(Settings(lake=plain_lake)) as srv:
         r = httpx.get(f"{srv.url}/search/frames", params={"q": "x"})
@@ -370,11 +470,11 @@ def test_service_search_and_thumbnails(indexed, plain_lake):
 
 
 # ------------------------------------------------------------------------------- OpenCLIP
-TINY_CLIP = {"embed_dim": 32,
-             "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "patch_size": 16,
-                            "head_width": 32},
-             "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2,
-                          "layers": 2}}
+TINY_CLIP = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 64, "layers": 2, "width": 64, "patch_size": 16, "head_width": 32},
+    "text_cfg": {"context_length": 77, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 2},
+}
 
 
 def tiny_clip(folder: Path, seed: int) -> str:
@@ -411,8 +511,7 @@ def test_openclip_vectors_retrieve_their_own_picture(plain_lake, tmp_path):
     # another checkpoint, or none, would mix incomparable vectors: refused
     other = tiny_clip(tmp_path / "clip", seed=1)
     for args in (["--model", other], []):
-        proc = cli("frames", "index", "--quiet", "--session", "s1", *args, lake=lake,
-                   check=False)
+        proc = cli("frames", "index", "--quiet", "--session", "s1", *args, lake=lake, check=False)
         if not args:  # nothing left to index: nothing to refuse either
             assert proc.returncode == 0
             continue
@@ -424,8 +523,9 @@ def test_a_new_recording_with_another_model_is_refused(plain_lake, indexed, tmp_
     lake = copy_lake(plain_lake, tmp_path)
     cli("frames", "index", "--quiet", "--no-texts", "--session", "s1", lake=lake)
     model = tiny_clip(tmp_path / "clip", seed=0)
-    proc = cli("frames", "index", "--quiet", "--session", "s2", "--model", model, lake=lake,
-               check=False)
+    proc = cli(
+        "frames", "index", "--quiet", "--session", "s2", "--model", model, lake=lake, check=False
+    )
     assert proc.returncode == 1
     assert "image model" in proc.stderr and "--rebuild" in proc.stderr
     cli("frames", "index", "--quiet", "--rebuild", "--no-texts", "--model", model, lake=lake)

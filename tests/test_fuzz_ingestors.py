@@ -33,13 +33,27 @@ from graphlake.lake.writer import StagingEmitter
 pytestmark = pytest.mark.fuzz
 
 HOSTILE = st.one_of(
-    st.none(), st.booleans(),
-    st.integers(min_value=-(2 ** 70), max_value=2 ** 70),
-    st.sampled_from([0, -1, 1e308, -1e308, 1e20, math.nan, math.inf, -math.inf, 2 ** 63]),
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(2**70), max_value=2**70),
+    st.sampled_from([0, -1, 1e308, -1e308, 1e20, math.nan, math.inf, -math.inf, 2**63]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=12),
-    st.sampled_from(["", " ", "\x00", "\ud7ff" * 3, "9999-99-99T99:99:99", "10000-01-01",
-                     "1e20", "NaN", "null", "../../etc/passwd", "a" * 5000]),
+    st.sampled_from(
+        [
+            "",
+            " ",
+            "\x00",
+            "\ud7ff" * 3,
+            "9999-99-99T99:99:99",
+            "10000-01-01",
+            "1e20",
+            "NaN",
+            "null",
+            "../../etc/passwd",
+            "a" * 5000,
+        ]
+    ),
     st.lists(st.none() | st.integers() | st.text(max_size=3), max_size=3),
     st.dictionaries(st.text(max_size=4), st.integers() | st.none(), max_size=3),
     st.builds(lambda: [[[[[[[[[[[]]]]]]]]]]]),
@@ -122,9 +136,16 @@ def _jsonl_docs(path: Path) -> list:
 #: CI runs a fixed 40 examples per test; GRAPHLAKE_FUZZ_EXAMPLES=N runs N fresh random ones
 #: (how docs/reliability.md's deeper figures were made).
 _DEEP = int(os.environ.get("GRAPHLAKE_FUZZ_EXAMPLES", "0"))
-FUZZ = settings(max_examples=_DEEP or 40, deadline=None, derandomize=not _DEEP,
-                suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                       HealthCheck.too_slow, HealthCheck.data_too_large])
+FUZZ = settings(
+    max_examples=_DEEP or 40,
+    deadline=None,
+    derandomize=not _DEEP,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+    ],
+)
 
 JSONL_CORPORA = {
     "coauthor": FIXTURES / "coauthor" / "reopen_0123456789abcdef0123456789abcdef.jsonl",
@@ -145,9 +166,23 @@ def test_jsonl_ingestors_survive_mutated_records(corpus, data, tmp_path_factory)
     records[which] = data.draw(mutated(records[which]), label="mutation")
     lines = [_dump(r) for r in records]
     if data.draw(st.booleans(), label="garbage line"):
-        lines.insert(data.draw(st.integers(0, len(lines))), data.draw(
-            st.sampled_from(["{", "]", "not json", '{"a": ' + "[" * 3000 + "]" * 3000 + "}",
-                             "\xff\xfe", "[]", "null", "42"])))
+        lines.insert(
+            data.draw(st.integers(0, len(lines))),
+            data.draw(
+                st.sampled_from(
+                    [
+                        "{",
+                        "]",
+                        "not json",
+                        '{"a": ' + "[" * 3000 + "]" * 3000 + "}",
+                        "\xff\xfe",
+                        "[]",
+                        "null",
+                        "42",
+                    ]
+                )
+            ),
+        )
     root = tmp_path_factory.mktemp(corpus)
     for extra in source.parent.iterdir():  # side files (maps, tasks.yaml) stay as they are
         if extra != source:
@@ -159,25 +194,31 @@ def test_jsonl_ingestors_survive_mutated_records(corpus, data, tmp_path_factory)
 @FUZZ
 @given(data=st.data())
 def test_kolab_survives_mutated_session_files(data, tmp_path_factory):
-    name = data.draw(st.sampled_from(["graph.json", "meta.json", "ratings.json",
-                                      "survey.json", "chat.jsonl"]), label="file")
+    name = data.draw(
+        st.sampled_from(["graph.json", "meta.json", "ratings.json", "survey.json", "chat.jsonl"]),
+        label="file",
+    )
     root = tmp_path_factory.mktemp("kolab")
     shutil.copytree(HAND, root / "hand")
     target = root / "hand" / name
     if name.endswith(".jsonl"):
         docs = _jsonl_docs(target)
-        k = data.draw(st.sampled_from([i for i, d in enumerate(docs) if not isinstance(d, Raw)]),
-                      label="line")
+        k = data.draw(
+            st.sampled_from([i for i, d in enumerate(docs) if not isinstance(d, Raw)]), label="line"
+        )
         docs[k] = data.draw(mutated(docs[k]), label="mutation")
         target.write_text("\n".join(_dump(d) for d in docs) + "\n")
     else:
-        target.write_text(_dump(data.draw(mutated(json.loads(target.read_text())),
-                                          label="mutation")))
+        target.write_text(
+            _dump(data.draw(mutated(json.loads(target.read_text())), label="mutation"))
+        )
     _run("kolab", root)
 
 
-TAU2_FILES = [FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json",
-              FIXTURES / "tau2_runs" / "voice_run" / "results.json"]
+TAU2_FILES = [
+    FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json",
+    FIXTURES / "tau2_runs" / "voice_run" / "results.json",
+]
 
 
 @FUZZ
@@ -222,11 +263,25 @@ def test_maptask_survives_mutated_xml(data, tmp_path_factory):
         if not attrs:
             break
         m = attrs[data.draw(st.integers(0, len(attrs) - 1))]
-        value = data.draw(st.sampled_from(["", "-1", "1e308", "nan", "inf", "abc", "0",
-                                           "99999999999999999999", "&amp;", "&lt;x&gt;"]))
-        text = text[:m.start(2)] + value + text[m.end(2):]
+        value = data.draw(
+            st.sampled_from(
+                [
+                    "",
+                    "-1",
+                    "1e308",
+                    "nan",
+                    "inf",
+                    "abc",
+                    "0",
+                    "99999999999999999999",
+                    "&amp;",
+                    "&lt;x&gt;",
+                ]
+            )
+        )
+        text = text[: m.start(2)] + value + text[m.end(2) :]
         attrs = list(_ATTR.finditer(text))
     if data.draw(st.booleans(), label="truncate"):
-        text = text[:data.draw(st.integers(0, len(text)))]
+        text = text[: data.draw(st.integers(0, len(text)))]
     target.write_text(text)
     _run("maptask", root)

@@ -26,27 +26,65 @@ from graphlake.schema import TABLES
 
 
 def _tau2(tmp: Path) -> Path:
-    sim = {"id": "sim-1", "task_id": "t1", "trial": 0, "seed": 1, "duration": 3.0,
-           "start_time": "2025-01-01T00:00:00", "termination_reason": "user_stop",
-           "agent_cost": 0.1, "user_cost": 0.05,
-           "reward_info": {"reward": 1.0, "reward_breakdown": {"DB": 1.0},
-                           "action_checks": [{"action": {"name": "refund"},
-                                              "action_reward": 1.0}]},
-           "messages": [
-               {"role": "user", "content": "hi", "timestamp": "2025-01-01T00:00:01",
-                "turn_idx": 0, "usage": {"prompt_tokens": 3, "completion_tokens": 1}},
-               {"role": "assistant", "content": "", "timestamp": "2025-01-01T00:00:02",
-                "turn_idx": 1, "tool_calls": [{"id": "c1", "name": "refund",
-                                               "arguments": {"o": 1},
-                                               "requestor": "assistant"}]},
-               {"role": "tool", "id": "c1", "requestor": "assistant", "content": "ok",
-                "error": False, "timestamp": "2025-01-01T00:00:03", "turn_idx": 2}]}
-    doc = {"timestamp": "2025-01-01T00:00:00",
-           "info": {"agent_info": {"llm": "agent"}, "user_info": {"llm": "user"},
-                    "environment_info": {"domain_name": "mock"}},
-           "tasks": [{"id": "t1", "description": {"purpose": "Refund"},
-                      "user_scenario": {"instructions": "Ask for a refund."}}],
-           "simulations": [sim]}
+    sim = {
+        "id": "sim-1",
+        "task_id": "t1",
+        "trial": 0,
+        "seed": 1,
+        "duration": 3.0,
+        "start_time": "2025-01-01T00:00:00",
+        "termination_reason": "user_stop",
+        "agent_cost": 0.1,
+        "user_cost": 0.05,
+        "reward_info": {
+            "reward": 1.0,
+            "reward_breakdown": {"DB": 1.0},
+            "action_checks": [{"action": {"name": "refund"}, "action_reward": 1.0}],
+        },
+        "messages": [
+            {
+                "role": "user",
+                "content": "hi",
+                "timestamp": "2025-01-01T00:00:01",
+                "turn_idx": 0,
+                "usage": {"prompt_tokens": 3, "completion_tokens": 1},
+            },
+            {
+                "role": "assistant",
+                "content": "",
+                "timestamp": "2025-01-01T00:00:02",
+                "turn_idx": 1,
+                "tool_calls": [
+                    {"id": "c1", "name": "refund", "arguments": {"o": 1}, "requestor": "assistant"}
+                ],
+            },
+            {
+                "role": "tool",
+                "id": "c1",
+                "requestor": "assistant",
+                "content": "ok",
+                "error": False,
+                "timestamp": "2025-01-01T00:00:03",
+                "turn_idx": 2,
+            },
+        ],
+    }
+    doc = {
+        "timestamp": "2025-01-01T00:00:00",
+        "info": {
+            "agent_info": {"llm": "agent"},
+            "user_info": {"llm": "user"},
+            "environment_info": {"domain_name": "mock"},
+        },
+        "tasks": [
+            {
+                "id": "t1",
+                "description": {"purpose": "Refund"},
+                "user_scenario": {"instructions": "Ask for a refund."},
+            }
+        ],
+        "simulations": [sim],
+    }
     (tmp / "tau2").mkdir()
     (tmp / "tau2" / "results.json").write_text(json.dumps(doc))
     return tmp / "tau2"
@@ -97,12 +135,12 @@ def test_every_table_matches_its_golden(tmp_path, corpus):
     golden = FIXTURES / "golden" / corpus
     roots = sorted({str(Path(src).resolve()), str(src)}, key=len, reverse=True)
     for table, spec in TABLES.items():
-        rows = run_sql(f"SELECT * FROM {table} ORDER BY {', '.join(spec.key)}", lake,
-                       max_rows=None).table.to_pylist()
+        rows = run_sql(
+            f"SELECT * FROM {table} ORDER BY {', '.join(spec.key)}", lake, max_rows=None
+        ).table.to_pylist()
         rows = _normalise(rows, roots)
         path = golden / f"{table}.json"
         if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
             golden.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(rows, indent=1, sort_keys=True, ensure_ascii=False)
-                            + "\n")
+            path.write_text(json.dumps(rows, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
         assert rows == json.loads(path.read_text()), f"{corpus}.{table} differs from golden"

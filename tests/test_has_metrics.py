@@ -13,34 +13,57 @@ from graphlake.query import named, run_sql
 
 def run_named(name, lake, **params):
     q = named.get(name)
-    return run_sql(q.sql, lake, params=q.bind({k: str(v) for k, v in params.items()}),
-                   max_rows=None).table.to_pylist()
+    return run_sql(
+        q.sql, lake, params=q.bind({k: str(v) for k, v in params.items()}), max_rows=None
+    ).table.to_pylist()
 
 
 def msg(role, t, content="x", calls=None, usage=None, **extra):
-    return {"role": role, "content": content, "tool_calls": calls, "turn_idx": 0,
-            "timestamp": f"2025-01-01T00:00:{t:02d}", "usage": usage, **extra}
+    return {
+        "role": role,
+        "content": content,
+        "tool_calls": calls,
+        "turn_idx": 0,
+        "timestamp": f"2025-01-01T00:00:{t:02d}",
+        "usage": usage,
+        **extra,
+    }
 
 
 def simulation(sid, task, reward, termination="user_stop", messages=None):
-    return {"id": sid, "task_id": task, "trial": 0, "start_time": "2025-01-01T00:00:00",
-            "duration": 10.0, "termination_reason": termination, "messages": messages or [],
-            "reward_info": {"reward": reward, "reward_breakdown": {"DB": reward}}}
+    return {
+        "id": sid,
+        "task_id": task,
+        "trial": 0,
+        "start_time": "2025-01-01T00:00:00",
+        "duration": 10.0,
+        "termination_reason": termination,
+        "messages": messages or [],
+        "reward_info": {"reward": reward, "reward_breakdown": {"DB": reward}},
+    }
 
 
 def results(sims):
-    return {"timestamp": "2025-01-01T00:00:00",
-            "info": {"agent_info": {"llm": "agent-llm"}, "user_info": {"llm": "user-llm"},
-                     "environment_info": {"domain_name": "mock"}},
-            "tasks": [{"id": "A"}, {"id": "B"}], "simulations": sims}
+    return {
+        "timestamp": "2025-01-01T00:00:00",
+        "info": {
+            "agent_info": {"llm": "agent-llm"},
+            "user_info": {"llm": "user-llm"},
+            "environment_info": {"domain_name": "mock"},
+        },
+        "tasks": [{"id": "A"}, {"id": "B"}],
+        "simulations": sims,
+    }
 
 
 @pytest.fixture
 def outcome_lake(tmp_path):
     # task A: 1 of 3 runs pass; task B: 2 of 3 pass; one run of B hits the step limit
     sims = [simulation(f"a{i}", "A", r) for i, r in enumerate([1.0, 0.0, 0.0])]
-    sims += [simulation(f"b{i}", "B", r, "max_steps" if i == 2 else "user_stop")
-             for i, r in enumerate([1.0, 1.0, 0.0])]
+    sims += [
+        simulation(f"b{i}", "B", r, "max_steps" if i == 2 else "user_stop")
+        for i, r in enumerate([1.0, 1.0, 0.0])
+    ]
     (tmp_path / "r.json").write_text(json.dumps(results(sims)))
     ingest_path("tau2", tmp_path / "r.json", tmp_path / "lake")
     return tmp_path / "lake"
@@ -87,17 +110,21 @@ def test_process_metrics_by_hand(tmp_path):
     usage = {"prompt_tokens": 10, "completion_tokens": 5}
     call_a = [{"id": "c1", "name": "lookup", "arguments": {}, "requestor": "assistant"}]
     call_u = [{"id": "c2", "name": "toggle", "arguments": {}, "requestor": "user"}]
-    messages = [msg("user", 1, usage=usage), msg("assistant", 2, calls=call_a, usage=usage),
-                msg("tool", 3, id="c1", requestor="assistant"),
-                msg("user", 4, calls=call_u, usage=usage),
-                msg("tool", 5, id="c2", requestor="user"), msg("assistant", 6, usage=usage)]
-    (tmp_path / "r.json").write_text(json.dumps(results([simulation("s", "A", 1.0,
-                                                                    messages=messages)])))
+    messages = [
+        msg("user", 1, usage=usage),
+        msg("assistant", 2, calls=call_a, usage=usage),
+        msg("tool", 3, id="c1", requestor="assistant"),
+        msg("user", 4, calls=call_u, usage=usage),
+        msg("tool", 5, id="c2", requestor="user"),
+        msg("assistant", 6, usage=usage),
+    ]
+    (tmp_path / "r.json").write_text(
+        json.dumps(results([simulation("s", "A", 1.0, messages=messages)]))
+    )
     ingest_path("tau2", tmp_path / "r.json", tmp_path / "lake")
     (row,) = run_named("has_process", tmp_path / "lake")
     # steps: 4 messages + 2 tool calls; human: 2 user messages + the user's tool call
-    assert (row["turns"], row["tool_calls"], row["human_steps"], row["agent_steps"]) == \
-        (4, 2, 3, 3)
+    assert (row["turns"], row["tool_calls"], row["human_steps"], row["agent_steps"]) == (4, 2, 3, 3)
     assert row["human_intervention_rate"] == pytest.approx(0.5)
     assert row["initiative_entropy"] == pytest.approx(1.0)  # 3 and 3 steps: one bit
     assert row["tokens"] == 4 * 15
@@ -107,18 +134,40 @@ def test_rescue_rate_by_hand(tmp_path):
     lake = Lake(tmp_path / "lake")
     run = LakeRun(lake, "hasbench", "test")
     em = run.emitter()
-    verdicts = {("t1", "A1"): 0, ("t1", "A3"): 1,   # rescued
-                ("t2", "A1"): 0, ("t2", "A3"): 0,   # still failing
-                ("t3", "A1"): 1, ("t3", "A3"): 0,   # broken
-                ("t4", "A1"): 0}                    # never run under A3: not counted
+    verdicts = {
+        ("t1", "A1"): 0,
+        ("t1", "A3"): 1,  # rescued
+        ("t2", "A1"): 0,
+        ("t2", "A3"): 0,  # still failing
+        ("t3", "A1"): 1,
+        ("t3", "A3"): 0,  # broken
+        ("t4", "A1"): 0,
+    }  # never run under A3: not counted
     for (task, level), ok in verdicts.items():
         sid = f"{task}-{level}"
-        em.row("sessions", {"session_id": sid, "scenario_id": task, "condition": level,
-                            "domain": "d"})
-        em.row("participants", {"session_id": sid, "participant_id": "agent", "role": "agent",
-                                "name": "m", "kind": "ai"})
-        em.row("annotations", {"session_id": sid, "annotation_id": "pass", "kind": "outcome",
-                               "label": "pass", "value": float(ok)})
+        em.row(
+            "sessions", {"session_id": sid, "scenario_id": task, "condition": level, "domain": "d"}
+        )
+        em.row(
+            "participants",
+            {
+                "session_id": sid,
+                "participant_id": "agent",
+                "role": "agent",
+                "name": "m",
+                "kind": "ai",
+            },
+        )
+        em.row(
+            "annotations",
+            {
+                "session_id": sid,
+                "annotation_id": "pass",
+                "kind": "outcome",
+                "label": "pass",
+                "value": float(ok),
+            },
+        )
     run.commit([em.close()])
     (row,) = run_named("has_rescue", lake, from_condition="A1", to_condition="A3")
     assert (row["failed_before"], row["rescued"], row["broken"]) == (2, 1, 1)

@@ -15,8 +15,9 @@ from graphlake.pipeline import ingest_path
 from graphlake.query import named, run_sql
 
 HB = FIXTURES / "hasbench"
-SCHEMA = json.loads((Path(__file__).parent.parent / "schemas" /
-                     "hasbench-trace.schema.json").read_text())
+SCHEMA = json.loads(
+    (Path(__file__).parent.parent / "schemas" / "hasbench-trace.schema.json").read_text()
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,31 +38,53 @@ def test_valid_fixture_lines_follow_the_json_schema():
 
 
 def test_tasks_become_scenarios_with_participants_and_relationship_edges(lake):
-    rows = q(lake, "SELECT scenario_id, domain, coordination_mode, known_info, unknown_info "
-                   "FROM scenarios ORDER BY 1")
+    rows = q(
+        lake,
+        "SELECT scenario_id, domain, coordination_mode, known_info, unknown_info "
+        "FROM scenarios ORDER BY 1",
+    )
     assert rows == [
-        {"scenario_id": "retail_A_001", "domain": "retail", "coordination_mode": "star",
-         "known_info": '{"order_id":"W123"}', "unknown_info": '["email"]'},
-        {"scenario_id": "retail_B_002", "domain": "retail", "coordination_mode": "chain",
-         "known_info": '{"order_id":"W9"}', "unknown_info": "[]"}]
+        {
+            "scenario_id": "retail_A_001",
+            "domain": "retail",
+            "coordination_mode": "star",
+            "known_info": '{"order_id":"W123"}',
+            "unknown_info": '["email"]',
+        },
+        {
+            "scenario_id": "retail_B_002",
+            "domain": "retail",
+            "coordination_mode": "chain",
+            "known_info": '{"order_id":"W9"}',
+            "unknown_info": "[]",
+        },
+    ]
     edges = q(lake, "SELECT src, dst, kind FROM edges WHERE level = 'participant' ORDER BY 1, 2")
-    assert edges[0] == {"src": "retail_A_001/agent_0", "dst": "retail_A_001/agent_1",
-                        "kind": "handoff"}
+    assert edges[0] == {
+        "src": "retail_A_001/agent_0",
+        "dst": "retail_A_001/agent_1",
+        "kind": "handoff",
+    }
     assert len(edges) == 3
 
 
 def test_runs_steps_channels_and_lifecycle(lake):
     runs = q(lake, "SELECT session_id, condition, scenario_id FROM sessions ORDER BY 1")
-    assert runs == [{"session_id": "r1", "condition": "A1", "scenario_id": "retail_A_001"},
-                    {"session_id": "r2", "condition": "A3", "scenario_id": "retail_A_001"}]
-    ch = q(lake, "SELECT kind, initiator, request_id, status FROM events "
-                 "WHERE session_id = 'r2' AND channel IN ('clarification', 'control') "
-                 "AND kind <> 'user_action' ORDER BY seq")
+    assert runs == [
+        {"session_id": "r1", "condition": "A1", "scenario_id": "retail_A_001"},
+        {"session_id": "r2", "condition": "A3", "scenario_id": "retail_A_001"},
+    ]
+    ch = q(
+        lake,
+        "SELECT kind, initiator, request_id, status FROM events "
+        "WHERE session_id = 'r2' AND channel IN ('clarification', 'control') "
+        "AND kind <> 'user_action' ORDER BY seq",
+    )
     assert ch == [
         {"kind": "clarification", "initiator": "agent", "request_id": "q1", "status": "pending"},
-        {"kind": "clarification", "initiator": "agent", "request_id": "q1",
-         "status": "answered"},
-        {"kind": "control", "initiator": "human", "request_id": "q2", "status": "expired"}]
+        {"kind": "clarification", "initiator": "agent", "request_id": "q1", "status": "answered"},
+        {"kind": "control", "initiator": "human", "request_id": "q2", "status": "expired"},
+    ]
     ua = q(lake, "SELECT channel, initiator, text FROM events WHERE kind = 'user_action'")
     assert ua == [{"channel": "control", "initiator": "human", "text": "approve_refund"}]
 
@@ -84,35 +107,52 @@ def test_outcomes_feed_the_has_metrics(lake):
     assert by_level["A3"]["safety_rate"] == 1.0 and by_level["A1"]["delivery_rate"] == 1.0
     assert by_level["A1"]["agent"] == "gpt-4.1"  # two agents of one model: one run, not two
     q_ = named.get("has_rescue")
-    (r,) = run_sql(q_.sql, lake, params=q_.bind({"from_condition": "A1",
-                                                 "to_condition": "A3"})).table.to_pylist()
+    (r,) = run_sql(
+        q_.sql, lake, params=q_.bind({"from_condition": "A1", "to_condition": "A3"})
+    ).table.to_pylist()
     assert (r["failed_before"], r["rescued"], r["rescue_rate"]) == (1, 1, 1.0)
-    judge = q(lake, "SELECT label, value FROM annotations WHERE label LIKE 'judge:%' "
-                    "ORDER BY 1")
-    assert judge == [{"label": "judge:CQS", "value": 4.5}, {"label": "judge:CRJ", "value": 3.0},
-                     {"label": "judge:FUR", "value": 4.0}]
+    judge = q(lake, "SELECT label, value FROM annotations WHERE label LIKE 'judge:%' ORDER BY 1")
+    assert judge == [
+        {"label": "judge:CQS", "value": 4.5},
+        {"label": "judge:CRJ", "value": 3.0},
+        {"label": "judge:FUR", "value": 4.0},
+    ]
 
 
 line = st.one_of(
-    st.fixed_dictionaries({"type": st.sampled_from(["run", "step", "channel_event", "outcome",
-                                                    "x"]),
-                           "run_id": st.sampled_from(["r1", "r2", "", None])},
-                          optional={"task_id": st.sampled_from(["t", ""]),
-                                    "step": st.integers(-1, 3), "pass": st.booleans(),
-                                    "actions": st.lists(st.fixed_dictionaries(
-                                        {"actor": st.sampled_from(["agent_0", "user_0", "z"]),
-                                         "kind": st.sampled_from(["message", "oops"])}),
-                                        max_size=2),
-                                    "channel": st.sampled_from(["feedback", "nope"]),
-                                    "initiator": st.sampled_from(["agent", "human"]),
-                                    "status": st.sampled_from(["pending", "answered"]),
-                                    "event_id": st.sampled_from(["e1", "e2"]),
-                                    "agency_level": st.sampled_from(["A1", "A7"])}),
-    st.integers(), st.text(max_size=3))
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["run", "step", "channel_event", "outcome", "x"]),
+            "run_id": st.sampled_from(["r1", "r2", "", None]),
+        },
+        optional={
+            "task_id": st.sampled_from(["t", ""]),
+            "step": st.integers(-1, 3),
+            "pass": st.booleans(),
+            "actions": st.lists(
+                st.fixed_dictionaries(
+                    {
+                        "actor": st.sampled_from(["agent_0", "user_0", "z"]),
+                        "kind": st.sampled_from(["message", "oops"]),
+                    }
+                ),
+                max_size=2,
+            ),
+            "channel": st.sampled_from(["feedback", "nope"]),
+            "initiator": st.sampled_from(["agent", "human"]),
+            "status": st.sampled_from(["pending", "answered"]),
+            "event_id": st.sampled_from(["e1", "e2"]),
+            "agency_level": st.sampled_from(["A1", "A7"]),
+        },
+    ),
+    st.integers(),
+    st.text(max_size=3),
+)
 
 
-@settings(max_examples=150, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(line, max_size=10))
 def test_never_raises_and_every_line_is_accepted_or_rejected(tmp_path_factory, lines):
     f = tmp_path_factory.mktemp("h") / "t.jsonl"
@@ -121,8 +161,13 @@ def test_never_raises_and_every_line_is_accepted_or_rejected(tmp_path_factory, l
     out = parse_with("hasbench", f)
     rejected = sum(1 for r in out.tables.get("rejects", []) if r["record_kind"] == "trace_line")
     # each accepted line leaves a mark: a session, an outcome 'pass', a step or channel event
-    accepted = (len(out.tables.get("sessions", []))
-                + sum(1 for a in out.tables.get("annotations", []) if a["label"] == "pass")
-                + sum(1 for e in out.tables.get("events", []) if e["kind"] == "step"
-                      or e["event_id"].startswith("c/")))
+    accepted = (
+        len(out.tables.get("sessions", []))
+        + sum(1 for a in out.tables.get("annotations", []) if a["label"] == "pass")
+        + sum(
+            1
+            for e in out.tables.get("events", [])
+            if e["kind"] == "step" or e["event_id"].startswith("c/")
+        )
+    )
     assert accepted + rejected == sum(1 for t in text if t.strip())

@@ -23,11 +23,17 @@ def q(lake, sql):
 
 def test_deep_nesting_and_null_documents_are_rejects(tmp_path):
     cases = {
-        "kolab": {"s1/graph.json": "null",
-                  "s2/graph.json": '{"session_id": "x", "steps": ' + DEEP + "}"},
+        "kolab": {
+            "s1/graph.json": "null",
+            "s2/graph.json": '{"session_id": "x", "steps": ' + DEEP + "}",
+        },
         "tau2": {"deep.json": '{"info": {}, "simulations": ' + DEEP + "}"},
-        "coauthor": {"deep_0123456789abcdef0123456789abcdef.jsonl":
-                     '{"eventName": "x", "eventTimestamp": 1, "a": ' + DEEP + "}\n"},
+        "coauthor": {
+            "deep_0123456789abcdef0123456789abcdef.jsonl": '{"eventName": "x", '
+            + '"eventTimestamp": 1, "a": '
+            + DEEP
+            + "}\n"
+        },
         "hasbench": {"t.jsonl": '{"type": "run", "run_id": "r", "x": ' + DEEP + "}\n"},
     }
     for corpus, files in cases.items():
@@ -60,8 +66,9 @@ def test_a_reader_that_fails_loses_only_its_file(tmp_path, monkeypatch):
     stats, _snap = ingest_path("tau2", src, tmp_path / "lake", workers=1)
     names = {r["name"] for r in q(tmp_path / "lake", "SELECT name FROM runs")}
     assert names == {"mock_llm_agent_3trials", "voice_run"}
-    assert q(tmp_path / "lake", "SELECT count(*) AS n FROM sessions WHERE session_id LIKE "
-                                "'sim-b%'") == [{"n": 0}]
+    assert q(
+        tmp_path / "lake", "SELECT count(*) AS n FROM sessions WHERE session_id LIKE 'sim-b%'"
+    ) == [{"n": 0}]
     (rej,) = q(tmp_path / "lake", "SELECT source_file, reason, raw FROM rejects")
     assert rej["source_file"].endswith("mock_llm_agent_retry_2trials.json")
     assert "RecursionError" in rej["reason"] and "nothing of it was ingested" in rej["reason"]
@@ -70,16 +77,30 @@ def test_a_reader_that_fails_loses_only_its_file(tmp_path, monkeypatch):
 
 
 def test_a_repeated_simulation_id_keeps_the_first_and_says_so(tmp_path):
-    sims = [{"id": f"s{i}", "task_id": "t", "start_time": "2025-01-01T00:00:00",
-             "messages": [{"role": "user", "content": f"hi {i}",
-                           "timestamp": "2025-01-01T00:00:01"}]} for i in range(6)]
+    sims = [
+        {
+            "id": f"s{i}",
+            "task_id": "t",
+            "start_time": "2025-01-01T00:00:00",
+            "messages": [
+                {"role": "user", "content": f"hi {i}", "timestamp": "2025-01-01T00:00:01"}
+            ],
+        }
+        for i in range(6)
+    ]
     sims[4]["id"] = "s1"  # the same id twice
-    (tmp_path / "r.json").write_text(json.dumps(
-        {"timestamp": "t", "info": {}, "tasks": [], "simulations": sims}))
+    (tmp_path / "r.json").write_text(
+        json.dumps({"timestamp": "t", "info": {}, "tasks": [], "simulations": sims})
+    )
     ingest_path("tau2", tmp_path / "r.json", tmp_path / "lake")
     lake = tmp_path / "lake"
-    assert [r["session_id"] for r in q(lake, "SELECT session_id FROM sessions ORDER BY 1")] \
-        == ["s0", "s1", "s2", "s3", "s5"]
+    assert [r["session_id"] for r in q(lake, "SELECT session_id FROM sessions ORDER BY 1")] == [
+        "s0",
+        "s1",
+        "s2",
+        "s3",
+        "s5",
+    ]
     assert q(lake, "SELECT text FROM events WHERE session_id = 's1'") == [{"text": "hi 1"}]
     (rej,) = q(lake, "SELECT record_ref, reason FROM rejects")
     assert rej["record_ref"] == "$.simulations[4]"
@@ -121,8 +142,14 @@ def test_kolab_fast_reader_never_sees_a_top_level_non_object(tmp_path):
     src = tmp_path / "k"
     src.mkdir()
     shutil.copy(HAND / "graph.json", src / "a.json")
-    for name, text in {"b": "null", "c": "[1, 2]", "d": '"s"', "e": "3", "f": "",
-                       "g": "  null  \n"}.items():
+    for name, text in {
+        "b": "null",
+        "c": "[1, 2]",
+        "d": '"s"',
+        "e": "3",
+        "f": "",
+        "g": "  null  \n",
+    }.items():
         (src / f"{name}.json").write_text(text)
     out = cli("ingest", "kolab", str(src), "--quiet", lake=tmp_path / "lake", check=False)
     assert out.returncode == 0, out.stderr
@@ -137,26 +164,35 @@ def test_odd_values_where_records_expect_others(tmp_path):
     src = tmp_path / "t"
     src.mkdir()
     sim = {"id": "s", "task_id": "t", "start_time": "2025-01-01T00:00:00", "messages": []}
-    full = json.dumps({"timestamp": "x", "info": {}, "tasks": [],
-                       "simulations": [sim, {**sim, "id": "s2"}]})
+    full = json.dumps(
+        {"timestamp": "x", "info": {}, "tasks": [], "simulations": [sim, {**sim, "id": "s2"}]}
+    )
     (src / "trunc.json").write_text(full[:-30])
     (src / "utf.json").write_bytes(b'{"info":{},"simulations":[{"id":"\xff","messages":[]}]}')
     (src / "strobj.json").write_text(json.dumps({"info": "oops", "simulations": ["x"]}))
     (src / "numid.json").write_text(json.dumps({"info": {}, "simulations": [{**sim, "id": 5}]}))
     out = cli("ingest", "tau2", str(src), "--quiet", lake=tmp_path / "lt", check=False)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
-    reasons = {r["source_file"].rsplit("/", 1)[1]: r["reason"]
-               for r in q(tmp_path / "lt", "SELECT source_file, reason FROM rejects")}
+    reasons = {
+        r["source_file"].rsplit("/", 1)[1]: r["reason"]
+        for r in q(tmp_path / "lt", "SELECT source_file, reason FROM rejects")
+    }
     assert set(reasons) == {"trunc.json", "utf.json", "strobj.json", "numid.json"}
     assert "must be a text" in reasons["numid.json"]
     assert "not a str" in reasons["strobj.json"]
     csrc = tmp_path / "c"
     csrc.mkdir()
-    init = {"eventName": "system-initialize", "eventSource": "api",
-            "eventTimestamp": 1650000000000, "currentDoc": ""}
+    init = {
+        "eventName": "system-initialize",
+        "eventSource": "api",
+        "eventTimestamp": 1650000000000,
+        "currentDoc": "",
+    }
     for k, ts in enumerate(("1e20", "253402301800000", "NaN", "-1e18")):
-        bad = ('{"eventName": "text-insert", "eventSource": "user", "eventTimestamp": '
-               f'{ts}, "textDelta": {{"ops": [{{"insert": "a"}}]}}}}')
+        bad = (
+            '{"eventName": "text-insert", "eventSource": "user", "eventTimestamp": '
+            f'{ts}, "textDelta": {{"ops": [{{"insert": "a"}}]}}}}'
+        )
         (csrc / f"w_{k:032x}.jsonl").write_text(json.dumps(init) + "\n" + bad + "\n")
     out = cli("ingest", "coauthor", str(csrc), "--quiet", lake=tmp_path / "lc", check=False)
     assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
@@ -196,8 +232,10 @@ def test_a_tau2_file_truncated_mid_array_keeps_the_simulations_before_the_cut(tm
     assert len(sims) >= 3
     # cut inside the third simulation
     third = text.index(json.dumps(sims[2]["id"]))
-    for name, body in (("cut.json", text[:third + 5]),
-                       ("nan.json", text[:third] + text[third:].replace("0.0", "NaN", 1))):
+    for name, body in (
+        ("cut.json", text[: third + 5]),
+        ("nan.json", text[:third] + text[third:].replace("0.0", "NaN", 1)),
+    ):
         folder = tmp_path / name.split(".")[0]
         folder.mkdir()
         (folder / name).write_text(body)
@@ -221,8 +259,8 @@ def test_times_that_look_wrong_are_flagged_not_dropped(tmp_path):
     lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
     actions = [i for i, rec in enumerate(lines) if rec.get("type") == "action"]
     assert len(actions) >= 4
-    lines[actions[2]]["t"] = lines[actions[1]]["t"] - 5      # goes backwards
-    lines[actions[3]]["t"] = 40 * 86400.0                   # 40 days in
+    lines[actions[2]]["t"] = lines[actions[1]]["t"] - 5  # goes backwards
+    lines[actions[3]]["t"] = 40 * 86400.0  # 40 days in
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     lake = tmp_path / "lake"
     ingest_path("almanac", tmp_path / "almanac", lake)

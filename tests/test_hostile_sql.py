@@ -115,9 +115,13 @@ EXHAUSTION = [
     "SELECT " + "[" * 200 + "]" * 200,
 ]
 
-CORPUS = ([("scope", s) for s in SCOPE_WALKS] + [("file", s) for s in FILE_READS]
-          + [("network", s) for s in NETWORK] + [("state", s) for s in STATE_AND_SETTINGS]
-          + [("exhaustion", s) for s in EXHAUSTION])
+CORPUS = (
+    [("scope", s) for s in SCOPE_WALKS]
+    + [("file", s) for s in FILE_READS]
+    + [("network", s) for s in NETWORK]
+    + [("state", s) for s in STATE_AND_SETTINGS]
+    + [("exhaustion", s) for s in EXHAUSTION]
+)
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +138,12 @@ def world(tmp_path_factory):
     pq.write_table(pa.table({"value": [SECRET]}), outside / "secret.parquet")
     lake = base / "lake"
     ingest_path("kolab", HAND, lake)
-    fill = {"csv": outside / "secret.csv", "parquet": outside / "secret.parquet",
-            "json": outside / "secret.json", "dir": outside}
+    fill = {
+        "csv": outside / "secret.csv",
+        "parquet": outside / "secret.parquet",
+        "json": outside / "secret.json",
+        "dir": outside,
+    }
     return lake, {k: str(v) for k, v in fill.items()}, outside
 
 
@@ -143,8 +151,9 @@ def _statement(template: str, fill: dict) -> str:
     return template.format(**fill)
 
 
-@pytest.mark.parametrize("kind,template", CORPUS, ids=[f"{k}-{i}" for i, (k, _) in
-                                                      enumerate(CORPUS)])
+@pytest.mark.parametrize(
+    "kind,template", CORPUS, ids=[f"{k}-{i}" for i, (k, _) in enumerate(CORPUS)]
+)
 def test_every_hostile_statement_is_refused_on_the_public_path(world, kind, template):
     lake, fill, outside = world
     before = sorted(p.name for p in outside.iterdir())
@@ -170,8 +179,10 @@ def test_the_sandbox_alone_refuses_every_file_read(world, template):
             con.execute(_statement(template, fill), timeout_s=5)
     msg = str(info.value)
     assert SECRET not in msg
-    assert any(w in msg for w in ("Permission Error", "disabled", "not allowed",
-                                  "does not exist", "Catalog Error")), msg
+    assert any(
+        w in msg
+        for w in ("Permission Error", "disabled", "not allowed", "does not exist", "Catalog Error")
+    ), msg
 
 
 def test_the_secret_is_readable_without_the_sandbox(world):
@@ -189,14 +200,21 @@ def test_the_guard_resolves_cte_names_by_scope(world, template):
     from graphlake.query.guard import check
 
     _, fill, _ = world
-    with pytest.raises(SqlError, match="unknown table .*A CTE of that name exists, but not "
-                                       "where this reference stands"):
+    with pytest.raises(
+        SqlError,
+        match="unknown table .*A CTE of that name exists, but not where this reference stands",
+    ):
         check(_statement(template, fill), {"nodes": ["node_id", "label"]})
 
 
-@pytest.mark.parametrize("sql", ["SET enable_external_access = true",
-                                 "SET lock_configuration = false",
-                                 "RESET allowed_directories"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SET enable_external_access = true",
+        "SET lock_configuration = false",
+        "RESET allowed_directories",
+    ],
+)
 def test_the_sandbox_cannot_be_switched_off_even_without_the_guard(world, sql):
     lake, fill, _ = world
     with Connection(lake) as con:
@@ -209,9 +227,8 @@ def test_the_sandbox_cannot_be_switched_off_even_without_the_guard(world, sql):
 def test_the_lake_itself_stays_readable_through_the_sandbox(world):
     lake, _, _ = world
     with Connection(lake) as con:
-        assert con.sql("SELECT count(*) AS n FROM node_occurrences").table.to_pylist() == [
-            {"n": 8}]
-        ok = con.sql("WITH \"x.csv\" AS (SELECT 1 AS v) SELECT v FROM \"x.csv\"")
+        assert con.sql("SELECT count(*) AS n FROM node_occurrences").table.to_pylist() == [{"n": 8}]
+        ok = con.sql('WITH "x.csv" AS (SELECT 1 AS v) SELECT v FROM "x.csv"')
         assert ok.table.to_pylist() == [{"v": 1}]
 
 
@@ -220,7 +237,8 @@ def test_the_guard_counts_against_the_time_limit(world):
     lake, _, _ = world
     # 250 levels deep (under the depth limit) and wide: qualifying it takes a while
     sql = "SELECT * FROM nodes WHERE " + " OR ".join(
-        f"(label = 'x{i}' AND node_id LIKE '%{i}%')" for i in range(120))
+        f"(label = 'x{i}' AND node_id LIKE '%{i}%')" for i in range(120)
+    )
     with Connection(lake) as con:
         with pytest.raises(QueryTimeoutError, match="time limit|past its"):
             con.sql(sql, timeout_s=0.001)
@@ -242,8 +260,9 @@ def test_the_python_api_has_the_cli_limits(world):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             assert gl.sql("SELECT * FROM node_occurrences", max_rows=0).num_rows == 8
-        slow = ("SELECT count(*) FROM range(100000000) a, range(100000) b "
-                "WHERE a.range % 7 = b.range")
+        slow = (
+            "SELECT count(*) FROM range(100000000) a, range(100000) b WHERE a.range % 7 = b.range"
+        )
         with pytest.raises(QueryTimeoutError):
             gl.sql(slow, timeout_s=0.3)
     with graphlake.connect(lake, max_rows=2) as gl, pytest.warns(ResultTruncatedWarning):

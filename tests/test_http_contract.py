@@ -66,27 +66,37 @@ def test_every_paginated_route_is_covered(http):
 # A cursor of any other shape: text that is not base64, base64 of bytes that are not JSON,
 # JSON of every other type, objects naming no list or another list, and the issued shape with
 # keys of the wrong type or arity.
-_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
-                     | st.text(max_size=8), lambda c: st.lists(c, max_size=3)
-                     | st.dictionaries(st.text(max_size=3), c, max_size=3), max_leaves=6)
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=3), c, max_size=3),
+    max_leaves=6,
+)
 wrong_cursors = st.one_of(
     st.text(min_size=1, max_size=40),
     st.binary(min_size=1, max_size=30).map(_b64),
     _json.map(_b64),
-    st.builds(lambda r, k: _b64({"r": r, "k": k}), st.sampled_from(
-        ["GET /sessions", "GET /corpora", "instances of kolab-1b"]), _json),
-    st.builds(lambda r, o, v: _b64({"r": r, "o": o, "v": v}), st.sampled_from(
-        ["GET /workbench/sessions", "GET /sessions/{corpus}/{session_id}/events"]),
-        _json, _json),
+    st.builds(
+        lambda r, k: _b64({"r": r, "k": k}),
+        st.sampled_from(["GET /sessions", "GET /corpora", "instances of kolab-1b"]),
+        _json,
+    ),
+    st.builds(
+        lambda r, o, v: _b64({"r": r, "o": o, "v": v}),
+        st.sampled_from(["GET /workbench/sessions", "GET /sessions/{corpus}/{session_id}/events"]),
+        _json,
+        _json,
+    ),
 )
 
 
 #: The list name each paginated route puts in its cursors, and its cursor's kind.
-ISSUERS = {"/sessions": ("GET /sessions", "key", 2), "/corpora": ("GET /corpora", "key", 1),
-           "/benchmarks/kolab-1b/instances": ("instances of kolab-1b", "key", 1),
-           "/workbench/sessions": ("GET /workbench/sessions", "offset", 0),
-           f"/sessions/kolab/{SID}/events": ("GET /sessions/{corpus}/{session_id}/events",
-                                            "offset", 0)}
+ISSUERS = {
+    "/sessions": ("GET /sessions", "key", 2),
+    "/corpora": ("GET /corpora", "key", 1),
+    "/benchmarks/kolab-1b/instances": ("instances of kolab-1b", "key", 1),
+    "/workbench/sessions": ("GET /workbench/sessions", "offset", 0),
+    f"/sessions/kolab/{SID}/events": ("GET /sessions/{corpus}/{session_id}/events", "offset", 0),
+}
 
 
 def _could_issue(route: str, cursor: str) -> bool:
@@ -104,8 +114,12 @@ def _could_issue(route: str, cursor: str) -> bool:
     return type(obj.get("o")) is int and obj["o"] >= 0 and type(obj.get("v")) is int
 
 
-@settings(max_examples=examples(150), deadline=None, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=examples(150),
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
 @given(cursor=wrong_cursors, pick=st.integers(min_value=0, max_value=100))
 def test_wrong_shaped_cursors_are_a_400_on_every_paginated_route(http, cursor, pick):
     route = sorted(ISSUERS)[pick % len(ISSUERS)]
@@ -125,10 +139,14 @@ def test_a_cursor_of_one_list_is_refused_by_another(http):
     overview = http.get("/workbench/sessions", params={"limit": 1}).json()["next_cursor"]
     inst = http.get("/benchmarks/kolab-1b/instances", params={"limit": 1}).json()["next_cursor"]
     assert all((sessions, corpora, overview, inst))
-    for route, foreign in (("/sessions", corpora), ("/corpora", sessions),
-                           ("/workbench/sessions", sessions), ("/sessions", overview),
-                           ("/benchmarks/kolab-1b/instances", sessions),
-                           ("/benchmarks/kolab-1a/instances", inst)):
+    for route, foreign in (
+        ("/sessions", corpora),
+        ("/corpora", sessions),
+        ("/workbench/sessions", sessions),
+        ("/sessions", overview),
+        ("/benchmarks/kolab-1b/instances", sessions),
+        ("/benchmarks/kolab-1a/instances", inst),
+    ):
         msg = error_of(http.get(route, params={"cursor": foreign}), 400)["message"]
         assert "next_cursor" in msg
     # and each list takes its own
@@ -136,9 +154,15 @@ def test_a_cursor_of_one_list_is_refused_by_another(http):
 
 
 def test_unknown_resources_of_every_kind_are_404(http):
-    for path in ("/sessions/kolab/nope", "/sessions/nope/nope/events", "/benchmarks/nope",
-                 "/benchmarks/nope/instances", "/benchmarks/kolab-1b/instances/nope",
-                 "/media/0123456789abcdef", "/no/such/route"):
+    for path in (
+        "/sessions/kolab/nope",
+        "/sessions/nope/nope/events",
+        "/benchmarks/nope",
+        "/benchmarks/nope/instances",
+        "/benchmarks/kolab-1b/instances/nope",
+        "/media/0123456789abcdef",
+        "/no/such/route",
+    ):
         error_of(http.get(path), 404)
     error_of(http.post("/queries/nope", json={}), 404)
     error_of(http.post("/benchmarks/nope/score", json={"predictions": []}), 404)
@@ -146,8 +170,9 @@ def test_unknown_resources_of_every_kind_are_404(http):
 
 def test_pattern_variables_that_are_not_plain_names_are_a_400_with_a_position(http):
     for var in ('"My Var"', '"p.node_id AS x, 1 AS y FROM nodes p --"', "_n1"):
-        resp = http.post("/sql", json={"sql": f"SELECT * FROM GRAPH_TABLE (kolab MATCH "
-                                              f"({var}:human)) g"})
+        resp = http.post(
+            "/sql", json={"sql": f"SELECT * FROM GRAPH_TABLE (kolab MATCH ({var}:human)) g"}
+        )
         msg = error_of(resp, 400)["message"]
         assert "line 1, column" in msg, msg
 
@@ -155,8 +180,10 @@ def test_pattern_variables_that_are_not_plain_names_are_a_400_with_a_position(ht
 def test_a_bug_is_a_json_500_not_a_404(demo_lake):
     """A KeyError raised by a bug inside a route is the server's fault: a JSON 500 (with the
     traceback in the log), not the 404 a blanket LookupError mapping gave."""
-    with LiveServer(Settings(lake=demo_lake)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=120) as c:
+    with (
+        LiveServer(Settings(lake=demo_lake)) as srv,
+        httpx.Client(base_url=srv.url, timeout=120) as c,
+    ):
         state = srv.app.state.graphlake.current
 
         def broken(corpus, session_id):
@@ -172,8 +199,7 @@ def test_an_offset_cursor_from_an_older_lake_version_is_a_409(tmp_path, hand_lak
 
     lake = tmp_path / "lake"
     shutil.copytree(hand_lake, lake)
-    with LiveServer(Settings(lake=lake)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=120) as c:
+    with LiveServer(Settings(lake=lake)) as srv, httpx.Client(base_url=srv.url, timeout=120) as c:
         sid = c.get("/sessions").json()["items"][0]["session_id"]
         events = c.get(f"/sessions/kolab/{sid}/events", params={"limit": 1}).json()
         overview = c.get("/workbench/sessions", params={"limit": 1})
@@ -181,11 +207,13 @@ def test_an_offset_cursor_from_an_older_lake_version_is_a_409(tmp_path, hand_lak
         other = tmp_path / "more" / "hand-2"
         shutil.copytree(HAND, other)
         (other / "graph.json").write_text(
-            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"'))
+            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+        )
         ingest_path("kolab", other.parent, lake)
         assert c.post("/refresh").status_code == 200
-        err = error_of(c.get(f"/sessions/kolab/{sid}/events",
-                             params={"cursor": events["next_cursor"]}), 409)
+        err = error_of(
+            c.get(f"/sessions/kolab/{sid}/events", params={"cursor": events["next_cursor"]}), 409
+        )
         assert err["code"] == "stale_cursor" and "first page" in err["message"]
         stale = OffsetCursor("GET /workbench/sessions").encode(0, 1)
         assert overview.status_code == 200
@@ -203,8 +231,10 @@ def test_caches_hold_only_what_exists_and_stay_bounded(demo_lake):
 
     from graphlake.protocols.service import MAX_INDEXES
 
-    with LiveServer(Settings(lake=demo_lake, preload_rows=0)) as srv, \
-            httpx.Client(base_url=srv.url, timeout=120) as c:
+    with (
+        LiveServer(Settings(lake=demo_lake, preload_rows=0)) as srv,
+        httpx.Client(base_url=srv.url, timeout=120) as c,
+    ):
         bench = srv.app.state.graphlake.current.bench
         for i in range(50):
             error_of(c.get(f"/sessions/madeup{i}/x/events"), 404)
@@ -220,12 +250,20 @@ def test_caches_hold_only_what_exists_and_stay_bounded(demo_lake):
 
         bench._build_index = counting
         with ThreadPoolExecutor(8) as pool:
-            pages = list(pool.map(lambda _: c.get("/benchmarks/hasbench-prefix/instances",
-                                                  params={"fraction": 0.25, "limit": 1}),
-                                  range(8)))
+            pages = list(
+                pool.map(
+                    lambda _: c.get(
+                        "/benchmarks/hasbench-prefix/instances",
+                        params={"fraction": 0.25, "limit": 1},
+                    ),
+                    range(8),
+                )
+            )
         assert all(p.status_code == 200 for p in pages) and len(built) == 1
         for i in range(MAX_INDEXES + 8):
-            r = c.get("/benchmarks/hasbench-prefix/instances",
-                      params={"fraction": round(0.01 + i / 100, 2), "limit": 1})
+            r = c.get(
+                "/benchmarks/hasbench-prefix/instances",
+                params={"fraction": round(0.01 + i / 100, 2), "limit": 1},
+            )
             assert r.status_code == 200, r.text
         assert len(bench._indexes) == MAX_INDEXES

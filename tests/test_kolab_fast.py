@@ -42,8 +42,9 @@ def canon(tables: dict) -> dict:
 
 def strip_unit(tables):
     """Rows as full canonical records (the parser leaves absent columns out)."""
-    return {t: [{c: r.get(c) for c in TABLES[t].columns} for r in rows]
-            for t, rows in tables.items()}
+    return {
+        t: [{c: r.get(c) for c in TABLES[t].columns} for r in rows] for t, rows in tables.items()
+    }
 
 
 def assert_same(folder: Path):
@@ -90,44 +91,84 @@ def test_unusual_files_fall_back(tmp_path):
 
 
 # -- hypothesis: valid graphs by construction, then one perturbation -------------------
-CLOCKS = ["00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:05-00:00:08", "00:01:00-00:01:10",
-          "00:02:00-00:03:00", "00:00:10-00:00:20"]
-PERTURB = [None, None, None, "extra_field", "dup_id", "bad_time", "edge_unknown", "bad_ref",
-           "human_type", "resp_outside", "bad_label", "short_tuple", "qualified_edge"]
+CLOCKS = [
+    "00:00:00-00:00:10",
+    "00:00:10-00:00:30",
+    "00:00:05-00:00:08",
+    "00:01:00-00:01:10",
+    "00:02:00-00:03:00",
+    "00:00:10-00:00:20",
+]
+PERTURB = [
+    None,
+    None,
+    None,
+    "extra_field",
+    "dup_id",
+    "bad_time",
+    "edge_unknown",
+    "bad_ref",
+    "human_type",
+    "resp_outside",
+    "bad_label",
+    "short_tuple",
+    "qualified_edge",
+]
 
 
 @st.composite
 def graph(draw):
-    keys = draw(st.permutations(["seg1a", "seg2a", "seg1b"]))[:draw(st.integers(1, 3))]
+    keys = draw(st.permutations(["seg1a", "seg2a", "seg1b"]))[: draw(st.integers(1, 3))]
     steps, nodes = [], []
     for key in keys:
         step_nodes = []
         for k in range(draw(st.integers(1, 4))):
-            n = {"id": f"n{k + 1}", "actor": draw(st.sampled_from(["user", "claude", "Grok "])),
-                 "actor_type": draw(st.sampled_from(["user", "ai"])), "label": "x",
-                 "time": draw(st.lists(st.sampled_from(CLOCKS), min_size=1, max_size=2,
-                                       unique=True))}
+            n = {
+                "id": f"n{k + 1}",
+                "actor": draw(st.sampled_from(["user", "claude", "Grok "])),
+                "actor_type": draw(st.sampled_from(["user", "ai"])),
+                "label": "x",
+                "time": draw(
+                    st.lists(st.sampled_from(CLOCKS), min_size=1, max_size=2, unique=True)
+                ),
+            }
             step_nodes.append(n)
             nodes.append((key, n))
         ids = [n["id"] for n in step_nodes]
-        pairs = draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)),
-                              max_size=3, unique=True))
-        steps.append({"key": key, "start_seconds": 0, "end_seconds": 200,
-                      "nodes": step_nodes,
-                      "edges": [{"from": a, "to": b, "type": "sequential"} for a, b in pairs]})
+        pairs = draw(
+            st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=3, unique=True)
+        )
+        steps.append(
+            {
+                "key": key,
+                "start_seconds": 0,
+                "end_seconds": 200,
+                "nodes": step_nodes,
+                "edges": [{"from": a, "to": b, "type": "sequential"} for a, b in pairs],
+            }
+        )
     ais = [n for _, n in nodes if n["actor_type"] == "ai"]
     humans = [n for _, n in nodes if n["actor_type"] == "user"]
     for resp in humans:
         if ais and draw(st.booleans()):
             ai = draw(st.sampled_from(ais))
             src = draw(st.sampled_from([None, *humans]))
-            resp["user_response"] = [[
-                src["id"] if src else "", ai["id"], draw(st.sampled_from(["adopt", "modify",
-                                                                          "reject"])),
-                draw(st.sampled_from(src["time"])) if src else "",
-                draw(st.sampled_from(ai["time"])), draw(st.sampled_from(resp["time"]))]]
-    g = {"session_id": draw(st.sampled_from(["s1", "s2"])), "participant_id": "P1",
-         "title": "t", "steps": steps}
+            resp["user_response"] = [
+                [
+                    src["id"] if src else "",
+                    ai["id"],
+                    draw(st.sampled_from(["adopt", "modify", "reject"])),
+                    draw(st.sampled_from(src["time"])) if src else "",
+                    draw(st.sampled_from(ai["time"])),
+                    draw(st.sampled_from(resp["time"])),
+                ]
+            ]
+    g = {
+        "session_id": draw(st.sampled_from(["s1", "s2"])),
+        "participant_id": "P1",
+        "title": "t",
+        "steps": steps,
+    }
     p = draw(st.sampled_from(PERTURB))
     first = steps[0]["nodes"][0]
     with_resp = [n for _, n in nodes if n.get("user_response")]
@@ -140,8 +181,9 @@ def graph(draw):
     elif p == "edge_unknown":
         steps[0]["edges"].append({"from": first["id"], "to": "n9", "type": "loop"})
     elif p == "qualified_edge":
-        steps[0]["edges"].append({"from": f"{steps[0]['key']}/{first['id']}",
-                                  "to": first["id"], "type": "loop"})
+        steps[0]["edges"].append(
+            {"from": f"{steps[0]['key']}/{first['id']}", "to": first["id"], "type": "loop"}
+        )
     elif p == "human_type":
         first["actor_type"] = "human"
     elif with_resp and p == "bad_ref":
@@ -156,8 +198,11 @@ def graph(draw):
 
 
 @pytest.mark.fuzz
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 @given(st.lists(graph(), min_size=1, max_size=4))
 def test_fast_and_record_paths_agree_on_perturbed_graphs(tmp_path_factory, graphs):
     folder = tmp_path_factory.mktemp("g")

@@ -32,7 +32,7 @@ def _normalise(rows: list[dict]) -> list[dict]:
         r = dict(r)
         for k in ("source_file", "uri", "source"):
             if r.get(k):
-                r[k] = r[k][r[k].index("fixtures/"):]
+                r[k] = r[k][r[k].index("fixtures/") :]
         if "run_id" in r:
             r["run_id"] = portable_run_id(r["run_id"])
         if r.get("started_at") is not None:
@@ -44,8 +44,9 @@ def _normalise(rows: list[dict]) -> list[dict]:
 @pytest.mark.parametrize("table", [*TABLES, "adoptions"])
 def test_table_matches_golden(hand_lake, table):
     key = ", ".join(TABLES[table].key) if table in TABLES else "annotation_id"
-    rows = _normalise(run_sql(f"SELECT * FROM {table} ORDER BY {key}", hand_lake,
-                              max_rows=None).table.to_pylist())
+    rows = _normalise(
+        run_sql(f"SELECT * FROM {table} ORDER BY {key}", hand_lake, max_rows=None).table.to_pylist()
+    )
     path = GOLDEN / f"{table}.json"
     if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -12,25 +12,69 @@ from conftest import HAND, parse_kolab, write_graph
 def base_graph() -> dict:
     """Two segments of one step visited twice (seg2a, seg2b) with repeated local ids."""
     return {
-        "session_id": "t1", "participant_id": "P9", "title": "T", "goal": "G",
+        "session_id": "t1",
+        "participant_id": "P9",
+        "title": "T",
+        "goal": "G",
         "steps": [
-            {"key": "seg2a", "badge": "Step-2", "step_name": "Draft", "start_seconds": 0,
-             "end_seconds": 100, "nodes": [
-                 {"id": "n1", "actor": "user", "actor_type": "user", "label": "ask",
-                  "time": ["00:00:00-00:00:10"]},
-                 {"id": "n2", "actor": "claude", "actor_type": "ai", "label": "draft",
-                  "time": ["00:00:10-00:00:30", "00:01:00-00:01:10"]},
-                 {"id": "n3", "actor": "user", "actor_type": "user", "label": "edit",
-                  "time": ["00:00:30-00:00:50"]}],
-             "edges": [{"from": "n1", "to": "n2", "type": "sequential"},
-                       {"from": "n2", "to": "n3", "type": "sequential"}]},
-            {"key": "seg2b", "badge": "Step-2", "step_name": "Draft", "start_seconds": 200,
-             "end_seconds": 300, "nodes": [
-                 {"id": "n1", "actor": "user", "actor_type": "user", "label": "reuse",
-                  "time": ["00:03:20-00:03:40"]},
-                 {"id": "n2", "actor": "grok", "actor_type": "ai", "label": "check",
-                  "time": ["00:03:40-00:04:00"]}],
-             "edges": [{"from": "n1", "to": "n2", "type": "sequential"}]},
+            {
+                "key": "seg2a",
+                "badge": "Step-2",
+                "step_name": "Draft",
+                "start_seconds": 0,
+                "end_seconds": 100,
+                "nodes": [
+                    {
+                        "id": "n1",
+                        "actor": "user",
+                        "actor_type": "user",
+                        "label": "ask",
+                        "time": ["00:00:00-00:00:10"],
+                    },
+                    {
+                        "id": "n2",
+                        "actor": "claude",
+                        "actor_type": "ai",
+                        "label": "draft",
+                        "time": ["00:00:10-00:00:30", "00:01:00-00:01:10"],
+                    },
+                    {
+                        "id": "n3",
+                        "actor": "user",
+                        "actor_type": "user",
+                        "label": "edit",
+                        "time": ["00:00:30-00:00:50"],
+                    },
+                ],
+                "edges": [
+                    {"from": "n1", "to": "n2", "type": "sequential"},
+                    {"from": "n2", "to": "n3", "type": "sequential"},
+                ],
+            },
+            {
+                "key": "seg2b",
+                "badge": "Step-2",
+                "step_name": "Draft",
+                "start_seconds": 200,
+                "end_seconds": 300,
+                "nodes": [
+                    {
+                        "id": "n1",
+                        "actor": "user",
+                        "actor_type": "user",
+                        "label": "reuse",
+                        "time": ["00:03:20-00:03:40"],
+                    },
+                    {
+                        "id": "n2",
+                        "actor": "grok",
+                        "actor_type": "ai",
+                        "label": "check",
+                        "time": ["00:03:40-00:04:00"],
+                    },
+                ],
+                "edges": [{"from": "n1", "to": "n2", "type": "sequential"}],
+            },
         ],
     }
 
@@ -57,8 +101,11 @@ def test_node_ids_are_qualified_by_segment_and_keep_local_id(tmp_path):
 
 def test_repeated_times_become_occurrences(tmp_path):
     out, _ = run(tmp_path, base_graph())
-    occ = [(o["seq"], o["t_start"], o["t_end"]) for o in out.tables["node_occurrences"]
-           if o["node_id"] == "seg2a/n2"]
+    occ = [
+        (o["seq"], o["t_start"], o["t_end"])
+        for o in out.tables["node_occurrences"]
+        if o["node_id"] == "seg2a/n2"
+    ]
     assert occ == [(0, 10.0, 30.0), (1, 60.0, 70.0)]
     node = next(n for n in out.tables["nodes"] if n["node_id"] == "seg2a/n2")
     assert (node["t_start"], node["t_end"], node["n_occurrences"]) == (10.0, 70.0, 2)
@@ -66,36 +113,65 @@ def test_repeated_times_become_occurrences(tmp_path):
 
 def test_response_resolves_in_own_segment_first(tmp_path):
     g = base_graph()
-    g["steps"][1]["nodes"].append({
-        "id": "n3", "actor": "user", "actor_type": "user", "label": "use",
-        "time": ["00:04:00-00:04:30"],
-        "user_response": [["n1", "n2", "adopt", "00:03:20-00:03:40", "00:03:40-00:04:00",
-                           "00:04:00-00:04:30"]]})
+    g["steps"][1]["nodes"].append(
+        {
+            "id": "n3",
+            "actor": "user",
+            "actor_type": "user",
+            "label": "use",
+            "time": ["00:04:00-00:04:30"],
+            "user_response": [
+                ["n1", "n2", "adopt", "00:03:20-00:03:40", "00:03:40-00:04:00", "00:04:00-00:04:30"]
+            ],
+        }
+    )
     out, rejects = run(tmp_path, g)
     assert rejects == []
     (a,) = out.tables["annotations"]
-    assert (a["source_node"], a["ai_node"], a["response_node"]) == \
-        ("seg2b/n1", "seg2b/n2", "seg2b/n3")
+    assert (a["source_node"], a["ai_node"], a["response_node"]) == (
+        "seg2b/n1",
+        "seg2b/n2",
+        "seg2b/n3",
+    )
 
 
 def test_response_falls_back_to_other_segments_and_picks_the_occurrence(tmp_path):
     g = base_graph()
-    g["steps"][1]["nodes"].append({
-        "id": "n3", "actor": "user", "actor_type": "user", "label": "use",
-        "time": ["00:04:00-00:04:30"],
-        "user_response": [["n1", "n2", "modify", "00:00:00-00:00:10", "00:01:00-00:01:10",
-                           "00:04:00-00:04:30"]]})
+    g["steps"][1]["nodes"].append(
+        {
+            "id": "n3",
+            "actor": "user",
+            "actor_type": "user",
+            "label": "use",
+            "time": ["00:04:00-00:04:30"],
+            "user_response": [
+                [
+                    "n1",
+                    "n2",
+                    "modify",
+                    "00:00:00-00:00:10",
+                    "00:01:00-00:01:10",
+                    "00:04:00-00:04:30",
+                ]
+            ],
+        }
+    )
     out, rejects = run(tmp_path, g)
     assert rejects == []
     (a,) = out.tables["annotations"]
-    assert (a["source_node"], a["ai_node"], a["ai_seq"], a["label"]) == \
-        ("seg2a/n1", "seg2a/n2", 1, "modify")
+    assert (a["source_node"], a["ai_node"], a["ai_seq"], a["label"]) == (
+        "seg2a/n1",
+        "seg2a/n2",
+        1,
+        "modify",
+    )
 
 
 def test_time_inside_an_occurrence_resolves(tmp_path):
     g = base_graph()
     g["steps"][0]["nodes"][2]["user_response"] = [
-        ["n1", "n2", "adopt", "00:00:02-00:00:05", "00:00:15-00:00:20", "00:00:30-00:00:50"]]
+        ["n1", "n2", "adopt", "00:00:02-00:00:05", "00:00:15-00:00:20", "00:00:30-00:00:50"]
+    ]
     out, rejects = run(tmp_path, g)
     assert rejects == [] and out.tables["annotations"][0]["ai_seq"] == 0
 
@@ -103,7 +179,8 @@ def test_time_inside_an_occurrence_resolves(tmp_path):
 def test_empty_source_is_legal(tmp_path):
     g = base_graph()
     g["steps"][0]["nodes"][2]["user_response"] = [
-        ["", "n2", "reject", "", "00:00:10-00:00:30", "00:00:30-00:00:50"]]
+        ["", "n2", "reject", "", "00:00:10-00:00:30", "00:00:30-00:00:50"]
+    ]
     out, rejects = run(tmp_path, g)
     assert rejects == []
     a = out.tables["annotations"][0]
@@ -114,10 +191,13 @@ def test_several_labels_on_one_node_are_separate_annotations(tmp_path):
     g = base_graph()
     g["steps"][0]["nodes"][2]["user_response"] = [
         ["n1", "n2", "adopt", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:30-00:00:50"],
-        ["n1", "n2", "modify", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:30-00:00:50"]]
+        ["n1", "n2", "modify", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:30-00:00:50"],
+    ]
     out, _ = run(tmp_path, g)
-    assert [a["annotation_id"] for a in out.tables["annotations"]] == \
-        ["seg2a/n3#ur0", "seg2a/n3#ur1"]
+    assert [a["annotation_id"] for a in out.tables["annotations"]] == [
+        "seg2a/n3#ur0",
+        "seg2a/n3#ur1",
+    ]
 
 
 # -- reject reasons ----------------------------------------------------------------------
@@ -127,23 +207,40 @@ def _with_response(tup):
     return g
 
 
-@pytest.mark.parametrize("tup,fragments", [
-    (["n1", "n9", "adopt", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:30-00:00:50"],
-     ["'n9'", "resolves to no node occurrence", "no segment has it"]),
-    (["n1", "n2", "adopt", "00:00:00-00:00:10", "00:05:00-00:05:10", "00:00:30-00:00:50"],
-     ["'n2' at 00:05:00-00:05:10", "seg2a/n2 at 00:00:10-00:00:30, 00:01:00-00:01:10"]),
-    (["n1", "n2", "maybe", "", "00:00:10-00:00:30", "00:00:30-00:00:50"],
-     ["'maybe' is not one of adopt, modify, reject"]),
-    (["n1", "n2", "adopt"], ["expected [source_node_id"]),
-    (["n1", "n2", "adopt", "00:00:00-00:00:10", "soon", "00:00:30-00:00:50"],
-     ["claude_node_id time", "'soon'"]),
-    (["n1", "n3", "adopt", "00:00:00-00:00:10", "00:00:30-00:00:50", "00:00:30-00:00:50"],
-     ["resolved to seg2a/n3, a human node"]),
-    (["n2", "n2", "adopt", "00:00:10-00:00:30", "00:00:10-00:00:30", "00:00:30-00:00:50"],
-     ["source_node_id 'n2' resolved to seg2a/n2, an AI node"]),
-    (["n1", "n2", "adopt", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:09:00-00:09:10"],
-     ["user_response_time '00:09:00-00:09:10' lies in no time interval of seg2a/n3"]),
-])
+@pytest.mark.parametrize(
+    "tup,fragments",
+    [
+        (
+            ["n1", "n9", "adopt", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:00:30-00:00:50"],
+            ["'n9'", "resolves to no node occurrence", "no segment has it"],
+        ),
+        (
+            ["n1", "n2", "adopt", "00:00:00-00:00:10", "00:05:00-00:05:10", "00:00:30-00:00:50"],
+            ["'n2' at 00:05:00-00:05:10", "seg2a/n2 at 00:00:10-00:00:30, 00:01:00-00:01:10"],
+        ),
+        (
+            ["n1", "n2", "maybe", "", "00:00:10-00:00:30", "00:00:30-00:00:50"],
+            ["'maybe' is not one of adopt, modify, reject"],
+        ),
+        (["n1", "n2", "adopt"], ["expected [source_node_id"]),
+        (
+            ["n1", "n2", "adopt", "00:00:00-00:00:10", "soon", "00:00:30-00:00:50"],
+            ["claude_node_id time", "'soon'"],
+        ),
+        (
+            ["n1", "n3", "adopt", "00:00:00-00:00:10", "00:00:30-00:00:50", "00:00:30-00:00:50"],
+            ["resolved to seg2a/n3, a human node"],
+        ),
+        (
+            ["n2", "n2", "adopt", "00:00:10-00:00:30", "00:00:10-00:00:30", "00:00:30-00:00:50"],
+            ["source_node_id 'n2' resolved to seg2a/n2, an AI node"],
+        ),
+        (
+            ["n1", "n2", "adopt", "00:00:00-00:00:10", "00:00:10-00:00:30", "00:09:00-00:09:10"],
+            ["user_response_time '00:09:00-00:09:10' lies in no time interval of seg2a/n3"],
+        ),
+    ],
+)
 def test_unresolvable_responses_are_rejected_with_the_id_and_why(tmp_path, tup, fragments):
     out, rejects = run(tmp_path, _with_response(tup))
     r = only_reject(rejects, "user_response")
@@ -159,10 +256,24 @@ def test_unresolvable_responses_are_rejected_with_the_id_and_why(tmp_path, tup, 
 def test_ambiguous_reference_is_rejected(tmp_path):
     g = base_graph()
     # n1 exists in seg2a and seg2b; no time given and not in the responding segment
-    g["steps"].append({"key": "seg3a", "start_seconds": 300, "end_seconds": 400, "nodes": [
-        {"id": "n7", "actor": "user", "actor_type": "user", "time": ["00:05:00-00:05:10"],
-         "user_response": [["n1", "n2", "adopt", "", "00:00:10-00:00:30",
-                            "00:05:00-00:05:10"]]}]})
+    g["steps"].append(
+        {
+            "key": "seg3a",
+            "start_seconds": 300,
+            "end_seconds": 400,
+            "nodes": [
+                {
+                    "id": "n7",
+                    "actor": "user",
+                    "actor_type": "user",
+                    "time": ["00:05:00-00:05:10"],
+                    "user_response": [
+                        ["n1", "n2", "adopt", "", "00:00:10-00:00:30", "00:05:00-00:05:10"]
+                    ],
+                }
+            ],
+        }
+    )
     _, rejects = run(tmp_path, g)
     assert "in several segments" in only_reject(rejects, "user_response")["reason"]
 
@@ -230,8 +341,9 @@ def test_non_json_file_is_rejected_and_siblings_land(tmp_path):
     (folder / "bad.json").write_text('{"session_id": "x", "steps": [')
     (folder / "notes.txt").write_text("not a graph")
     out = parse_kolab(folder)
-    kinds = sorted((r["record_kind"], r["source_file"].rsplit("/", 1)[-1])
-                   for r in out.tables["rejects"])
+    kinds = sorted(
+        (r["record_kind"], r["source_file"].rsplit("/", 1)[-1]) for r in out.tables["rejects"]
+    )
     assert kinds == [("file", "bad.json"), ("file", "notes.txt")]
     bad = next(r for r in out.tables["rejects"] if r["source_file"].endswith("bad.json"))
     assert "not valid JSON" in bad["reason"] and bad["raw"].startswith('{"session_id"')
@@ -257,8 +369,11 @@ def test_side_files_of_the_hand_session(tmp_path):
     call = next(e for e in out.tables["events"] if e["kind"] == "tool_call")
     result = next(e for e in out.tables["events"] if e["kind"] == "tool_result")
     assert call["request_id"] == result["request_id"] == "tc1"
-    ratings = {(a["target_id"], a["label"]): a["value"] for a in out.tables["annotations"]
-               if a["kind"] == "rating"}
+    ratings = {
+        (a["target_id"], a["label"]): a["value"]
+        for a in out.tables["annotations"]
+        if a["kind"] == "rating"
+    }
     assert ratings[("Step-1", "collaboration")] == 4.0
     assert ratings[("Step-1", "collab_item:smooth")] == 2.0
     assert ratings[("seg2a", "output_quality")] == 2.0
@@ -275,7 +390,8 @@ def test_bad_side_file_records_are_rejected_and_the_rest_lands(tmp_path):
         fh.write('{"t": 5, "role": "narrator", "text": "?"}\n')
     (folder / "ratings.json").write_text(
         '{"steps": [{"step": "Step-7", "collaboration": 3}, {"step": "Step-1", '
-        '"collaboration": 9}, {"step": "seg2a", "collaboration": 5}]}')
+        '"collaboration": 9}, {"step": "seg2a", "collaboration": 5}]}'
+    )
     (folder / "stray.bin").write_bytes(b"\x00\x01")
     out = parse_kolab(folder)
     reasons = [r["reason"] for r in out.tables["rejects"]]

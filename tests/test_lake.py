@@ -51,7 +51,8 @@ def test_crash_between_table_commits_and_snapshot_is_invisible(lake, monkeypatch
     other = tmp_path / "other"
     shutil.copytree(HAND, other)
     (other / "graph.json").write_text(
-        (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"'))
+        (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+    )
 
     def crash(self, **kwargs):
         raise RuntimeError("power cut")
@@ -79,8 +80,7 @@ def test_duplicate_keys_within_a_unit_land_once(lake):
 
 
 @pytest.mark.parametrize("workers", [1, 2])
-def test_same_session_in_two_files_keeps_the_first_and_rejects_the_second(lake, tmp_path,
-                                                                          workers):
+def test_same_session_in_two_files_keeps_the_first_and_rejects_the_second(lake, tmp_path, workers):
     folder = tmp_path / "corpus"
     for name, title in (("a.json", "first"), ("b.json", "second")):
         g = (HAND / "graph.json").read_text().replace("Contract review", title)
@@ -101,7 +101,8 @@ def _three_runs(lake, tmp_path) -> None:
         folder = tmp_path / f"s{i}"
         shutil.copytree(HAND, folder)
         (folder / "graph.json").write_text(
-            (folder / "graph.json").read_text().replace('"hand-1"', f'"hand-{i}"'))
+            (folder / "graph.json").read_text().replace('"hand-1"', f'"hand-{i}"')
+        )
         ingest_path("kolab", folder, lake)
 
 
@@ -136,11 +137,20 @@ def _hold_write_lock(lake: Path):
     import subprocess
     import sys
 
-    hold = subprocess.Popen([sys.executable, "-c", (
-        "import sys; from graphlake.lake import Lake\n"
-        f"with Lake({str(lake)!r}).write_lock():\n"
-        "    print('locked', flush=True); sys.stdin.read()")],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from graphlake.lake import Lake\n"
+                f"with Lake({str(lake)!r}).write_lock():\n"
+                "    print('locked', flush=True); sys.stdin.read()"
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert hold.stdout.readline().strip() == "locked"
     return hold
 
@@ -158,11 +168,26 @@ def test_concurrent_writers_wait_and_both_land(tmp_path):
     lake = tmp_path / "lake"
     Lake(lake).init()
     hold = _hold_write_lock(lake)
-    jobs = [subprocess.Popen([sys.executable, "-m", "graphlake.cli", "ingest", corpus,
-                              str(FIXTURES / src), "--lake", str(lake), "--quiet",
-                              "--no-refresh"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
-            for corpus, src in (("hasbench", "hasbench"), ("tau2", "tau2_runs"))]
+    jobs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "graphlake.cli",
+                "ingest",
+                corpus,
+                str(FIXTURES / src),
+                "--lake",
+                str(lake),
+                "--quiet",
+                "--no-refresh",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for corpus, src in (("hasbench", "hasbench"), ("tau2", "tau2_runs"))
+    ]
     # each writer says it waits before the lock is let go (a writer that failed instead ends
     # its stderr, so this loop cannot hang)
     said = []
@@ -184,10 +209,23 @@ def test_concurrent_writers_wait_and_both_land(tmp_path):
     # and a writer that cannot get the lock in time says so and how to wait longer
     hold = _hold_write_lock(lake)
     try:
-        out = subprocess.run([sys.executable, "-m", "graphlake.cli", "ingest", "tau2",
-                              str(FIXTURES / "tau2_runs"), "--lake", str(lake), "--quiet"],
-                             capture_output=True, text=True, timeout=600,
-                             env={**os.environ, "GRAPHLAKE_LOCK_TIMEOUT": "1"})
+        out = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "graphlake.cli",
+                "ingest",
+                "tau2",
+                str(FIXTURES / "tau2_runs"),
+                "--lake",
+                str(lake),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, "GRAPHLAKE_LOCK_TIMEOUT": "1"},
+        )
     finally:
         hold.stdin.close()
         hold.wait(timeout=300)
@@ -202,17 +240,23 @@ def test_vacuum_keeps_the_retention_window_readable(lake, tmp_path):
     assert lake.snapshot().operation == "vacuum"  # Delta's vacuum commits, pinned
     latest = lake.snapshot().lake_version
     assert count(lake, "nodes") == 21
-    with pytest.raises(LakeVersionError, match=r"version 2 .* can no longer be read.*"
-                                               rf"versions \d+ to {latest} can be read"):
+    with pytest.raises(
+        LakeVersionError,
+        match=r"version 2 .* can no longer be read.*"
+        rf"versions \d+ to {latest} can be read",
+    ):
         count(lake, "nodes", version=2)
-    history = {r["version"]: r["readable"] for r in json.loads(
-        cli("lake", "history", "--format", "json", lake=lake.root).stdout)}
+    history = {
+        r["version"]: r["readable"]
+        for r in json.loads(cli("lake", "history", "--format", "json", lake=lake.root).stdout)
+    }
     assert history[latest] and not history[1] and not history[2]
     # the next writer takes the lake as it is: no roll-back of the vacuum's commits
     folder = tmp_path / "s9"
     shutil.copytree(HAND, folder)
     (folder / "graph.json").write_text(
-        (folder / "graph.json").read_text().replace('"hand-1"', '"hand-9"'))
+        (folder / "graph.json").read_text().replace('"hand-1"', '"hand-9"')
+    )
     ingest_path("kolab", folder, lake)
     assert count(lake, "nodes") == 28
 
@@ -226,16 +270,18 @@ def test_a_vacuum_killed_part_way_leaves_a_readable_lake(lake, tmp_path, kill_at
     import sys
 
     _three_runs(lake, tmp_path)
-    code = ("import os, deltalake\n"
-            "from graphlake.lake import Lake\n"
-            "from graphlake.lake.maintenance import compact\n"
-            "orig, n = deltalake.DeltaTable.vacuum, [0]\n"
-            "def vacuum(self, *a, **k):\n"
-            "    out = orig(self, *a, **k); n[0] += 1\n"
-            f"    if n[0] == {kill_at}: os._exit(9)\n"
-            "    return out\n"
-            "deltalake.DeltaTable.vacuum = vacuum\n"
-            f"compact(Lake({str(lake.root)!r}), vacuum=True, retain_hours=0)\n")
+    code = (
+        "import os, deltalake\n"
+        "from graphlake.lake import Lake\n"
+        "from graphlake.lake.maintenance import compact\n"
+        "orig, n = deltalake.DeltaTable.vacuum, [0]\n"
+        "def vacuum(self, *a, **k):\n"
+        "    out = orig(self, *a, **k); n[0] += 1\n"
+        f"    if n[0] == {kill_at}: os._exit(9)\n"
+        "    return out\n"
+        "deltalake.DeltaTable.vacuum = vacuum\n"
+        f"compact(Lake({str(lake.root)!r}), vacuum=True, retain_hours=0)\n"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=300)
     assert res.returncode == 9
     assert count(lake, "nodes") == 21 and count(lake, "edges") > 0
@@ -253,15 +299,15 @@ def test_the_next_writer_cleans_what_a_killed_one_left(lake, tmp_path):
     import sys
 
     ingest_path("kolab", HAND, lake)
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
-                          capture_output=True, text=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    ).stdout.strip()
     import socket
 
     for name, pid in (("dead", int(dead)), ("live", os.getpid())):
         run = lake.staging_dir / name
         run.mkdir(parents=True)
-        (run / "owner.json").write_text(json_.dumps({"pid": pid,
-                                                     "host": socket.gethostname()}))
+        (run / "owner.json").write_text(json_.dumps({"pid": pid, "host": socket.gethostname()}))
         (run / "x.parquet").write_bytes(b"staged")
     nodes = lake.table_path("nodes")
     stray = nodes / "part-00000-killed-commit.parquet"
@@ -274,7 +320,8 @@ def test_the_next_writer_cleans_what_a_killed_one_left(lake, tmp_path):
     shutil.copy(next(nodes.glob("*.parquet")), stray)
     (lake.staging_dir / "dead").mkdir()
     (lake.staging_dir / "dead" / "owner.json").write_text(
-        json_.dumps({"pid": int(dead), "host": socket.gethostname()}))
+        json_.dumps({"pid": int(dead), "host": socket.gethostname()})
+    )
     ingest_path("kolab", HAND, lake)
     assert not stray.exists() and not (lake.staging_dir / "dead").exists()
 

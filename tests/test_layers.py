@@ -12,12 +12,22 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 #: layer folder -> packages it must not import
 FORBIDDEN = {
-    "graphlake/schema": ("graphlake.lake", "graphlake.query", "graphlake.server",
-                         "graphlake.ingest", "graphlake.cli", "graphlake.api"),
-    "ingest": ("graphlake.lake", "graphlake.query", "graphlake.server", "graphlake.cli",
-               "graphlake.api"),
-    "graphlake/lake": ("graphlake.query", "graphlake.server", "graphlake.cli",
-                       "graphlake.api"),
+    "graphlake/schema": (
+        "graphlake.lake",
+        "graphlake.query",
+        "graphlake.server",
+        "graphlake.ingest",
+        "graphlake.cli",
+        "graphlake.api",
+    ),
+    "ingest": (
+        "graphlake.lake",
+        "graphlake.query",
+        "graphlake.server",
+        "graphlake.cli",
+        "graphlake.api",
+    ),
+    "graphlake/lake": ("graphlake.query", "graphlake.server", "graphlake.cli", "graphlake.api"),
     "graphlake/query": ("graphlake.server", "graphlake.cli", "graphlake.api"),
 }
 
@@ -36,8 +46,12 @@ def imports(path: Path) -> set[str]:
 def test_a_layer_never_imports_a_higher_one(layer):
     files = sorted((ROOT / layer).rglob("*.py"))
     assert files
-    bad = [(f.relative_to(ROOT).as_posix(), m) for f in files for m in imports(f)
-           if any(m == p or m.startswith(p + ".") for p in FORBIDDEN[layer])]
+    bad = [
+        (f.relative_to(ROOT).as_posix(), m)
+        for f in files
+        for m in imports(f)
+        if any(m == p or m.startswith(p + ".") for p in FORBIDDEN[layer])
+    ]
     assert not bad, bad
 
 

@@ -45,20 +45,31 @@ def test_reference_expressions_are_timed_events_and_nodes(lake):
 
 
 def test_grounding_status_and_both_interpretations(lake):
-    rows = {r["label"]: r["n"] for r in q(
-        lake, "SELECT label, count(*) AS n FROM annotations WHERE kind = 'grounding' GROUP BY 1")}
+    rows = {
+        r["label"]: r["n"]
+        for r in q(
+            lake, "SELECT label, count(*) AS n FROM annotations WHERE kind = 'grounding' GROUP BY 1"
+        )
+    }
     assert rows == {"aligned": 18, "pending": 7, "misunderstood": 3}  # as data/README.md says
-    interp = q(lake, "SELECT label FROM annotations WHERE kind = 'interpretation' AND "
-                     "target_id = 'q1ec1.ref.0' ORDER BY annotation_id")
+    interp = q(
+        lake,
+        "SELECT label FROM annotations WHERE kind = 'interpretation' AND "
+        "target_id = 'q1ec1.ref.0' ORDER BY annotation_id",
+    )
     assert interp == [{"label": "m12_caravan_park@f"}, {"label": "m12_caravan_park@g"}]
 
 
 def test_landmark_configuration_per_side(lake):
-    rows = q(lake, "SELECT landmark_id, on_giver_map, on_follower_map FROM landmarks "
-                   "WHERE landmark_id IN ('m12_old_mill', 'm12_picket_fence') ORDER BY 1")
+    rows = q(
+        lake,
+        "SELECT landmark_id, on_giver_map, on_follower_map FROM landmarks "
+        "WHERE landmark_id IN ('m12_old_mill', 'm12_picket_fence') ORDER BY 1",
+    )
     assert rows == [
         {"landmark_id": "m12_old_mill", "on_giver_map": True, "on_follower_map": False},
-        {"landmark_id": "m12_picket_fence", "on_giver_map": False, "on_follower_map": True}]
+        {"landmark_id": "m12_picket_fence", "on_giver_map": False, "on_follower_map": True},
+    ]
 
 
 def test_bad_records_are_rejected(tmp_path):
@@ -79,16 +90,36 @@ def test_bad_records_are_rejected(tmp_path):
 
 
 json_values = st.recursive(
-    st.none() | st.integers(-3, 50) | st.floats(0, 50) | st.text(max_size=4) |
-    st.sampled_from(["giver", "follower"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
-        st.sampled_from(["ref_id_unif", "speaker", "start_time", "end_time", "dialogue_id",
-                         "landmark_reference_expressions", "reference expression"]),
-        inner, max_size=5), max_leaves=20)
+    st.none()
+    | st.integers(-3, 50)
+    | st.floats(0, 50)
+    | st.text(max_size=4)
+    | st.sampled_from(["giver", "follower"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "ref_id_unif",
+                    "speaker",
+                    "start_time",
+                    "end_time",
+                    "dialogue_id",
+                    "landmark_reference_expressions",
+                    "reference expression",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=20,
+)
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(json_values)
 def test_never_raises_and_every_expression_is_accounted_for(tmp_path_factory, doc):
     d = tmp_path_factory.mktemp("m")
@@ -97,8 +128,7 @@ def test_never_raises_and_every_expression_is_accounted_for(tmp_path_factory, do
     res = doc.get("landmark_reference_expressions") if isinstance(doc, dict) else None
     if isinstance(res, list):
         kinds = [r["record_kind"] for r in out.tables.get("rejects", [])]
-        assert len(out.tables.get("events", [])) + kinds.count("reference_expression") == \
-            len(res)
+        assert len(out.tables.get("events", [])) + kinds.count("reference_expression") == len(res)
 
 
 RELEASE = Path(__file__).parent / "fixtures" / "maptask_release"
@@ -127,10 +157,19 @@ def test_hcrc_release_layers_become_words_moves_and_dialogue_acts():
     # a move without times takes its words' span
     ack = next(e for e in events if e["event_id"] == "q9xg.move.3")
     assert (ack["t"], ack["t_end"]) == (5.0, 5.2)
-    acts = {a["target_id"]: a["label"] for a in out.tables["annotations"]
-            if a["kind"] == "dialogue_act" and a["session_id"] == "q9x"}
-    assert acts == {"q9xg.move.1": "ready", "q9xg.move.2": "instruct",
-                    "q9xg.move.3": "acknowledge", "q9xf.move.1": "explain"}
+    acts = {
+        a["target_id"]: a["label"]
+        for a in out.tables["annotations"]
+        if a["kind"] == "dialogue_act" and a["session_id"] == "q9x"
+    }
+    assert acts == {
+        "q9xg.move.1": "ready",
+        "q9xg.move.2": "instruct",
+        "q9xg.move.3": "acknowledge",
+        "q9xf.move.1": "explain",
+    }
     grounding = [a for a in out.tables["annotations"] if a["kind"] == "grounding"]
-    assert {a["label"] for a in grounding if a["session_id"] == "q9x"} == {"misunderstood",
-                                                                          "pending"}
+    assert {a["label"] for a in grounding if a["session_id"] == "q9x"} == {
+        "misunderstood",
+        "pending",
+    }

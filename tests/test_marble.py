@@ -18,14 +18,19 @@ def parse(path):
 
 
 def test_tasks_agents_and_relationships_match_the_source():
-    tasks = [json.loads(ln) for ln in (DATA / "coding_main.first20.jsonl").read_text()
-             .splitlines() if ln.strip()]
+    tasks = [
+        json.loads(ln)
+        for ln in (DATA / "coding_main.first20.jsonl").read_text().splitlines()
+        if ln.strip()
+    ]
     out = parse(DATA / "coding_main.first20.jsonl")
-    assert [s["scenario_id"] for s in out.tables["scenarios"]] == \
-        [f"coding/{t['task_id']}" for t in tasks]
+    assert [s["scenario_id"] for s in out.tables["scenarios"]] == [
+        f"coding/{t['task_id']}" for t in tasks
+    ]
     assert len(out.tables["participants"]) == sum(len(t["agents"]) for t in tasks)
-    assert len(out.tables["edges"]) == sum(len({tuple(r) for r in t["relationships"]})
-                                           for t in tasks)
+    assert len(out.tables["edges"]) == sum(
+        len({tuple(r) for r in t["relationships"]}) for t in tasks
+    )
     assert {e["level"] for e in out.tables["edges"]} == {"participant"}
     assert "rejects" not in out.tables
 
@@ -42,10 +47,19 @@ def test_yaml_config_reads_coordinate_mode_as_coordination_mode():
 
 
 def test_bad_tasks_are_rejected(tmp_path):
-    good = {"scenario": "coding", "task_id": 1, "agents": [{"agent_id": "a"}, {"agent_id": "b"}],
-            "relationships": [["a", "b", "supervises"]], "task": {"content": "x"}}
-    lines = [good, {**good, "task_id": 2, "relationships": [["a", "zed", "supervises"]]},
-             {**good, "task_id": 3, "relationships": [["a", "b"]]}, {**good, "task_id": None}]
+    good = {
+        "scenario": "coding",
+        "task_id": 1,
+        "agents": [{"agent_id": "a"}, {"agent_id": "b"}],
+        "relationships": [["a", "b", "supervises"]],
+        "task": {"content": "x"},
+    }
+    lines = [
+        good,
+        {**good, "task_id": 2, "relationships": [["a", "zed", "supervises"]]},
+        {**good, "task_id": 3, "relationships": [["a", "b"]]},
+        {**good, "task_id": None},
+    ]
     f = tmp_path / "t.jsonl"
     f.write_text("\n".join(json.dumps(x) for x in lines) + "\n{nope\n")
     (tmp_path / "c.yaml").write_text("a: [b\n")
@@ -59,24 +73,35 @@ def test_bad_tasks_are_rejected(tmp_path):
     assert [s["scenario_id"] for s in out.tables["scenarios"]] == ["coding/1"]
 
 
-lines = st.lists(st.one_of(
-    st.fixed_dictionaries({"task_id": st.integers(0, 3) | st.none(),
-                           "agents": st.lists(st.fixed_dictionaries(
-                               {"agent_id": st.sampled_from(["a", "b", ""])}), max_size=2),
-                           "relationships": st.lists(st.lists(st.sampled_from(["a", "b", "c"]),
-                                                              max_size=3), max_size=2)}),
-    st.integers(), st.text(max_size=3)), max_size=6)
+lines = st.lists(
+    st.one_of(
+        st.fixed_dictionaries(
+            {
+                "task_id": st.integers(0, 3) | st.none(),
+                "agents": st.lists(
+                    st.fixed_dictionaries({"agent_id": st.sampled_from(["a", "b", ""])}), max_size=2
+                ),
+                "relationships": st.lists(
+                    st.lists(st.sampled_from(["a", "b", "c"]), max_size=3), max_size=2
+                ),
+            }
+        ),
+        st.integers(),
+        st.text(max_size=3),
+    ),
+    max_size=6,
+)
 
 
-@settings(max_examples=120, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(lines)
 def test_never_raises_and_every_line_is_accounted_for(tmp_path_factory, items):
     f = tmp_path_factory.mktemp("m") / "t.jsonl"
     f.write_text("\n".join(json.dumps(x) for x in items) + "\n")
     out = parse(f)
-    assert len(out.tables.get("scenarios", [])) + len(out.tables.get("rejects", [])) == \
-        len(items)
+    assert len(out.tables.get("scenarios", [])) + len(out.tables.get("rejects", [])) == len(items)
 
 
 RESULT_LOG = Path(__file__).parent / "fixtures" / "marble" / "result_log.jsonl"
@@ -100,15 +125,21 @@ def test_engine_result_log_runs_become_sessions_with_their_scores():
         n_assign = sum(len(it["task_assignments"]) for it in run["iterations"])
         assert sum(e["kind"] == "task_assignment" for e in events) == n_assign
         assert sum(e["kind"] == "summary" for e in events) == len(run["iterations"])
-        assert sum(e["kind"] == "message" for e in events) == \
-            sum(len(it["communications"]) for it in run["iterations"])
+        assert sum(e["kind"] == "message" for e in events) == sum(
+            len(it["communications"]) for it in run["iterations"]
+        )
         assert [e["seq"] for e in events] == sorted(e["seq"] for e in events)
-        scores = {a["annotation_id"]: a["value"] for a in out.tables["annotations"]
-                  if a["session_id"] == sid}
-        assert [scores[f"planning_scores/{i}"] for i in range(len(run["planning_scores"]))] \
-            == run["planning_scores"]
-        assert [scores[f"communication_scores/{i}"]
-                for i in range(len(run["communication_scores"]))] == run["communication_scores"]
+        scores = {
+            a["annotation_id"]: a["value"]
+            for a in out.tables["annotations"]
+            if a["session_id"] == sid
+        }
+        assert [scores[f"planning_scores/{i}"] for i in range(len(run["planning_scores"]))] == run[
+            "planning_scores"
+        ]
+        assert [
+            scores[f"communication_scores/{i}"] for i in range(len(run["communication_scores"]))
+        ] == run["communication_scores"]
         assert scores["token_usage"] == run["token_usage"]
         for agent, kpi in run["agent_kpis"].items():
             assert scores[f"kpi/{agent}"] == kpi

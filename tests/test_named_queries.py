@@ -45,8 +45,14 @@ def test_collab_metrics_by_hand(hand_lake):
     assert row["solo_lead_in"] == pytest.approx(0.3)
     assert row["collaboration_rating"] == pytest.approx(3.0)
     assert row["output_quality_rating"] == pytest.approx(3.0)
-    assert (row["n_steps"], row["n_nodes"], row["n_ai_nodes"], row["n_edges"],
-            row["n_branch_nodes"], row["n_interactions"]) == (2, 7, 2, 6, 1, 3)
+    assert (
+        row["n_steps"],
+        row["n_nodes"],
+        row["n_ai_nodes"],
+        row["n_edges"],
+        row["n_branch_nodes"],
+        row["n_interactions"],
+    ) == (2, 7, 2, 6, 1, 3)
     assert (row["n_responses"], row["n_adopt"], row["n_modify"], row["n_reject"]) == (4, 2, 1, 1)
 
 
@@ -57,15 +63,22 @@ def test_collab_metrics_corpus_filter(hand_lake):
 
 def test_adoption_summary_by_hand(hand_lake):
     rows = {r["label"]: r for r in run_named("adoption_summary", hand_lake)}
-    assert {k: (v["n"], v["rate"]) for k, v in rows.items()} == \
-        {"adopt": (2, 0.5), "modify": (1, 0.25), "reject": (1, 0.25)}
+    assert {k: (v["n"], v["rate"]) for k, v in rows.items()} == {
+        "adopt": (2, 0.5),
+        "modify": (1, 0.25),
+        "reject": (1, 0.25),
+    }
     assert {r["domain"] for r in rows.values()} == {"Legal"}
 
 
 def test_retention_by_domain_by_hand(hand_lake):
     (row,) = run_named("retention_by_domain", hand_lake)
-    assert (row["n_responses"], row["retention_adopt"], row["retention_modify"],
-            row["reject_rate"]) == (4, 0.5, 0.25, 0.25)
+    assert (
+        row["n_responses"],
+        row["retention_adopt"],
+        row["retention_modify"],
+        row["reject_rate"],
+    ) == (4, 0.5, 0.25, 0.25)
     # adopt delays: 60 - 60 = 0 and 160 - 60 = 100 -> median 50; modify 20 - 20 = 0
     assert row["median_delay_adopt_s"] == 50 and row["median_delay_modify_s"] == 0
 
@@ -96,8 +109,10 @@ def test_loader_reports_file_and_problem(tmp_path):
 
 def test_bind_converts_types_and_names_unknown_params(tmp_path):
     f = tmp_path / "q.sql"
-    f.write_text("-- name: q\n-- param: n int | how many\n-- param: on bool = true\n"
-                 "SELECT $n + 1 AS m, $on AS b\n")
+    f.write_text(
+        "-- name: q\n-- param: n int | how many\n-- param: on bool = true\n"
+        "SELECT $n + 1 AS m, $on AS b\n"
+    )
     q = named.parse_file(f)
     assert q.bind({"n": "4"}) == {"n": 4, "on": True}
     with pytest.raises(NamedQueryError, match="needs --param n=<int>"):
@@ -116,11 +131,11 @@ def test_kolab_findings_match_scipy(demo_lake):
 
     metrics = pa.Table.from_pylist(run_named("collab_metrics", demo_lake, corpus="kolab"))
     got = {r["finding"]: r for r in run_named("kolab_findings", demo_lake)}
-    for finding, x, y in (("burstiness vs solo lead-in", "burstiness", "solo_lead_in"),
-                          ("branching W vs collaboration rating", "topology_w",
-                           "collaboration_rating"),
-                          ("adoption R_A vs collaboration rating", "retention_adopt",
-                           "collaboration_rating")):
+    for finding, x, y in (
+        ("burstiness vs solo lead-in", "burstiness", "solo_lead_in"),
+        ("branching W vs collaboration rating", "topology_w", "collaboration_rating"),
+        ("adoption R_A vs collaboration rating", "retention_adopt", "collaboration_rating"),
+    ):
         ref = spearman(metrics, x, y)
         assert got[finding]["n"] == ref.n
         assert got[finding]["spearman_rho"] == pytest.approx(ref.rho, abs=1e-6)
@@ -128,8 +143,7 @@ def test_kolab_findings_match_scipy(demo_lake):
 
 def test_response_timing_by_hand(hand_lake):
     rows = {r["label"]: r for r in run_named("response_timing", hand_lake)}
-    assert {k: r["n_responses"] for k, r in rows.items()} == {"adopt": 2, "modify": 1,
-                                                              "reject": 1}
+    assert {k: r["n_responses"] for k, r in rows.items()} == {"adopt": 2, "modify": 1, "reject": 1}
     assert rows["adopt"]["cross_step_share"] == 0.5  # one of the two adoptions is cross-step
 
 
@@ -148,13 +162,15 @@ def test_json_output_is_typed(demo_lake, name):
     from graphlake.query.output import to_json_bytes
 
     q = named.get(name)
-    table = run_sql(q.sql, demo_lake, params=q.bind(_EXAMPLE_PARAMS.get(name, {})),
-                    max_rows=None).table
+    table = run_sql(
+        q.sql, demo_lake, params=q.bind(_EXAMPLE_PARAMS.get(name, {})), max_rows=None
+    ).table
     rows = json.loads(to_json_bytes(table))
     for field in table.schema:
         values = [r[field.name] for r in rows if r[field.name] is not None]
-        if pa.types.is_integer(field.type) or (pa.types.is_decimal(field.type)
-                                               and field.type.scale == 0):
+        if pa.types.is_integer(field.type) or (
+            pa.types.is_decimal(field.type) and field.type.scale == 0
+        ):
             assert all(type(v) is int for v in values), (name, field.name, values[:3])
         elif pa.types.is_floating(field.type) or pa.types.is_decimal(field.type):
             assert all(isinstance(v, int | float) for v in values), (name, field.name)

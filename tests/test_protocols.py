@@ -33,8 +33,7 @@ def test_golden_contexts(bench, protocol):
     got = {}
     for condition in KOLAB_CONDITIONS:
         for item in bench.instances(protocol, condition=condition, limit=1000).items:
-            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"],
-                                                "inputs": item["inputs"]}
+            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"], "inputs": item["inputs"]}
     path = GOLDEN / f"{protocol}.json"
     if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -45,12 +44,14 @@ def test_golden_contexts(bench, protocol):
 def test_1b_graph_prompt_is_the_papers(bench):
     """Kolab A.6.2, graph-only, on the hand session's first triple (the AI node seg1a/n2 in
     its first occurrence, 10-20 s, modified by n3 at 30-40 s)."""
-    (item,) = [i for i in bench.instances("kolab-1b", condition="graph", limit=10).items
-               if i["inputs"]["target"]["t_end"] == 20.0]
+    (item,) = [
+        i
+        for i in bench.instances("kolab-1b", condition="graph", limit=10).items
+        if i["inputs"]["target"]["t_end"] == 20.0
+    ]
     prompt = item["prompt"]
     assert prompt.startswith("You are given the workflow graph of ")
-    assert "(no video is provided for this task – rely only on the workflow graph below)" \
-        in prompt
+    assert "(no video is provided for this task – rely only on the workflow graph below)" in prompt
     assert "AI Action Step: " in prompt and "User Action Step" not in prompt
     graph = item["inputs"]["graph"]
     # nodes that started before the AI output's end (20 s): the source n1 and the AI node
@@ -126,8 +127,10 @@ def test_rating_scores_by_hand():
     assert res["mae_by_band"] == pytest.approx({"1-2": 0.5, "3": 2.0, "4": 0.0, "5": 1.5})
     # Spearman by hand: Pearson of the ranks, gold [1,2,3,4,5.5,5.5], pred [1.5,1.5,6,4.5,3,4.5]
     from scipy.stats import pearsonr
+
     assert res["spearman"] == pytest.approx(
-        pearsonr([1, 2, 3, 4, 5.5, 5.5], [1.5, 1.5, 6, 4.5, 3, 4.5]).statistic)
+        pearsonr([1, 2, 3, 4, 5.5, 5.5], [1.5, 1.5, 6, 4.5, 3, 4.5]).statistic
+    )
 
 
 def test_rating_protocol_mode_baseline(bench):
@@ -168,8 +171,7 @@ def test_corpus_slices_equal_point_queries(demo_lake):
         sessions = con.rows("SELECT corpus, session_id FROM sessions ORDER BY ALL")
         assert len(sessions) > 50
         for s in sessions:
-            a, b = whole.get(s["corpus"], s["session_id"]), point.get(s["corpus"],
-                                                                      s["session_id"])
+            a, b = whole.get(s["corpus"], s["session_id"]), point.get(s["corpus"], s["session_id"])
             assert a == b and a is not None
         assert point._corpora and all(v is None for v in point._corpora.values())
         assert whole.get("kolab", "no-such-session") is None
@@ -190,8 +192,9 @@ def trace_bench(tmp_path_factory):
     con.close()
 
 
-@pytest.mark.parametrize("protocol", ["almanac-next-action", "almanac-mental-model",
-                                      "hasbench-prefix", "tau2-prefix"])
+@pytest.mark.parametrize(
+    "protocol", ["almanac-next-action", "almanac-mental-model", "hasbench-prefix", "tau2-prefix"]
+)
 def test_golden_trace_contexts(trace_bench, protocol):
     from graphlake.protocols import SPECS
 
@@ -200,8 +203,7 @@ def test_golden_trace_contexts(trace_bench, protocol):
         items = trace_bench.instances(protocol, condition=condition, limit=1000).items
         assert items, (protocol, condition)
         for item in items:
-            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"],
-                                                "inputs": item["inputs"]}
+            got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"], "inputs": item["inputs"]}
     path = GOLDEN / f"{protocol}.json"
     if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
         path.write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
@@ -210,8 +212,7 @@ def test_golden_trace_contexts(trace_bench, protocol):
 
 def test_prefix_cut_at_a_chosen_event(trace_bench):
     (item,) = trace_bench.instances("tau2-prefix", limit=5).items
-    events = [e["event_id"] for e in trace_bench.sessions.get(
-        "tau2", item["session_id"]).events]
+    events = [e["event_id"] for e in trace_bench.sessions.get("tau2", item["session_id"]).events]
     chosen = trace_bench.instances("tau2-prefix", params={"event": events[2]}).items[0]
     assert chosen["inputs"]["cutoff_event"] == events[2]
     assert [e["event_id"] for e in chosen["inputs"]["trace"]] == events[:2]
@@ -228,16 +229,20 @@ def test_almanac_scoring_by_hand(trace_bench):
     # draw: P 2/4, R 1, F1 2/3; the four other action types 0
     assert res["accuracy"] == pytest.approx(0.5)
     assert res["per_class_recall"] == pytest.approx(
-        {"message": 0, "draw": 1, "erase": 0, "undo": 0, "reset": 0})
+        {"message": 0, "draw": 1, "erase": 0, "undo": 0, "reset": 0}
+    )
     assert res["macro_f1"] == pytest.approx(2 / 3 / 5)
     draws = [i for i in ids if gold[i]["gold"] == "draw" and gold[i]["gold_cells"]]
     assert draws
     cell = gold[draws[0]]["gold_cells"][0]
-    res = trace_bench.score("almanac-next-action", [
-        {"id": draws[0], "label": "DRAW", "cells": [cell, [cell[0] + 2, cell[1]]]}])
+    res = trace_bench.score(
+        "almanac-next-action",
+        [{"id": draws[0], "label": "DRAW", "cells": [cell, [cell[0] + 2, cell[1]]]}],
+    )
     # one cell on the route (1) and one two rows away, whose nearest gold cell is at
     # distance 1 or 2 depending on the route: checked against the definition
     from graphlake.protocols.scoring import chebyshev_score
+
     total, n = chebyshev_score([cell, [cell[0] + 2, cell[1]]], gold[draws[0]]["gold_cells"])
     assert n == 2 and res["drawing_score"] == pytest.approx(total / 2) and total >= 1
 
@@ -260,8 +265,10 @@ def test_sql_contexts_equal_the_python_slices(demo_lake, protocol):
             keep = frozenset([ref["ai_node"]]) if protocol < "kolab-2" else frozenset()
             nodes, edges = data.graph(ref["t0"], ref["cutoff"], keep)
             sql_nodes, sql_edges, sql_turns = ordered_context(ref)
-            assert render_graph(sql_nodes, sql_edges) == render_graph(nodes, edges), \
-                (protocol, ref["target"])
+            assert render_graph(sql_nodes, sql_edges) == render_graph(nodes, edges), (
+                protocol,
+                ref["target"],
+            )
             assert sql_edges == [{k: e[k] for k in ("src", "dst", "kind")} for e in edges]
             turns = data.chat(ref["t0"], ref["cutoff"])
             assert [t["event_id"] for t in turns] == [t["event_id"] for t in sql_turns]

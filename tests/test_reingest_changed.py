@@ -42,17 +42,24 @@ def test_changed_tau2_file_replaces_its_sessions_and_time_travel_keeps_the_old(t
     history = json.loads(cli("lake", "history", "--format", "json", lake=lake).stdout)
     assert history[-1]["rows_removed"] == sum(stats.removed.values()) > 0
     now = q(lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq")
-    assert [r["text"] for r in now] == ["Good morning, how can I help you today?",
-                                        "Hi, I need to check my order."]
-    assert q(lake, "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND "
-                   "label = 'reward'") == [{"value": 1.0}]
+    assert [r["text"] for r in now] == [
+        "Good morning, how can I help you today?",
+        "Hi, I need to check my order.",
+    ]
+    assert q(
+        lake, "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND label = 'reward'"
+    ) == [{"value": 1.0}]
     assert q(lake, "SELECT count(*) AS n FROM events")[0]["n"] == before - 3
     # the other sessions are untouched, and the old version still reads the old rows
-    old = q(lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq",
-            version=v1)
+    old = q(
+        lake, "SELECT text FROM events WHERE session_id = 'voice-t2-1' ORDER BY seq", version=v1
+    )
     assert len(old) == 5 and old[0]["text"] == "Hello, how can I help you today?"
-    assert q(lake, "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND "
-                   "label = 'reward'", version=v1) == [{"value": 0.0}]
+    assert q(
+        lake,
+        "SELECT value FROM annotations WHERE session_id = 'voice-t2-1' AND label = 'reward'",
+        version=v1,
+    ) == [{"value": 0.0}]
     # the same source once more: nothing changes
     stats, snap = ingest_path("tau2", src, lake)
     assert snap is None and not stats.removed and stats.replaced_sessions == 0
@@ -71,9 +78,12 @@ def test_a_gone_source_stays_unless_pruned(tmp_path):
     assert "6 sessions pruned" in out.stdout
     assert q(lake, "SELECT count(*) AS n FROM sessions")[0]["n"] == n - 6
     assert q(lake, "SELECT name FROM runs ORDER BY name") == [
-        {"name": "mock_llm_agent_3trials"}, {"name": "voice_run"}]
-    assert q(lake, "SELECT count(*) AS n FROM annotations WHERE session_id LIKE 'sim-b%'") \
-        == [{"n": 0}]
+        {"name": "mock_llm_agent_3trials"},
+        {"name": "voice_run"},
+    ]
+    assert q(lake, "SELECT count(*) AS n FROM annotations WHERE session_id LIKE 'sim-b%'") == [
+        {"n": 0}
+    ]
     assert q(lake, "SELECT count(*) AS n FROM sessions", version=1)[0]["n"] == n
 
 
@@ -114,12 +124,22 @@ def test_an_append_only_writer_never_replaces_a_session(tmp_path):
     for media in ("m1", "m2"):
         run = LakeRun(Lake(lake), "tau2", "frames index (test)")
         em = run.emitter("frames")
-        em.row("frames", {"session_id": "voice-t1-0", "frame_id": f"{media}-0",
-                          "media_id": media, "t": 0.0, "kind": "grid"})
+        em.row(
+            "frames",
+            {
+                "session_id": "voice-t1-0",
+                "frame_id": f"{media}-0",
+                "media_id": media,
+                "t": 0.0,
+                "kind": "grid",
+            },
+        )
         stats, snap = run.commit([em.close()])
         assert snap is not None and stats.added["frames"] == 1 and not stats.removed
-    assert q(lake, "SELECT media_id FROM frames ORDER BY 1") == [{"media_id": "m1"},
-                                                                {"media_id": "m2"}]
+    assert q(lake, "SELECT media_id FROM frames ORDER BY 1") == [
+        {"media_id": "m1"},
+        {"media_id": "m2"},
+    ]
     assert q(lake, "SELECT count(*) AS n FROM events")[0]["n"] == events
     # re-ingesting a changed source replaces the session's rows, but keeps its frames
     path = src / "simulations" / "voice-t1-0.json"
@@ -136,12 +156,18 @@ def test_a_fixed_record_lands_and_its_reject_goes(tmp_path):
     replaced; its reject, which would now mislead, is removed."""
     src = tmp_path / "runs"
     src.mkdir()
-    msgs = [{"role": "user", "content": "hi", "timestamp": "2025-01-01T00:00:01"},
-            {"role": "narrator", "content": "ok", "timestamp": "2025-01-01T00:00:02"}]
-    doc = {"timestamp": "2025-01-01T00:00:00", "info": {"environment_info":
-           {"domain_name": "mock"}}, "tasks": [], "simulations": [
-               {"id": "s1", "task_id": "t", "start_time": "2025-01-01T00:00:00",
-                "messages": msgs}]}
+    msgs = [
+        {"role": "user", "content": "hi", "timestamp": "2025-01-01T00:00:01"},
+        {"role": "narrator", "content": "ok", "timestamp": "2025-01-01T00:00:02"},
+    ]
+    doc = {
+        "timestamp": "2025-01-01T00:00:00",
+        "info": {"environment_info": {"domain_name": "mock"}},
+        "tasks": [],
+        "simulations": [
+            {"id": "s1", "task_id": "t", "start_time": "2025-01-01T00:00:00", "messages": msgs}
+        ],
+    }
     (src / "r.json").write_text(json.dumps(doc))
     lake = tmp_path / "lake"
     ingest_path("tau2", src, lake)

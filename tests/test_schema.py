@@ -19,8 +19,11 @@ SCHEMAS = Path(__file__).parent.parent / "schemas"
 
 def test_generated_json_schemas_are_fresh():
     expected = render_all()
-    stale = [name for name, text in expected.items()
-             if not (SCHEMAS / name).is_file() or (SCHEMAS / name).read_text() != text]
+    stale = [
+        name
+        for name, text in expected.items()
+        if not (SCHEMAS / name).is_file() or (SCHEMAS / name).read_text() != text
+    ]
     assert not stale, f"run `graphlake schema export schemas`: stale {stale}"
 
 

@@ -57,8 +57,9 @@ def test_sessions_paginate_without_gaps_or_duplicates(http):
     every = http.get("/sessions", params={"limit": 1000}).json()["items"]
     for size in (1, 5, 7):
         got, _ = _all(http, "/sessions", size)
-        assert [(s["corpus"], s["session_id"]) for s in got] == \
-            [(s["corpus"], s["session_id"]) for s in every]
+        assert [(s["corpus"], s["session_id"]) for s in got] == [
+            (s["corpus"], s["session_id"]) for s in every
+        ]
     kolab, _ = _all(http, "/sessions", 4, corpus="kolab")
     assert len(kolab) == 12 and {s["corpus"] for s in kolab} == {"kolab"}
     one = kolab[3]
@@ -75,15 +76,17 @@ def test_graph_renderings(http):
     step = http.get(f"/sessions/kolab/{sid}/graph", params={"step": "seg1a"}).json()
     assert step["nodes"] and {n["step_id"] for n in step["nodes"]} == {"seg1a"}
     assert len(step["nodes"]) < len(full["nodes"])
-    text = http.get(f"/sessions/kolab/{sid}/graph",
-                    params={"step": "seg1a", "format": "text"}).text
+    text = http.get(f"/sessions/kolab/{sid}/graph", params={"step": "seg1a", "format": "text"}).text
     assert text == step["text"] and text.startswith("[n0](")
     dot = http.get(f"/sessions/kolab/{sid}/graph", params={"format": "dot"}).text
     assert dot.startswith("digraph") and dot.count("->") == len(full["edges"])
     centre = step["nodes"][1]["node_id"]
     hop = http.get(f"/sessions/kolab/{sid}/graph", params={"node": centre, "hops": 1}).json()
-    near = {e["dst"] for e in full["edges"] if e["src"] == centre} | \
-        {e["src"] for e in full["edges"] if e["dst"] == centre} | {centre}
+    near = (
+        {e["dst"] for e in full["edges"] if e["src"] == centre}
+        | {e["src"] for e in full["edges"] if e["dst"] == centre}
+        | {centre}
+    )
     assert {n["node_id"] for n in hop["nodes"]} == near
     win = http.get(f"/sessions/kolab/{sid}/graph", params={"t0": 0, "t1": 400}).json()
     assert all(n["t_start"] < 400 for n in win["nodes"])
@@ -119,8 +122,7 @@ def test_media_file_range_and_clip(http):
     with av.open(io.BytesIO(clip.content)) as c:
         times = [f.time for f in c.decode(video=0)]
     assert times and max(times) < 5 and len(times) < 8 * meta["fps"]
-    rng = http.get(f"/media/{mid}/clip", params={"t0": 2, "t1": 5},
-                   headers={"Range": "bytes=0-15"})
+    rng = http.get(f"/media/{mid}/clip", params={"t0": 2, "t1": 5}, headers={"Range": "bytes=0-15"})
     assert rng.status_code == 206 and rng.content == clip.content[:16]
 
 
@@ -137,9 +139,16 @@ def test_frames_as_jpeg(http):
     assert (frame.width, frame.height) == (1280, 720)  # the demo recording, at full size
 
 
-@pytest.mark.parametrize("path", ["/media/..%2F..%2Fetc%2Fpasswd", "/media/../../etc/passwd",
-                                  "/media/%2Fetc%2Fpasswd/file", "/media/0557ff9eb4f5/file",
-                                  "/media/..%2Fsessions/frame.jpg?t=1"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/media/..%2F..%2Fetc%2Fpasswd",
+        "/media/../../etc/passwd",
+        "/media/%2Fetc%2Fpasswd/file",
+        "/media/0557ff9eb4f5/file",
+        "/media/..%2Fsessions/frame.jpg?t=1",
+    ],
+)
 def test_media_ids_cannot_walk_out(http, path):
     resp = http.get(path)
     assert resp.status_code in (404, 422)
@@ -147,40 +156,58 @@ def test_media_ids_cannot_walk_out(http, path):
 
 
 def test_sql(http):
-    body = http.post("/sql", json={"sql": "SELECT corpus, count(*) AS n FROM sessions "
-                                   "WHERE corpus = $c GROUP BY corpus", "params": {"c": "kolab"}}
-                     ).json()
+    body = http.post(
+        "/sql",
+        json={
+            "sql": "SELECT corpus, count(*) AS n FROM sessions WHERE corpus = $c GROUP BY corpus",
+            "params": {"c": "kolab"},
+        },
+    ).json()
     assert body["columns"] == ["corpus", "n"] and body["rows"] == [["kolab", 12]]
     assert body["truncated"] is False
     capped = http.post("/sql", json={"sql": "SELECT * FROM events"}).json()
     assert capped["truncated"] is True and len(capped["rows"]) == 50
-    arrow = http.post("/sql", json={"sql": "SELECT node_id FROM nodes ORDER BY 1 LIMIT 7"},
-                      headers={"Accept": "application/vnd.apache.arrow.stream"})
+    arrow = http.post(
+        "/sql",
+        json={"sql": "SELECT node_id FROM nodes ORDER BY 1 LIMIT 7"},
+        headers={"Accept": "application/vnd.apache.arrow.stream"},
+    )
     assert pa.ipc.open_stream(arrow.content).read_all().num_rows == 7
-    parquet = http.post("/sql", json={"sql": "SELECT 1 AS x"},
-                        headers={"Accept": "application/vnd.apache.parquet"})
+    parquet = http.post(
+        "/sql", json={"sql": "SELECT 1 AS x"}, headers={"Accept": "application/vnd.apache.parquet"}
+    )
     assert pq.read_table(io.BytesIO(parquet.content)).to_pylist() == [{"x": 1}]
 
 
-@pytest.mark.parametrize("sql", [
-    "DELETE FROM nodes", "CREATE TABLE x AS SELECT 1", "COPY nodes TO '/tmp/x.csv'",
-    "SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM '/etc/passwd'",
-    "ATTACH '/tmp/x.db'", "SET enable_external_access = true", "PRAGMA version",
-    "SELECT 1; SELECT 2", "SELECT '", "'",
-    "SELECT f.* FROM \"/etc/passwd\" f WHERE EXISTS (WITH \"/etc/passwd\" AS (SELECT 1) "
-    "SELECT 1)",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "DELETE FROM nodes",
+        "CREATE TABLE x AS SELECT 1",
+        "COPY nodes TO '/tmp/x.csv'",
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM '/etc/passwd'",
+        "ATTACH '/tmp/x.db'",
+        "SET enable_external_access = true",
+        "PRAGMA version",
+        "SELECT 1; SELECT 2",
+        "SELECT '",
+        "'",
+        'SELECT f.* FROM "/etc/passwd" f WHERE EXISTS (WITH "/etc/passwd" AS (SELECT 1) SELECT 1)',
+    ],
+)
 def test_sql_refuses_writes_and_files(http, sql):
     msg = _error(http.post("/sql", json={"sql": sql}), 400)
     assert "root:" not in msg
 
 
 def test_sql_limits(http):
-    slow = ("SELECT count(*) FROM range(3000000) a, range(3000000) b "
-            "WHERE (a.range * b.range) % 1000003 = 7")
+    slow = (
+        "SELECT count(*) FROM range(3000000) a, range(3000000) b "
+        "WHERE (a.range * b.range) % 1000003 = 7"
+    )
     assert "limit" in _error(http.post("/sql", json={"sql": slow}), 408)
-    assert "limit" in _error(http.post("/sql", json={"sql": "SELECT 1 -- " + "x" * 30_000}),
-                             413)
+    assert "limit" in _error(http.post("/sql", json={"sql": "SELECT 1 -- " + "x" * 30_000}), 413)
     _error(http.post("/sql", json={"nope": 1}), 422)
 
 
@@ -211,8 +238,9 @@ def test_instances_over_http(http):
     every, _ = _all(http, "/benchmarks/kolab-1c/instances", 1000, condition="graph", k=2)
     paged, pages = _all(http, "/benchmarks/kolab-1c/instances", 7, condition="graph", k=2)
     assert [i["id"] for i in paged] == [i["id"] for i in every] and pages > 1
-    one = http.get(f"/benchmarks/kolab-1c/instances/{every[0]['id']}",
-                   params={"condition": "graph", "k": 2}).json()
+    one = http.get(
+        f"/benchmarks/kolab-1c/instances/{every[0]['id']}", params={"condition": "graph", "k": 2}
+    ).json()
     assert one == every[0] and one["params"]["k"] == 2
     _error(http.get("/benchmarks/kolab-1c/instances/deadbeef"), 404)
     _error(http.get("/benchmarks/kolab-1b/instances", params={"condition": "smell"}), 400)
@@ -220,10 +248,16 @@ def test_instances_over_http(http):
 
 
 def test_score_over_http_lists_every_id(http):
-    ids = [i["id"] for i in http.get("/benchmarks/kolab-2b/instances",
-                                     params={"limit": 5}).json()["items"]]
-    preds = [{"id": ids[0], "label": 5}, {"id": ids[1], "label": "4"},
-             {"id": ids[2], "label": "great"}, {"id": "ghost", "label": 3}]
+    ids = [
+        i["id"]
+        for i in http.get("/benchmarks/kolab-2b/instances", params={"limit": 5}).json()["items"]
+    ]
+    preds = [
+        {"id": ids[0], "label": 5},
+        {"id": ids[1], "label": "4"},
+        {"id": ids[2], "label": "great"},
+        {"id": "ghost", "label": 3},
+    ]
     res = http.post("/benchmarks/kolab-2b/score", json={"predictions": preds}).json()
     assert res["n"] == 2 and res["unknown"] == ["ghost"] and res["invalid"] == [ids[2]]
     assert len(res["missing"]) == res["n_instances"] - 3
@@ -238,19 +272,35 @@ def test_example_evaluator_end_to_end(demo_server, demo_lake):
     and the other classes score 0."""
     import graphlake
 
-    proc = subprocess.run([sys.executable, str(ROOT / "docs/examples/evaluate_majority.py"),
-                           "--url", demo_server.url], capture_output=True, text=True,
-                          timeout=600, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "docs/examples/evaluate_majority.py"),
+            "--url",
+            demo_server.url,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
     out = json.loads(proc.stdout)
     with graphlake.connect(demo_lake) as gl:
-        labels = gl.sql("SELECT label FROM adoptions WHERE corpus = 'kolab' AND label IN "
-                        "('adopt', 'modify', 'reject')").column("label").to_pylist()
+        labels = (
+            gl.sql(
+                "SELECT label FROM adoptions WHERE corpus = 'kolab' AND label IN "
+                "('adopt', 'modify', 'reject')"
+            )
+            .column("label")
+            .to_pylist()
+        )
     n, p = len(labels), labels.count("adopt") / len(labels)
     assert out["instances"] == n and out["fetched"] == 7 * n
     score = out["score"]
     assert score["n"] == n and score["missing"] == [] and score["unknown"] == []
-    assert score["per_class_f1"] == pytest.approx({"ADOPT": 2 * p / (1 + p), "MODIFY": 0.0,
-                                                   "REJECT": 0.0})
+    assert score["per_class_f1"] == pytest.approx(
+        {"ADOPT": 2 * p / (1 + p), "MODIFY": 0.0, "REJECT": 0.0}
+    )
     assert score["macro_f1"] == pytest.approx(2 * p / (1 + p) / 3)
     assert score["macro_precision"] == pytest.approx(p / 3)
     assert score["macro_recall"] == pytest.approx(1 / 3)
@@ -297,8 +347,9 @@ def test_openapi_conforms(demo_server):
         if operation.path.endswith(("/clip", "/frame.jpg", "/file")):
             continue  # binary answers are checked above
 
-        @settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck),
-                  database=None)
+        @settings(
+            max_examples=8, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
         @given(case=operation.as_strategy())
         def run(case):
             resp = case.call(base_url=demo_server.url)
@@ -327,7 +378,8 @@ def test_refresh_moves_to_the_newest_snapshot(tmp_path, hand_lake):
         other = tmp_path / "more" / "hand-2"
         shutil.copytree(HAND, other)
         (other / "graph.json").write_text(
-            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"'))
+            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+        )
         ingest_path("kolab", other.parent, lake)
         assert client.sql("SELECT count(*) FROM sessions").rows[0][0] == n  # still pinned
         moved = client._request("POST", "/refresh").json()
@@ -347,10 +399,25 @@ def test_graphlake_serve_command(demo_lake):
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
-    proc = subprocess.Popen([sys.executable, "-m", "graphlake.cli", "serve", "--lake",
-                             str(demo_lake), "--port", str(port), "--token", "t0k",
-                             "--max-rows", "3"], env={**os.environ},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphlake.cli",
+            "serve",
+            "--lake",
+            str(demo_lake),
+            "--port",
+            str(port),
+            "--token",
+            "t0k",
+            "--max-rows",
+            "3",
+        ],
+        env={**os.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 300  # a loaded machine imports slowly

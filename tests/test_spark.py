@@ -64,8 +64,9 @@ def test_named_query_same_on_duckdb_and_spark(request, demo_lake, name):
     assert duck == spark
 
 
-@pytest.mark.parametrize("path", sorted((FIXTURES / "patterns").glob("*.sql")),
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "path", sorted((FIXTURES / "patterns").glob("*.sql")), ids=lambda p: p.stem
+)
 def test_compiled_patterns_same_on_duckdb_and_spark(demo_lake, path):
     source = path.read_text().split("-- compiles to:\n")[0]
     duck, spark = both(source, demo_lake)
@@ -97,9 +98,11 @@ def test_macros_and_path_modes_same_on_spark(demo_lake):
 
 
 def test_ordered_list_aggregation_is_rewritten_not_dropped(demo_lake):
-    sql = ("SELECT session_id, list(node_id ORDER BY t_start, node_id) AS order_seen, "
-           "list(DISTINCT step_id ORDER BY step_id) AS steps FROM nodes "
-           "WHERE corpus = 'kolab' GROUP BY session_id")
+    sql = (
+        "SELECT session_id, list(node_id ORDER BY t_start, node_id) AS order_seen, "
+        "list(DISTINCT step_id ORDER BY step_id) AS steps FROM nodes "
+        "WHERE corpus = 'kolab' GROUP BY session_id"
+    )
     (finding,) = lint(sql)[:1]
     assert finding.rewritten and "collect_list" in finding.reason
     assert "TRANSFORM(ARRAY_SORT(COLLECT_LIST(STRUCT(" in to_spark(sql).upper()
@@ -110,22 +113,30 @@ def test_ordered_list_aggregation_is_rewritten_not_dropped(demo_lake):
 def test_ordered_lists_keep_nulls_where_duckdb_does(demo_lake):
     # many events have no node: DuckDB keeps one NULL in a DISTINCT list and sorts NULL keys
     # last; Spark's collect_set drops NULL and its struct order puts NULL fields first
-    sql = ("SELECT session_id, list(DISTINCT node_id ORDER BY node_id) AS nodes, "
-           "list(kind ORDER BY node_id, event_id) AS kinds FROM events "
-           "WHERE corpus = 'kolab' GROUP BY session_id")
+    sql = (
+        "SELECT session_id, list(DISTINCT node_id ORDER BY node_id) AS nodes, "
+        "list(kind ORDER BY node_id, event_id) AS kinds FROM events "
+        "WHERE corpus = 'kolab' GROUP BY session_id"
+    )
     duck, spark = both(sql, demo_lake)
     assert any(None in row[1] for row in duck)
     assert duck == spark
 
 
-@pytest.mark.parametrize(("sql", "construct"), [
-    ("SELECT * FROM events a ASOF JOIN events b ON a.session_id = b.session_id AND a.t >= b.t",
-     "ASOF JOIN"),
-    ("SELECT * FROM unnest([1, 2]) WITH ORDINALITY", "WITH ORDINALITY"),
-    ("SELECT epoch(timestamp) FROM events", "epoch()"),
-    ("SELECT strftime(timestamp, '%Y') FROM events", "strftime()"),
-    ("SELECT lgamma(3.0)", "lgamma()"),
-])
+@pytest.mark.parametrize(
+    ("sql", "construct"),
+    [
+        (
+            "SELECT * FROM events a ASOF JOIN events b "
+            "ON a.session_id = b.session_id AND a.t >= b.t",
+            "ASOF JOIN",
+        ),
+        ("SELECT * FROM unnest([1, 2]) WITH ORDINALITY", "WITH ORDINALITY"),
+        ("SELECT epoch(timestamp) FROM events", "epoch()"),
+        ("SELECT strftime(timestamp, '%Y') FROM events", "strftime()"),
+        ("SELECT lgamma(3.0)", "lgamma()"),
+    ],
+)
 def test_linter_names_what_spark_would_reject_or_misread(sql, construct):
     findings = lint(sql)
     assert [f.construct for f in findings if not f.rewritten] == [construct]
@@ -138,8 +149,10 @@ def test_cli_engine_spark_and_lint(demo_lake):
 
     from conftest import cli
 
-    sql = ("SELECT session_id, count(*) AS n FROM GRAPH_TABLE (kolab MATCH (a:ai)-[:next]->"
-           "(b:human)) g GROUP BY 1 ORDER BY 1")
+    sql = (
+        "SELECT session_id, count(*) AS n FROM GRAPH_TABLE (kolab MATCH (a:ai)-[:next]->"
+        "(b:human)) g GROUP BY 1 ORDER BY 1"
+    )
     duck = json.loads(cli("sql", sql, "-f", "json", lake=demo_lake).stdout)
     spark = json.loads(cli("sql", sql, "-f", "json", "--engine", "spark", lake=demo_lake).stdout)
     assert duck and spark == duck
@@ -156,8 +169,16 @@ def test_chains_through_refinements_and_loops_same_on_spark(tmp_path):
     from graphlake.lake.derived import refresh
 
     # a refinement chain v0 -> v2 -> v4, a loop of refinements v5 <-> v6, an AI-rooted triple
-    lake = _lake_with(tmp_path, [(0, 1, 2, "modify"), (2, 3, 4, "adopt"), (5, 1, 6, "modify"),
-                                 (6, 3, 5, "reject"), (None, 3, 4, "adopt")])
+    lake = _lake_with(
+        tmp_path,
+        [
+            (0, 1, 2, "modify"),
+            (2, 3, 4, "adopt"),
+            (5, 1, 6, "modify"),
+            (6, 3, 5, "reject"),
+            (None, 3, 4, "adopt"),
+        ],
+    )
     refresh(lake)
     duck, spark = both("SELECT * FROM adoption_chains", lake.root)
     assert len(duck) == 3 and duck == spark

@@ -9,27 +9,37 @@ from graphlake.errors import SqlError
 from graphlake.pipeline import ingest_path
 from graphlake.query import check, run_sql, transpile
 
-COLUMNS = {"nodes": ["corpus", "session_id", "node_id", "label", "actor_type"],
-           "adoptions": ["corpus", "session_id", "label", "ai_node"]}
+COLUMNS = {
+    "nodes": ["corpus", "session_id", "node_id", "label", "actor_type"],
+    "adoptions": ["corpus", "session_id", "label", "ai_node"],
+}
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT label, count(*) FROM adoptions GROUP BY 1",
-    "WITH x AS (SELECT label FROM nodes) SELECT label FROM x",
-    "SELECT n.label FROM nodes n JOIN adoptions a USING (session_id)",
-    "SELECT label FROM nodes UNION ALL SELECT label FROM adoptions",
-    "SELECT session_id, count(*) FILTER (WHERE label = 'adopt') AS k FROM adoptions "
-    "GROUP BY ALL ORDER BY k",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT label, count(*) FROM adoptions GROUP BY 1",
+        "WITH x AS (SELECT label FROM nodes) SELECT label FROM x",
+        "SELECT n.label FROM nodes n JOIN adoptions a USING (session_id)",
+        "SELECT label FROM nodes UNION ALL SELECT label FROM adoptions",
+        "SELECT session_id, count(*) FILTER (WHERE label = 'adopt') AS k FROM adoptions "
+        "GROUP BY ALL ORDER BY k",
+    ],
+)
 def test_reads_pass(sql):
     check(sql, COLUMNS)
 
 
-@pytest.mark.parametrize("sql,kind", [
-    ("DELETE FROM nodes", "DELETE"), ("DROP TABLE nodes", "DROP"),
-    ("INSERT INTO nodes VALUES (1)", "INSERT"), ("CREATE TABLE t AS SELECT 1", "CREATE"),
-    ("UPDATE nodes SET label = 'x'", "UPDATE"),
-])
+@pytest.mark.parametrize(
+    "sql,kind",
+    [
+        ("DELETE FROM nodes", "DELETE"),
+        ("DROP TABLE nodes", "DROP"),
+        ("INSERT INTO nodes VALUES (1)", "INSERT"),
+        ("CREATE TABLE t AS SELECT 1", "CREATE"),
+        ("UPDATE nodes SET label = 'x'", "UPDATE"),
+    ],
+)
 def test_writes_are_refused(sql, kind):
     with pytest.raises(SqlError, match=f"only read statements are allowed here.*got {kind}"):
         check(sql, COLUMNS)
@@ -48,13 +58,16 @@ def test_unknown_column_gets_did_you_mean_with_position():
     assert info.value.line == 1 and info.value.col == 12
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT * FROM read_csv('/etc/passwd')",
-    "SELECT * FROM read_parquet('x.parquet')",
-    "SELECT getenv('HOME')",
-    "SELECT * FROM '/etc/passwd'",
-    "SELECT * FROM glob('*')",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_parquet('x.parquet')",
+        "SELECT getenv('HOME')",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM glob('*')",
+    ],
+)
 def test_reading_outside_the_lake_is_refused(sql):
     with pytest.raises(SqlError):
         check(sql, COLUMNS)
@@ -100,21 +113,33 @@ def test_a_misspelled_graph_function_gets_a_did_you_mean(tmp_path):
     from graphlake.query import run_sql
 
     Lake(tmp_path / "lake").init()
-    with pytest.raises(SqlError, match=r"table function 'descendant' is not allowed here\. "
-                                       r"Did you mean 'descendants'\? The graph functions "
-                                       r"are ancestors, cycles, descendants"):
+    with pytest.raises(
+        SqlError,
+        match=r"table function 'descendant' is not allowed here\. "
+        r"Did you mean 'descendants'\? The graph functions "
+        r"are ancestors, cycles, descendants",
+    ):
         run_sql("SELECT * FROM descendant('kolab', 's', 'n1', 3)", tmp_path / "lake")
 
 
-@pytest.mark.parametrize("sql,message", [
-    ("SELECT " + "(" * 40 + "1" + ")" * 40 + " FROM nodes",
-     r"nests parentheses/CASE more than 32 deep \(line 1, column 40\)"),
-    ("SELECT " + "CASE WHEN label = 'a' THEN " * 40 + "1" + " END" * 40 + " FROM nodes",
-     "nests parentheses/CASE more than 32 deep"),
-    ("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(400)),
-     "syntax tree is 40[0-9] levels deep; the limit is 256.*x IN"),
-    ("SELECT '" + "x" * 100_001 + "'", "statement is 100,010 characters; the limit is 100,000"),
-])
+@pytest.mark.parametrize(
+    "sql,message",
+    [
+        (
+            "SELECT " + "(" * 40 + "1" + ")" * 40 + " FROM nodes",
+            r"nests parentheses/CASE more than 32 deep \(line 1, column 40\)",
+        ),
+        (
+            "SELECT " + "CASE WHEN label = 'a' THEN " * 40 + "1" + " END" * 40 + " FROM nodes",
+            "nests parentheses/CASE more than 32 deep",
+        ),
+        (
+            "SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(400)),
+            "syntax tree is 40[0-9] levels deep; the limit is 256.*x IN",
+        ),
+        ("SELECT '" + "x" * 100_001 + "'", "statement is 100,010 characters; the limit is 100,000"),
+    ],
+)
 def test_size_and_nesting_limits_have_clear_errors(sql, message):
     with pytest.raises(SqlError, match=message):
         check(sql, COLUMNS)
@@ -122,18 +147,24 @@ def test_size_and_nesting_limits_have_clear_errors(sql, message):
 
 def test_statements_within_the_limits_still_pass():
     check("SELECT " + "(" * 30 + "1" + ")" * 30 + " FROM nodes", COLUMNS)
-    check("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(200)),
-          COLUMNS)
+    check("SELECT * FROM nodes WHERE " + " OR ".join(f"label = '{i}'" for i in range(200)), COLUMNS)
 
 
-@pytest.mark.parametrize("sql,message", [
-    ("SELECT * FROM descendants('kolab', 's')",
-     r"descendants\(\) takes 4 arguments, got 2: descendants\(corpus, session_id, node_id, "
-     r"max_hops\) \(nodes reachable from node_id"),
-    ("SELECT * FROM step_nodes('kolab', 's', 'seg1', 2)",
-     r"step_nodes\(\) takes 3 arguments, got 4: step_nodes\(corpus, session_id, step_id\)"),
-    ("SELECT allen(1, 2, 3) FROM nodes", r"allen\(\) takes 4 arguments, got 3"),
-])
+@pytest.mark.parametrize(
+    "sql,message",
+    [
+        (
+            "SELECT * FROM descendants('kolab', 's')",
+            r"descendants\(\) takes 4 arguments, got 2: descendants\(corpus, session_id, node_id, "
+            r"max_hops\) \(nodes reachable from node_id",
+        ),
+        (
+            "SELECT * FROM step_nodes('kolab', 's', 'seg1', 2)",
+            r"step_nodes\(\) takes 3 arguments, got 4: step_nodes\(corpus, session_id, step_id\)",
+        ),
+        ("SELECT allen(1, 2, 3) FROM nodes", r"allen\(\) takes 4 arguments, got 3"),
+    ],
+)
 def test_a_graph_function_with_the_wrong_arguments_gets_its_signature(sql, message):
     with pytest.raises(SqlError, match=message):
         check(sql, COLUMNS)

@@ -30,8 +30,9 @@ def load_run(path: Path) -> dict:
     if path.is_file():
         return json.loads(path.read_text())
     doc = json.loads((path / "results.json").read_text())
-    doc["simulations"] = [json.loads(f.read_text())
-                          for f in sorted((path / "simulations").glob("*.json"))]
+    doc["simulations"] = [
+        json.loads(f.read_text()) for f in sorted((path / "simulations").glob("*.json"))
+    ]
     return doc
 
 
@@ -45,14 +46,15 @@ def tau2_run_identity(doc: dict) -> str:
 
 def tau2_definition(doc: dict) -> tuple[dict[int, float], float]:
     """pass^k for every k, and avg_reward, of one run, as tau2-bench defines them."""
-    sims = [s for s in doc["simulations"] if s.get("termination_reason") !=
-            "infrastructure_error"]
+    sims = [s for s in doc["simulations"] if s.get("termination_reason") != "infrastructure_error"]
     trials: dict[str, list[bool]] = defaultdict(list)
     for s in sims:
         trials[s["task_id"]].append(1 - 1e-6 <= s["reward_info"]["reward"] <= 1 + 1e-6)
     max_k = min(doc["info"]["num_trials"], min(len(v) for v in trials.values()))
-    pass_hat = {k: sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in trials.values())
-                / len(trials) for k in range(1, max_k + 1)}
+    pass_hat = {
+        k: sum(math.comb(sum(v), k) / math.comb(len(v), k) for v in trials.values()) / len(trials)
+        for k in range(1, max_k + 1)
+    }
     return pass_hat, sum(s["reward_info"]["reward"] for s in sims) / len(sims)
 
 
@@ -64,8 +66,7 @@ def lake(tmp_path_factory) -> Path:
 
 
 def test_pass_hat_k_and_avg_reward_equal_tau2s_own_definition(lake):
-    rows = json.loads(cli("query", "run", "tau2_metrics", "--format", "json",
-                          lake=lake).stdout)
+    rows = json.loads(cli("query", "run", "tau2_metrics", "--format", "json", lake=lake).stdout)
     runs = sorted(RUNS.iterdir())
     assert len(runs) == 3
     # one row set per run, named by tau2's own run identity: same-model runs are not pooled

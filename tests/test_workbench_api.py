@@ -53,8 +53,10 @@ def test_page_and_every_asset_it_loads_come_from_the_service(http):
     parser.feed(page.text)
     assert any(r.endswith("echarts.min.js") for r in parser.refs)
     # scripts the modules load themselves (Vega-Lite, on the first chart)
-    lazy = [f"/static/vendor/{name}" for name in re.findall(
-        r'"([\w.-]+\.min\.js)"', (STATIC / "sqlconsole.js").read_text())]
+    lazy = [
+        f"/static/vendor/{name}"
+        for name in re.findall(r'"([\w.-]+\.min\.js)"', (STATIC / "sqlconsole.js").read_text())
+    ]
     assert "/static/vendor/vega-lite.min.js" in lazy
     for ref in parser.refs + lazy:
         assert ref.startswith("/static/"), f"{ref} is not served by graphlake (no CDN)"
@@ -86,19 +88,24 @@ def test_overview_sorts_filters_and_pages(http, con):
             break
     assert len(seen) == len(set(seen)) == total
 
-    rows = http.get("/workbench/sessions", params={"sort": "burstiness", "order": "desc",
-                                                   "limit": 500}).json()["items"]
+    rows = http.get(
+        "/workbench/sessions", params={"sort": "burstiness", "order": "desc", "limit": 500}
+    ).json()["items"]
     values = [r["burstiness"] for r in rows]
     known = [v for v in values if v is not None]
     assert known == sorted(known, reverse=True) and known
-    assert all(v is None for v in values[len(known):]), "NULLs sort last"
+    assert all(v is None for v in values[len(known) :]), "NULLs sort last"
 
     kolab = http.get("/workbench/sessions", params={"corpus": "kolab", "limit": 500}).json()
-    assert kolab["total"] == con.rows("SELECT count(*) AS n FROM sessions "
-                                      "WHERE corpus = 'kolab'")[0]["n"]
+    assert (
+        kolab["total"]
+        == con.rows("SELECT count(*) AS n FROM sessions WHERE corpus = 'kolab'")[0]["n"]
+    )
     one = kolab["items"][0]
-    metrics = con.rows("SELECT * FROM session_metrics WHERE corpus = 'kolab' AND "
-                       "session_id = $s", {"s": one["session_id"]})[0]
+    metrics = con.rows(
+        "SELECT * FROM session_metrics WHERE corpus = 'kolab' AND session_id = $s",
+        {"s": one["session_id"]},
+    )[0]
     for k in ("burstiness", "topology_w", "retention_adopt", "collaboration_rating", "n_nodes"):
         assert one[k] == pytest.approx(metrics[k]), k
 
@@ -123,16 +130,23 @@ def test_overview_refuses_unknown_sort_columns(http):
 def test_timeline_matches_the_lake(http, con):
     tl = http.get(f"/sessions/kolab/{SID}/timeline").json()
     p = {"s": SID}
-    occ = con.rows("SELECT o.node_id, o.t_start, n.actor_type, n.actor FROM node_occurrences o "
-                   "JOIN nodes n USING (corpus, session_id, node_id) WHERE o.corpus = 'kolab' "
-                   "AND o.session_id = $s AND o.t_start IS NOT NULL", p)
+    occ = con.rows(
+        "SELECT o.node_id, o.t_start, n.actor_type, n.actor FROM node_occurrences o "
+        "JOIN nodes n USING (corpus, session_id, node_id) WHERE o.corpus = 'kolab' "
+        "AND o.session_id = $s AND o.t_start IS NOT NULL",
+        p,
+    )
     o = tl["occurrences"]
     assert len(o["node_id"]) == len(occ) > 50
-    assert sorted(zip(o["node_id"], o["t_start"], strict=True)) == \
-        sorted((r["node_id"], r["t_start"]) for r in occ)
+    assert sorted(zip(o["node_id"], o["t_start"], strict=True)) == sorted(
+        (r["node_id"], r["t_start"]) for r in occ
+    )
     # a loop (a node that occurs more than once) is several bars
-    looped = con.rows("SELECT node_id, count(*) AS k FROM node_occurrences WHERE corpus = "
-                      "'kolab' AND session_id = $s GROUP BY 1 HAVING count(*) > 1", p)
+    looped = con.rows(
+        "SELECT node_id, count(*) AS k FROM node_occurrences WHERE corpus = "
+        "'kolab' AND session_id = $s GROUP BY 1 HAVING count(*) > 1",
+        p,
+    )
     for r in looped:
         assert o["node_id"].count(r["node_id"]) == r["k"]
     # lanes: one per actor, every bar in the lane of its actor
@@ -141,24 +155,36 @@ def test_timeline_matches_the_lake(http, con):
     for i, lane in enumerate(o["lane"]):
         assert lanes[lane]["id"] == f"{o['actor_type'][i]}:{o['actor'][i]}"
     assert lanes[0]["actor_type"] == "human"
-    adoptions = con.rows("SELECT annotation_id, label FROM annotations WHERE kind = "
-                         "'adoption' AND corpus = 'kolab' AND session_id = $s", p)
-    assert sorted((a["annotation_id"], a["label"]) for a in tl["adoptions"]) == \
-        sorted((a["annotation_id"], a["label"]) for a in adoptions)
-    rated = con.rows("SELECT step_id, value FROM annotations WHERE kind = 'rating' AND "
-                     "label = 'collaboration' AND corpus = 'kolab' AND session_id = $s", p)
+    adoptions = con.rows(
+        "SELECT annotation_id, label FROM annotations WHERE kind = "
+        "'adoption' AND corpus = 'kolab' AND session_id = $s",
+        p,
+    )
+    assert sorted((a["annotation_id"], a["label"]) for a in tl["adoptions"]) == sorted(
+        (a["annotation_id"], a["label"]) for a in adoptions
+    )
+    rated = con.rows(
+        "SELECT step_id, value FROM annotations WHERE kind = 'rating' AND "
+        "label = 'collaboration' AND corpus = 'kolab' AND session_id = $s",
+        p,
+    )
     by_step = {s["step_id"]: s["ratings"] for s in tl["steps"]}
     assert rated and all(by_step[r["step_id"]]["collaboration"] == r["value"] for r in rated)
-    chat = con.rows("SELECT count(*) AS n FROM events WHERE corpus = 'kolab' AND session_id = "
-                    "$s AND node_id IS NULL AND t IS NOT NULL", p)[0]["n"]
+    chat = con.rows(
+        "SELECT count(*) AS n FROM events WHERE corpus = 'kolab' AND session_id = "
+        "$s AND node_id IS NULL AND t IS NOT NULL",
+        p,
+    )[0]["n"]
     assert len(tl["events"]["t"]) == chat
     assert tl["media"] and tl["media"][0]["media_id"]
     assert tl["outcome"] is None
 
 
 def test_timeline_of_an_agent_trace_has_its_outcome_and_lanes(http, con):
-    row = con.rows("SELECT session_id, success FROM run_outcomes WHERE corpus = 'hasbench' "
-                   "ORDER BY session_id LIMIT 1")[0]
+    row = con.rows(
+        "SELECT session_id, success FROM run_outcomes WHERE corpus = 'hasbench' "
+        "ORDER BY session_id LIMIT 1"
+    )[0]
     tl = http.get(f"/sessions/hasbench/{row['session_id']}/timeline").json()
     assert tl["outcome"]["success"] == row["success"]
     kinds = {x["actor_type"] for x in tl["lanes"]}
@@ -193,15 +219,18 @@ def test_named_query_listing_carries_the_chart(http):
 def test_a_chart_with_its_own_data_is_refused(tmp_path):
     (tmp_path / "charts").mkdir()
     (tmp_path / "q.sql").write_text("-- name: q\nSELECT 1 AS x\n")
-    (tmp_path / "charts" / "q.vl.json").write_text(json.dumps(
-        {"mark": "bar", "data": {"url": "https://example.org/x.csv"}}))
+    (tmp_path / "charts" / "q.vl.json").write_text(
+        json.dumps({"mark": "bar", "data": {"url": "https://example.org/x.csv"}})
+    )
     with pytest.raises(Exception, match="leave 'data' out"):
         named.load_all(tmp_path)
 
 
 def test_with_a_token_the_page_is_public_and_data_is_not(demo_lake):
-    with LiveServer(Settings(lake=demo_lake, token="s3cret")) as srv, \
-            httpx.Client(base_url=srv.url, timeout=60) as c:
+    with (
+        LiveServer(Settings(lake=demo_lake, token="s3cret")) as srv,
+        httpx.Client(base_url=srv.url, timeout=60) as c,
+    ):
         assert c.get("/").status_code == 200
         assert c.get("/static/app.js").status_code == 200
         refused = c.get("/workbench/sessions")
@@ -209,19 +238,27 @@ def test_with_a_token_the_page_is_public_and_data_is_not(demo_lake):
         assert c.get("/workbench/sessions", params={"token": "wrong"}).status_code == 401
         assert c.get("/workbench/sessions", params={"token": "s3cret"}).status_code == 200
         # a query-string token is for what cannot send a header (GET), never for writes
-        assert c.post("/sql", params={"token": "s3cret"},
-                      json={"sql": "SELECT 1"}).status_code == 401
-        assert c.post("/sql", json={"sql": "SELECT 1"},
-                      headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert (
+            c.post("/sql", params={"token": "s3cret"}, json={"sql": "SELECT 1"}).status_code == 401
+        )
+        assert (
+            c.post(
+                "/sql", json={"sql": "SELECT 1"}, headers={"Authorization": "Bearer s3cret"}
+            ).status_code
+            == 200
+        )
 
 
 def test_an_event_a_node_stands_for_is_drawn_once(http, con):
     """Almanac records every action as a node and an event: the bar is the node's."""
     sid = con.rows("SELECT session_id FROM sessions WHERE corpus = 'almanac' LIMIT 1")[0][
-        "session_id"]
-    counts = con.rows("SELECT count(*) FILTER (WHERE node_id IS NULL AND t IS NOT NULL) AS bare,"
-                      " count(*) AS n FROM events WHERE corpus = 'almanac' AND session_id = $s",
-                      {"s": sid})[0]
+        "session_id"
+    ]
+    counts = con.rows(
+        "SELECT count(*) FILTER (WHERE node_id IS NULL AND t IS NOT NULL) AS bare,"
+        " count(*) AS n FROM events WHERE corpus = 'almanac' AND session_id = $s",
+        {"s": sid},
+    )[0]
     assert counts["n"] > counts["bare"]
     tl = http.get(f"/sessions/almanac/{sid}/timeline").json()
     assert len(tl["events"]["t"]) == counts["bare"]

@@ -80,7 +80,8 @@ def page(browser, server, request):
     browser.save_screenshot(str(ARTIFACTS / f"{name}.png"))
     logs = browser.get_log("browser")
     (ARTIFACTS / f"{name}.console.txt").write_text(
-        "\n".join(f"{e['level']} {e['message']}" for e in logs))
+        "\n".join(f"{e['level']} {e['message']}" for e in logs)
+    )
     severe = [e["message"] for e in logs if e["level"] == "SEVERE"]
     assert not severe, f"the page logged errors: {severe}"
 
@@ -88,8 +89,11 @@ def page(browser, server, request):
 def open_view(d, server, hash_: str, timeout=60):
     d.get("about:blank")  # a new document: from the same page, a new hash would not reload
     d.get(f"{server.url}/#/{hash_}")
-    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-state")
-             in ("ready", "error"), timeout)
+    wait_for(
+        d,
+        lambda d: d.find_element(By.ID, "view").get_attribute("data-state") in ("ready", "error"),
+        timeout,
+    )
     view = d.find_element(By.ID, "view")
     assert view.get_attribute("data-state") == "ready", view.text
 
@@ -97,8 +101,12 @@ def open_view(d, server, hash_: str, timeout=60):
 def wait_for(d, cond, timeout=60):
     """Wait until ``cond(d)`` holds; elements that a re-render replaced mid-check are
     looked up again on the next poll."""
-    return WebDriverWait(d, timeout, poll_frequency=0.1, ignored_exceptions=(
-        NoSuchElementException, StaleElementReferenceException)).until(cond)
+    return WebDriverWait(
+        d,
+        timeout,
+        poll_frequency=0.1,
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(cond)
 
 
 def js(d, script, *args):
@@ -110,8 +118,9 @@ def click_canvas(d, xy):
     the element's centre)."""
     box = d.find_element(By.ID, "timeline")
     w, h = box.size["width"], box.size["height"]
-    ActionChains(d).move_to_element_with_offset(box, int(xy[0] - w / 2),
-                                                int(xy[1] - h / 2)).click().perform()
+    ActionChains(d).move_to_element_with_offset(
+        box, int(xy[0] - w / 2), int(xy[1] - h / 2)
+    ).click().perform()
 
 
 def open_session(d, server, query=""):
@@ -130,23 +139,42 @@ def test_sessions_browser_filters_sorts_and_opens_a_session(page, server):
     assert d.find_element(By.ID, "page-info").text.endswith(f"of {total}")
 
     d.find_element(By.CSS_SELECTOR, '.card[data-corpus="kolab"]').click()
-    wait_for(d, lambda d: all(r.get_attribute("data-corpus") == "kolab" for r in
-                              d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")))
+    wait_for(
+        d,
+        lambda d: all(
+            r.get_attribute("data-corpus") == "kolab"
+            for r in d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+        ),
+    )
     d.find_element(By.CSS_SELECTOR, 'th[data-sort="burstiness"]').click()  # ascending
     d.find_element(By.CSS_SELECTOR, 'th[data-sort="burstiness"]').click()  # descending
-    wait_for(d, lambda d: "sorted-desc" in d.find_element(
-        By.CSS_SELECTOR, 'th[data-sort="burstiness"]').get_attribute("class"))
-    expect = httpx.get(f"{server.url}/workbench/sessions", params={
-        "corpus": "kolab", "sort": "burstiness", "order": "desc", "limit": 25}).json()
-    wait_for(d, lambda d: [r.get_attribute("data-session") for r in d.find_elements(
-        By.CSS_SELECTOR, "#sessions tbody tr")] == [r["session_id"] for r in expect["items"]])
+    wait_for(
+        d,
+        lambda d: (
+            "sorted-desc"
+            in d.find_element(By.CSS_SELECTOR, 'th[data-sort="burstiness"]').get_attribute("class")
+        ),
+    )
+    expect = httpx.get(
+        f"{server.url}/workbench/sessions",
+        params={"corpus": "kolab", "sort": "burstiness", "order": "desc", "limit": 25},
+    ).json()
+    wait_for(
+        d,
+        lambda d: (
+            [
+                r.get_attribute("data-session")
+                for r in d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+            ]
+            == [r["session_id"] for r in expect["items"]]
+        ),
+    )
 
     q = d.find_element(By.ID, "filter-q")
     q.send_keys(SID)
     wait_for(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")) == 1)
     d.find_element(By.CSS_SELECTOR, f'#sessions tbody tr[data-session="{SID}"]').click()
-    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline")
-             == "ready")
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
     assert SID in d.find_element(By.TAG_NAME, "h1").text
     assert "R_A" in d.find_element(By.ID, "session-metrics").text
 
@@ -158,9 +186,11 @@ def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake)
     from graphlake.query.connection import Connection
 
     with Connection(wb_lake) as con:  # an adoption chain, as the lake's view has it
-        chains = con.rows("SELECT ai_nodes FROM adoption_chains WHERE corpus = 'kolab' AND "
-                          "session_id = $s AND NOT rooted_at_ai ORDER BY chain_root",
-                          {"s": SID})
+        chains = con.rows(
+            "SELECT ai_nodes FROM adoption_chains WHERE corpus = 'kolab' AND "
+            "session_id = $s AND NOT rooted_at_ai ORDER BY chain_root",
+            {"s": SID},
+        )
     ai = chains[0]["ai_nodes"][-1]
     triple = next(a for a in tl["adoptions"] if a["ai_node"] == ai)
     xy = js(d, "return workbench.timeline.pixelOf(arguments[0])", ai)
@@ -169,15 +199,29 @@ def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake)
     assert d.find_element(By.ID, "detail-node").text == ai
     i = tl["occurrences"]["node_id"].index(ai)
     assert d.find_element(By.ID, "detail-title").text == tl["occurrences"]["label"][i]
-    labels = [b.get_attribute("data-label") for b in
-              d.find_elements(By.CSS_SELECTOR, "#detail-chain b[data-label]")]
+    labels = [
+        b.get_attribute("data-label")
+        for b in d.find_elements(By.CSS_SELECTOR, "#detail-chain b[data-label]")
+    ]
     assert triple["label"] in labels
-    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#detail-chat .chat-turn")
-             or "no chat" in d.find_element(By.ID, "detail-chat").text)
+    wait_for(
+        d,
+        lambda d: (
+            d.find_elements(By.CSS_SELECTOR, "#detail-chat .chat-turn")
+            or "no chat" in d.find_element(By.ID, "detail-chat").text
+        ),
+    )
     # thumbnails of the nearest frames, decoded by the browser
     wait_for(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#detail-frames img")) == 4)
-    wait_for(d, lambda d: js(d, "return [...document.querySelectorAll('#detail-frames img')]"
-                                ".every(i => i.complete && i.naturalWidth > 0)"), 90)
+    wait_for(
+        d,
+        lambda d: js(
+            d,
+            "return [...document.querySelectorAll('#detail-frames img')]"
+            ".every(i => i.complete && i.naturalWidth > 0)",
+        ),
+        90,
+    )
     # the chain is highlighted, as the lake's adoption_chains view defines it: every AI
     # output of the chain lit, no AI output of another chain
     mine = set(chains[0]["ai_nodes"])
@@ -185,7 +229,8 @@ def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake)
     lit = set(js(d, "return workbench.timeline.litNodes()"))
     assert lit & every_ai == mine
     assert js(d, "return workbench.timeline.cursorAt()") == pytest.approx(
-        tl["occurrences"]["t_start"][i])
+        tl["occurrences"]["t_start"][i]
+    )
     if os.environ.get("GRAPHLAKE_UPDATE_SCREENSHOTS"):
         README_SHOT.parent.mkdir(parents=True, exist_ok=True)
         d.save_screenshot(str(README_SHOT))
@@ -196,27 +241,43 @@ def test_a_session_of_every_corpus_opens_and_its_events_click(page, server, corp
     """Every corpus's sessions draw (agent traces have events and no edges, Almanac's
     actions are nodes), and a click on an event's tick shows that event."""
     d = page
-    sid = httpx.get(f"{server.url}/workbench/sessions", params={"corpus": corpus, "limit": 1}
-                    ).json()["items"][0]["session_id"]
+    sid = httpx.get(
+        f"{server.url}/workbench/sessions", params={"corpus": corpus, "limit": 1}
+    ).json()["items"][0]["session_id"]
     tl = httpx.get(f"{server.url}/sessions/{corpus}/{sid}/timeline").json()
     open_view(d, server, f"session/{corpus}/{sid}")
-    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline")
-             == "ready")
-    lanes = js(d, "return echarts.getInstanceByDom(document.getElementById('timeline'))"
-                  ".getOption().yAxis[0].data")
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
+    lanes = js(
+        d,
+        "return echarts.getInstanceByDom(document.getElementById('timeline'))"
+        ".getOption().yAxis[0].data",
+    )
     assert lanes == [x["label"] for x in tl["lanes"]]
     ev = tl["events"]
     if ev["t"]:
         # the tick with the most room around it in its lane: a click there hits only it
         def room(i):
-            return min((abs(ev["t"][i] - ev["t"][j]) for j in range(len(ev["t"]))
-                        if j != i and ev["lane"][j] == ev["lane"][i]), default=1e9)
+            return min(
+                (
+                    abs(ev["t"][i] - ev["t"][j])
+                    for j in range(len(ev["t"]))
+                    if j != i and ev["lane"][j] == ev["lane"][i]
+                ),
+                default=1e9,
+            )
+
         i = max(range(len(ev["t"])), key=room)
         click_canvas(d, js(d, "return workbench.timeline.pixelOfEvent(arguments[0])", i))
-        wait_for(d, lambda d: d.find_element(By.ID, "detail").get_attribute("data-event")
-                 == tl["events"]["event_id"][i])
-        assert d.find_element(By.ID, "detail-text").get_attribute("textContent") == \
-            (tl["events"]["text"][i] or "")
+        wait_for(
+            d,
+            lambda d: (
+                d.find_element(By.ID, "detail").get_attribute("data-event")
+                == tl["events"]["event_id"][i]
+            ),
+        )
+        assert d.find_element(By.ID, "detail-text").get_attribute("textContent") == (
+            tl["events"]["text"][i] or ""
+        )
 
 
 def test_adoption_chain_follows_responses_that_became_requests(page, server):
@@ -236,8 +297,13 @@ def test_adoption_chain_follows_responses_that_became_requests(page, server):
                  const c = m.adoptionChain(triples, node);
                  done([[...c.nodes].sort(), c.triples.map((t) => t.annotation_id).sort()]);
                });"""
-    for node, nodes, ids in [("d", "abcde", ["t1", "t2"]), ("a", "abcde", ["t1", "t2"]),
-                             ("y", "xyz", ["t3"]), ("q", "pq", ["t4"]), ("n", "", [])]:
+    for node, nodes, ids in [
+        ("d", "abcde", ["t1", "t2"]),
+        ("a", "abcde", ["t1", "t2"]),
+        ("y", "xyz", ["t3"]),
+        ("q", "pq", ["t4"]),
+        ("n", "", []),
+    ]:
         got = d.execute_async_script(chain, triples, node)
         assert got == [sorted(nodes), ids], node
 
@@ -245,27 +311,44 @@ def test_adoption_chain_follows_responses_that_became_requests(page, server):
 def test_recording_plays_in_sync_and_a_click_seeks_it(page, server):
     d = page
     open_session(d, server)
-    wait_for(d, lambda d: js(d, "return document.getElementById('recording').readyState")
-             >= 1)
+    wait_for(d, lambda d: js(d, "return document.getElementById('recording').readyState") >= 1)
     assert js(d, "return document.getElementById('recording').videoWidth") > 0
     # a click on empty timeline space seeks the video there
     target = 1500.0
     xy = js(d, "return workbench.timeline.pixelAtTime(arguments[0])", target)
     click_canvas(d, xy)
-    wait_for(d, lambda d: abs(js(d, "return document.getElementById('recording').currentTime")
-                              - target) < 15)
+    wait_for(
+        d,
+        lambda d: (
+            abs(js(d, "return document.getElementById('recording').currentTime") - target) < 15
+        ),
+    )
     # play: time advances and the cursor follows it
     js(d, "document.getElementById('recording').play()")
     start = js(d, "return document.getElementById('recording').currentTime")
-    wait_for(d, lambda d: js(d, "return document.getElementById('recording').currentTime")
-             > start + 1.0, 30)
+    wait_for(
+        d,
+        lambda d: js(d, "return document.getElementById('recording').currentTime") > start + 1.0,
+        30,
+    )
     js(d, "document.getElementById('recording').pause()")
-    wait_for(d, lambda d: abs(js(d, "return workbench.timeline.cursorAt()") - js(
-        d, "return document.getElementById('recording').currentTime")) < 0.5)
+    wait_for(
+        d,
+        lambda d: (
+            abs(
+                js(d, "return workbench.timeline.cursorAt()")
+                - js(d, "return document.getElementById('recording').currentTime")
+            )
+            < 0.5
+        ),
+    )
     # the bytes came as ranges: the browser asked for parts of the file and got 206
-    status = js(d, """return fetch(document.getElementById('recording').src,
+    status = js(
+        d,
+        """return fetch(document.getElementById('recording').src,
                       {headers: {Range: 'bytes=0-99'}}).then(r => [r.status, r.headers.get(
-                      'content-range')])""")
+                      'content-range')])""",
+    )
     assert status[0] == 206 and status[1].startswith("bytes 0-99/")
 
 
@@ -274,20 +357,29 @@ def test_frame_search_jumps_to_its_moment(page, server):
     open_view(d, server, "search")
     box = d.find_element(By.ID, "search-q")
     box.send_keys("summary of sources", Keys.ENTER)
-    wait_for(d, lambda d: d.find_element(By.ID, "search-results").get_attribute("data-state")
-             == "ready", 120)
+    wait_for(
+        d,
+        lambda d: d.find_element(By.ID, "search-results").get_attribute("data-state") == "ready",
+        120,
+    )
     hits = d.find_elements(By.CSS_SELECTOR, "#search-results .hit")
     assert hits, d.find_element(By.ID, "search-results").text
     first = hits[0]
     t = float(first.get_attribute("data-t"))
     assert first.get_attribute("data-session") == SID
-    wait_for(d, lambda d: js(d, "const i = document.querySelector('#search-results .hit img');"
-                                "return i.complete && i.naturalWidth > 0"))
+    wait_for(
+        d,
+        lambda d: js(
+            d,
+            "const i = document.querySelector('#search-results .hit img');"
+            "return i.complete && i.naturalWidth > 0",
+        ),
+    )
     first.click()
-    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline")
-             == "ready")
-    wait_for(d, lambda d: abs(js(d, "return document.getElementById('recording').currentTime")
-                              - t) < 1.0)
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
+    wait_for(
+        d, lambda d: abs(js(d, "return document.getElementById('recording').currentTime") - t) < 1.0
+    )
     assert js(d, "return workbench.timeline.cursorAt()") == pytest.approx(t, abs=1.0)
 
 
@@ -296,8 +388,11 @@ def test_text_search_finds_nodes(page, server):
     open_view(d, server, "search")
     Select(d.find_element(By.ID, "search-mode")).select_by_value("text")
     d.find_element(By.ID, "search-q").send_keys("refine requirements", Keys.ENTER)
-    wait_for(d, lambda d: d.find_element(By.ID, "search-results").get_attribute("data-state")
-             == "ready", 120)
+    wait_for(
+        d,
+        lambda d: d.find_element(By.ID, "search-results").get_attribute("data-state") == "ready",
+        120,
+    )
     hits = d.find_elements(By.CSS_SELECTOR, "#search-results .hit")
     assert hits and "refine requirements" in hits[0].text.lower()
 
@@ -309,12 +404,17 @@ def test_sql_console_runs_a_query_and_charts_a_named_one(page, server):
     sql.clear()
     sql.send_keys("SELECT corpus, count(*) AS n FROM sessions GROUP BY corpus ORDER BY corpus")
     sql.send_keys(Keys.CONTROL, Keys.ENTER)
-    wait_for(d, lambda d: d.find_element(By.ID, "sql-results").get_attribute("data-state")
-             == "ready")
-    cells = [[td.text for td in tr.find_elements(By.TAG_NAME, "td")] for tr in
-             d.find_elements(By.CSS_SELECTOR, "#sql-results tbody tr")]
-    expect = httpx.post(f"{server.url}/sql", json={"sql": "SELECT corpus, count(*) AS n FROM "
-                        "sessions GROUP BY corpus ORDER BY corpus"}).json()["rows"]
+    wait_for(
+        d, lambda d: d.find_element(By.ID, "sql-results").get_attribute("data-state") == "ready"
+    )
+    cells = [
+        [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        for tr in d.find_elements(By.CSS_SELECTOR, "#sql-results tbody tr")
+    ]
+    expect = httpx.post(
+        f"{server.url}/sql",
+        json={"sql": "SELECT corpus, count(*) AS n FROM sessions GROUP BY corpus ORDER BY corpus"},
+    ).json()["rows"]
     assert cells == [[c, str(n)] for c, n in expect]
     # the guarded endpoint refuses a write, and the console says why
     sql.clear()
@@ -328,43 +428,61 @@ def test_sql_console_runs_a_query_and_charts_a_named_one(page, server):
     # a named query with a chart: Vega-Lite draws it as SVG
     Select(d.find_element(By.ID, "named-query")).select_by_value("adoption_summary")
     d.find_element(By.ID, "sql-run").click()
-    wait_for(d, lambda d: d.find_element(By.ID, "chart").get_attribute("data-rendered")
-             == "true")
+    wait_for(d, lambda d: d.find_element(By.ID, "chart").get_attribute("data-rendered") == "true")
     marks = d.find_elements(By.CSS_SELECTOR, "#chart svg path, #chart svg rect")
     assert len(marks) > 10
 
 
 def test_an_evaluator_instance_as_a_model_sees_it(page, server):
     d = page
-    listed = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances",
-                       params={"condition": "graph-chat", "limit": 1000}).json()["items"]
+    listed = httpx.get(
+        f"{server.url}/benchmarks/kolab-1a/instances",
+        params={"condition": "graph-chat", "limit": 1000},
+    ).json()["items"]
     iid = next(i["id"] for i in listed if i["session_id"] == SID)  # the recorded session
     open_view(d, server, f"instance?protocol=kolab-1a&condition=graph-chat&id={iid}")
-    wait_for(d, lambda d: d.find_element(By.ID, "instance-view").get_attribute("data-state")
-             == "ready")
-    assert Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute(
-        "value") == iid
-    inst = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances/{iid}",
-                     params={"condition": "graph-chat"}).json()
+    wait_for(
+        d, lambda d: d.find_element(By.ID, "instance-view").get_attribute("data-state") == "ready"
+    )
+    assert (
+        Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute("value")
+        == iid
+    )
+    inst = httpx.get(
+        f"{server.url}/benchmarks/kolab-1a/instances/{iid}", params={"condition": "graph-chat"}
+    ).json()
     shown = d.find_element(By.ID, "instance-prompt").get_attribute("textContent")
     assert shown == inst["prompt"]
     stray = """return [...document.getElementById('instance-view').childNodes]
                .filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent)"""
     assert js(d, stray) == [], "text outside the view's elements (a null printed?)"
-    assert float(d.find_element(By.ID, "instance-view").get_attribute("data-cutoff")) == \
-        pytest.approx(inst["inputs"]["cutoff"])
-    drawn = js(d, """const s = echarts.getInstanceByDom(document.getElementById('timeline'))
+    assert float(
+        d.find_element(By.ID, "instance-view").get_attribute("data-cutoff")
+    ) == pytest.approx(inst["inputs"]["cutoff"])
+    drawn = js(
+        d,
+        """const s = echarts.getInstanceByDom(document.getElementById('timeline'))
                      .getOption().series.find(x => x.id === 'cutoff');
-                     return s.markLine.data[0].xAxis""")
+                     return s.markLine.data[0].xAxis""",
+    )
     assert drawn == pytest.approx(inst["inputs"]["cutoff"])
     # another condition: the same instance, another context
     Select(d.find_element(By.ID, "condition")).select_by_value("video")
     wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#instance-frames img"))
-    wait_for(d, lambda d: js(d, "return [...document.querySelectorAll('#instance-frames img')]"
-                                ".every(i => i.complete && i.naturalWidth > 0)"), 90)
-    assert Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute(
-        "value") == iid
-    video = httpx.get(f"{server.url}/benchmarks/kolab-1a/instances/{iid}",
-                      params={"condition": "video"}).json()
-    assert d.find_element(By.ID, "instance-prompt").get_attribute("textContent") == \
-        video["prompt"]
+    wait_for(
+        d,
+        lambda d: js(
+            d,
+            "return [...document.querySelectorAll('#instance-frames img')]"
+            ".every(i => i.complete && i.naturalWidth > 0)",
+        ),
+        90,
+    )
+    assert (
+        Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute("value")
+        == iid
+    )
+    video = httpx.get(
+        f"{server.url}/benchmarks/kolab-1a/instances/{iid}", params={"condition": "video"}
+    ).json()
+    assert d.find_element(By.ID, "instance-prompt").get_attribute("textContent") == video["prompt"]

@@ -17,8 +17,15 @@ import sys
 
 from graphlake.client import Client
 
-CONDITIONS = ("video", "graph", "chat", "video-graph", "video-chat", "graph-chat",
-              "video-graph-chat")
+CONDITIONS = (
+    "video",
+    "graph",
+    "chat",
+    "video-graph",
+    "video-chat",
+    "graph-chat",
+    "video-graph-chat",
+)
 
 
 def predict(instance) -> str:
@@ -42,8 +49,7 @@ def main(argv=None) -> int:
                 fetched += 1
         predictions = [{"id": iid, "label": predict(iid)} for iid in ids]
         result = gl.score(args.protocol, predictions)
-    json.dump({"instances": len(ids), "fetched": fetched, "score": result}, sys.stdout,
-              indent=2)
+    json.dump({"instances": len(ids), "fetched": fetched, "score": result}, sys.stdout, indent=2)
     print()
     return 0
 

@@ -24,28 +24,47 @@ def write_map(root: Path, map_id: str, r: random.Random, size=(12, 12)) -> dict:
         r0, c0 = r.randrange(1, size[0] - 2), r.randrange(1, size[1] - 2)
         cells = [[r0, c0], [r0, c0 + 1], [r0 + 1, c0], [r0 + 1, c0 + 1]]
         landmarks[name] = {
-            "summary": {"bbox": {"row_min": r0, "row_max": r0 + 1, "col_min": c0,
-                                 "col_max": c0 + 1},
-                        "centroid": [r0 + 0.5, c0 + 0.5], "boundary_cells": cells},
-            "cells": cells, "type": r.choice(["blocked", "passable"]),
-            "on_guide_map": True, "on_follower_map": r.random() < 0.75}
-    m = {"map_id": map_id, "grid_size": list(size), "start_cell": [0, 0],
-         "landmarks": landmarks}
+            "summary": {
+                "bbox": {"row_min": r0, "row_max": r0 + 1, "col_min": c0, "col_max": c0 + 1},
+                "centroid": [r0 + 0.5, c0 + 0.5],
+                "boundary_cells": cells,
+            },
+            "cells": cells,
+            "type": r.choice(["blocked", "passable"]),
+            "on_guide_map": True,
+            "on_follower_map": r.random() < 0.75,
+        }
+    m = {"map_id": map_id, "grid_size": list(size), "start_cell": [0, 0], "landmarks": landmarks}
     (root / "maps").mkdir(parents=True, exist_ok=True)
     (root / "maps" / f"{map_id}.json").write_text(json.dumps(m))
     return m
 
 
-def session_lines(sid: str, map_id: str, condition: str, r: random.Random,
-                  n_actions: int) -> list[dict]:
+def session_lines(
+    sid: str, map_id: str, condition: str, r: random.Random, n_actions: int
+) -> list[dict]:
     guide, follower = f"{sid}-G", f"{sid}-F"
-    lines = [{"type": "session", "session_id": sid, "map_id": map_id, "condition": condition,
-              "split": "test" if r.random() < 0.2 else "train",
-              "participants": [
-                  {"id": guide, "role": "guide", "persona": {"teamq": {
-                      "share_information": r.randint(0, 4)}}},
-                  {"id": follower, "role": "follower", "persona": {"teamq": {
-                      "share_information": r.randint(0, 4)}}}]}]
+    lines = [
+        {
+            "type": "session",
+            "session_id": sid,
+            "map_id": map_id,
+            "condition": condition,
+            "split": "test" if r.random() < 0.2 else "train",
+            "participants": [
+                {
+                    "id": guide,
+                    "role": "guide",
+                    "persona": {"teamq": {"share_information": r.randint(0, 4)}},
+                },
+                {
+                    "id": follower,
+                    "role": "follower",
+                    "persona": {"teamq": {"share_information": r.randint(0, 4)}},
+                },
+            ],
+        }
+    ]
     route, canvas, t = [(0, 0)], [], 0.0
     acts = random.Random(f"{sid}/grounding")
     visible_bonus = 0.15 if condition == "C_visible" else 0.0
@@ -56,14 +75,25 @@ def session_lines(sid: str, map_id: str, condition: str, r: random.Random,
         # acknowledgements go with alignment and repairs with misalignment (Almanac Fig. 4)
         act = acts.choices(ACTS, weights=ACT_WEIGHTS)[0]
         aligned = r.random() < 0.45 + 0.4 * progress + visible_bonus + ACT_SHIFT.get(act, 0.0)
-        mm = {"rationale": "…", "team_goal": r.choice(GOALS), "partner_intent": r.choice(INTENTS),
-              "self_reasoning": r.choice(SELF),
-              "alignment": "aligned" if aligned else r.choice(["misaligned", "unsure"])}
+        mm = {
+            "rationale": "…",
+            "team_goal": r.choice(GOALS),
+            "partner_intent": r.choice(INTENTS),
+            "self_reasoning": r.choice(SELF),
+            "alignment": "aligned" if aligned else r.choice(["misaligned", "unsure"]),
+        }
         if k % 2 == 0:
-            lines.append({"type": "action", "t": round(t, 2), "actor": guide, "action": "message",
-                          "grounding_act": act,
-                          "text": f"Go {r.choice(['down', 'right'])} past the "
-                                  f"{r.choice(LANDMARKS)}.", "mental_model": mm})
+            lines.append(
+                {
+                    "type": "action",
+                    "t": round(t, 2),
+                    "actor": guide,
+                    "action": "message",
+                    "grounding_act": act,
+                    "text": f"Go {r.choice(['down', 'right'])} past the {r.choice(LANDMARKS)}.",
+                    "mental_model": mm,
+                }
+            )
             continue
         roll = r.random()
         if roll < 0.75 or not canvas:
@@ -78,14 +108,21 @@ def session_lines(sid: str, map_id: str, condition: str, r: random.Random,
         else:
             canvas = []
             action = "reset"
-        lines.append({"type": "action", "t": round(t, 2), "actor": follower, "action": action,
-                      "grounding_act": act, "canvas": [list(c) for c in canvas],
-                      "mental_model": mm})
+        lines.append(
+            {
+                "type": "action",
+                "t": round(t, 2),
+                "actor": follower,
+                "action": action,
+                "grounding_act": act,
+                "canvas": [list(c) for c in canvas],
+                "mental_model": mm,
+            }
+        )
     return lines
 
 
-def write_almanac_corpus(out: Path, sessions: int = 12, actions: int = 24,
-                         seed: int = 7) -> Path:
+def write_almanac_corpus(out: Path, sessions: int = 12, actions: int = 24, seed: int = 7) -> Path:
     """Write ``almanac/maps/*.json`` and ``almanac/sessions/*.jsonl`` under ``out``."""
     r = random.Random(seed)
     root = Path(out) / "almanac"
@@ -95,9 +132,14 @@ def write_almanac_corpus(out: Path, sessions: int = 12, actions: int = 24,
         write_map(root, map_id, r)
     for i in range(sessions):
         sid = f"alm{i:04d}"
-        lines = session_lines(sid, maps[i % len(maps)],
-                              "C_visible" if i % 2 else "C_not_visible",
-                              random.Random(f"{seed}/{sid}"), actions)
+        lines = session_lines(
+            sid,
+            maps[i % len(maps)],
+            "C_visible" if i % 2 else "C_not_visible",
+            random.Random(f"{seed}/{sid}"),
+            actions,
+        )
         (root / "sessions" / f"{sid}.jsonl").write_text(
-            "".join(json.dumps(x) + "\n" for x in lines))
+            "".join(json.dumps(x) + "\n" for x in lines)
+        )
     return root

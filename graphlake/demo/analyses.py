@@ -27,26 +27,36 @@ class Correlation:
     def describe(self) -> str:
         if self.rho is None:
             return f"{self.x} vs {self.y}: too few sessions ({self.n})"
-        return (f"{self.x} vs {self.y}: Spearman rho = {self.rho:+.2f} "
-                f"(p = {self.p:.3g}, n = {self.n})")
+        return (
+            f"{self.x} vs {self.y}: Spearman rho = {self.rho:+.2f} (p = {self.p:.3g}, n = {self.n})"
+        )
 
 
 def run_named(name: str, lake, **params) -> pa.Table:
     q = named.get(name)
-    return run_sql(q.sql, lake, params=q.bind({k: str(v) for k, v in params.items()}),
-                   max_rows=None).table
+    return run_sql(
+        q.sql, lake, params=q.bind({k: str(v) for k, v in params.items()}), max_rows=None
+    ).table
 
 
 def spearman(table: pa.Table, x: str, y: str) -> Correlation:
     """Spearman's rho between two columns over the rows where both are present."""
-    pairs = [(a, b) for a, b in zip(table[x].to_pylist(), table[y].to_pylist(), strict=True)
-             if a is not None and b is not None]
+    pairs = [
+        (a, b)
+        for a, b in zip(table[x].to_pylist(), table[y].to_pylist(), strict=True)
+        if a is not None and b is not None
+    ]
     if len(pairs) < 3:
         return Correlation(x, y, len(pairs), None, None)
     res = spearmanr([a for a, _ in pairs], [b for _, b in pairs])
     rho = float(res.statistic)
-    return Correlation(x, y, len(pairs), None if math.isnan(rho) else rho,
-                       None if math.isnan(rho) else float(res.pvalue))
+    return Correlation(
+        x,
+        y,
+        len(pairs),
+        None if math.isnan(rho) else rho,
+        None if math.isnan(rho) else float(res.pvalue),
+    )
 
 
 def headline(lake, corpus: str = "kolab") -> dict:

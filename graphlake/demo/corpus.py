@@ -18,8 +18,9 @@ def _write_json(path: Path, obj) -> None:
     path.write_bytes(orjson.dumps(obj, option=_JSON))
 
 
-def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7, *,
-                      recording: bool = True) -> Path:
+def write_demo_corpus(
+    out: Path, sessions: int = 24, seed: int = 7, *, recording: bool = True
+) -> Path:
     """Write ``sessions`` session folders under ``out/kolab`` (replacing what was there);
     the first has a rendered screen recording when ``recording`` and PyAV is installed.
 
@@ -43,7 +44,9 @@ def write_demo_corpus(out: Path, sessions: int = 24, seed: int = 7, *,
         _write_json(folder / "survey.json", s.survey)
         (folder / "workflow.md").write_text(s.workflow_md)
         (folder / "chat.jsonl").write_bytes(b"".join(orjson.dumps(m) + b"\n" for m in s.chat))
-        if i == 0 and recording and have_pyav():  # the session's screen recording, rendered from its graph
+        if (
+            i == 0 and recording and have_pyav()
+        ):  # the session's screen recording, rendered from its graph
             write_demo_recording(folder / "recording.mp4", s.graph, s.chat)
     (root / "exported_graph_truncated.json").write_text('{"session_id": "kolab-broken", "steps": [')
     return root
@@ -53,8 +56,9 @@ def _plant_errors(i: int, graph: dict) -> None:
     steps = graph["steps"]
     if i == 2:  # a reference that resolves to nothing
         for node in (n for s in steps for n in s["nodes"] if "user_response" in n):
-            node["user_response"].append(["n1", "n2", "adopt", "", "05:00:00-05:01:00",
-                                          node["time"][0]])
+            node["user_response"].append(
+                ["n1", "n2", "adopt", "", "05:00:00-05:01:00", node["time"][0]]
+            )
             break
     elif i == 4:  # minutes past 59
         steps[0]["nodes"][0]["time"].append("00:61:00-00:62:00")
@@ -75,8 +79,9 @@ BENCH_SHAPE = {"steps": (2, 5), "interactions": (1, 3)}
 GRAPH_BENCH_SHAPE = {"steps": (4, 8), "interactions": (3, 5)}
 
 
-def write_graph_corpus(out: Path, sessions: int, seed: int = 11, per_dir: int = 1000,
-                       shape: dict | None = None) -> Path:
+def write_graph_corpus(
+    out: Path, sessions: int, seed: int = 11, per_dir: int = 1000, shape: dict | None = None
+) -> Path:
     """Write ``sessions`` bare graph JSON files (no side files), ``per_dir`` per folder."""
     out = Path(out)
     gen = KolabGenerator(seed, **(shape or BENCH_SHAPE))

@@ -23,28 +23,70 @@ from graphlake.ingest.timefmt import format_clock
 SECTORS = {
     # sector: (occupations, softwares, (p_adopt, p_modify, p_reject))
     "Legal": (["attorney", "paralegal"], ["Word", "Westlaw", "Acrobat"], (0.57, 0.38, 0.05)),
-    "Sciences": (["bioinformatician", "GIS specialist"], ["RStudio", "QGIS", "Jupyter"],
-                 (0.79, 0.15, 0.06)),
-    "Computer & Mathematical": (["data analyst", "statistician"], ["VS Code", "Excel"],
-                                (0.79, 0.14, 0.07)),
-    "Arts & Sports": (["music producer", "sound designer", "film editor"],
-                      ["FL Studio", "Premiere Pro", "Artlist"], (0.65, 0.22, 0.13)),
-    "Architecture & Engineering": (["architect", "aerospace engineer"],
-                                   ["Revit", "AutoCAD", "MATLAB"], (0.70, 0.18, 0.12)),
-    "Business & Finance": (["financial analyst", "marketing specialist"],
-                           ["Excel", "PowerPoint", "HubSpot"], (0.72, 0.17, 0.11)),
-    "Media & Communication": (["graphic designer", "copywriter"], ["Figma", "Photoshop"],
-                              (0.68, 0.20, 0.12)),
+    "Sciences": (
+        ["bioinformatician", "GIS specialist"],
+        ["RStudio", "QGIS", "Jupyter"],
+        (0.79, 0.15, 0.06),
+    ),
+    "Computer & Mathematical": (
+        ["data analyst", "statistician"],
+        ["VS Code", "Excel"],
+        (0.79, 0.14, 0.07),
+    ),
+    "Arts & Sports": (
+        ["music producer", "sound designer", "film editor"],
+        ["FL Studio", "Premiere Pro", "Artlist"],
+        (0.65, 0.22, 0.13),
+    ),
+    "Architecture & Engineering": (
+        ["architect", "aerospace engineer"],
+        ["Revit", "AutoCAD", "MATLAB"],
+        (0.70, 0.18, 0.12),
+    ),
+    "Business & Finance": (
+        ["financial analyst", "marketing specialist"],
+        ["Excel", "PowerPoint", "HubSpot"],
+        (0.72, 0.17, 0.11),
+    ),
+    "Media & Communication": (
+        ["graphic designer", "copywriter"],
+        ["Figma", "Photoshop"],
+        (0.68, 0.20, 0.12),
+    ),
 }
 AI_BRANDS = (["claude"] * 8) + ["grok", "chatgpt", "gemini"]
-HUMAN_ACTS = ["Define objective", "Plan approach", "Seek information", "Gather evidence",
-              "Analyze information", "Compare alternatives", "Refine requirements",
-              "Verify findings", "Make decision", "Implement solution", "Validate outcome",
-              "Revise solution"]
-AI_ACTS = ["Draft outline", "Generate design options", "Summarize sources", "Propose revisions",
-           "Write code", "Analyze data", "Suggest alternatives", "Produce first draft"]
-STEP_NAMES = ["Scope the project", "Collect inputs", "Develop the core work", "Review and revise",
-              "Finalize deliverable", "Present results"]
+HUMAN_ACTS = [
+    "Define objective",
+    "Plan approach",
+    "Seek information",
+    "Gather evidence",
+    "Analyze information",
+    "Compare alternatives",
+    "Refine requirements",
+    "Verify findings",
+    "Make decision",
+    "Implement solution",
+    "Validate outcome",
+    "Revise solution",
+]
+AI_ACTS = [
+    "Draft outline",
+    "Generate design options",
+    "Summarize sources",
+    "Propose revisions",
+    "Write code",
+    "Analyze data",
+    "Suggest alternatives",
+    "Produce first draft",
+]
+STEP_NAMES = [
+    "Scope the project",
+    "Collect inputs",
+    "Develop the core work",
+    "Review and revise",
+    "Finalize deliverable",
+    "Present results",
+]
 ITEMS = 7
 
 
@@ -79,8 +121,9 @@ class GeneratedSession:
 class KolabGenerator:
     """Generates one session at a time from ``seed``; ``session(i)`` is pure in (seed, i)."""
 
-    def __init__(self, seed: int = 7, steps: tuple[int, int] = (3, 6),
-                 interactions: tuple[int, int] = (2, 4)):
+    def __init__(
+        self, seed: int = 7, steps: tuple[int, int] = (3, 6), interactions: tuple[int, int] = (2, 4)
+    ):
         self.seed = seed
         self.steps = steps
         self.interactions = interactions
@@ -103,56 +146,93 @@ class KolabGenerator:
         pending_ai: list[tuple[_Seg, dict, dict | None, tuple]] = []
         for step in order:
             visits[step] = visits.get(step, 0) + 1
-            seg = _Seg(f"seg{step}{'abc'[visits[step] - 1]}", f"Step-{step}",
-                       STEP_NAMES[(step - 1) % len(STEP_NAMES)], t)
-            t = self._fill_segment(r, seg, t, planning, branching, brand, softwares, mix,
-                                   chat, pending_ai, segs)
+            seg = _Seg(
+                f"seg{step}{'abc'[visits[step] - 1]}",
+                f"Step-{step}",
+                STEP_NAMES[(step - 1) % len(STEP_NAMES)],
+                t,
+            )
+            t = self._fill_segment(
+                r, seg, t, planning, branching, brand, softwares, mix, chat, pending_ai, segs
+            )
             seg.end = t
             segs.append(seg)
             t += r.randint(5, 40)
         sid = f"kolab-{self.seed}-{i:06d}"
         graph = {
-            "session_id": sid, "participant_id": f"P{i % 997:03d}",
+            "session_id": sid,
+            "participant_id": f"P{i % 997:03d}",
             "title": f"{r.choice(occupations).title()} workflow {i}",
             "goal": f"Complete a {sector.lower()} deliverable with {brand}",
-            "steps": [{
-                "key": s.key, "badge": s.badge, "step_name": s.name,
-                "step_action": f"{s.name} with AI support", "time_range": rng_range(s.start, s.end),
-                "start_seconds": s.start, "end_seconds": s.end, "nodes": s.nodes,
-                "edges": s.edges} for s in segs],
+            "steps": [
+                {
+                    "key": s.key,
+                    "badge": s.badge,
+                    "step_name": s.name,
+                    "step_action": f"{s.name} with AI support",
+                    "time_range": rng_range(s.start, s.end),
+                    "start_seconds": s.start,
+                    "end_seconds": s.end,
+                    "nodes": s.nodes,
+                    "edges": s.edges,
+                }
+                for s in segs
+            ],
         }
         badges = sorted({s.badge for s in segs}, key=lambda b: int(b.split("-")[1]))
         collab = _clip(round(4.4 - 2.2 * branching + r.gauss(0, 0.6)), 1, 5)
-        ratings = {"steps": [{
-            "step": b, "output_quality": _clip(round(3.6 + r.gauss(0, 0.9)), 1, 5),
-            "output_quality_reason": "Met most of the rubric.",
-            "collaboration": _clip(collab + r.choice([-1, 0, 0, 0, 1]), 1, 5),
-            "collaboration_items": [_clip(collab + r.choice([-1, 0, 1]), 1, 5)
-                                    for _ in range(ITEMS)],
-            "rubric": [f"Rubric item {k} for {b}" for k in range(1, r.randint(2, 4) + 1)],
-            "rubrics_satisfied": [1, 2], "agent_completed": r.random() < 0.8,
-            "agent_completed_why": "It produced a usable draft."} for b in badges]}
-        meta = {"domain": sector, "occupation": r.choice(occupations),
-                "participant": {"years_experience": r.randint(2, 25)}}
-        survey = {"clear_plan_before_ai": _clip(round(1 + 4 * planning + r.gauss(0, 0.5)), 1, 5),
-                  "would_use_again": r.choice(["yes", "maybe", "no"])}
+        ratings = {
+            "steps": [
+                {
+                    "step": b,
+                    "output_quality": _clip(round(3.6 + r.gauss(0, 0.9)), 1, 5),
+                    "output_quality_reason": "Met most of the rubric.",
+                    "collaboration": _clip(collab + r.choice([-1, 0, 0, 0, 1]), 1, 5),
+                    "collaboration_items": [
+                        _clip(collab + r.choice([-1, 0, 1]), 1, 5) for _ in range(ITEMS)
+                    ],
+                    "rubric": [f"Rubric item {k} for {b}" for k in range(1, r.randint(2, 4) + 1)],
+                    "rubrics_satisfied": [1, 2],
+                    "agent_completed": r.random() < 0.8,
+                    "agent_completed_why": "It produced a usable draft.",
+                }
+                for b in badges
+            ]
+        }
+        meta = {
+            "domain": sector,
+            "occupation": r.choice(occupations),
+            "participant": {"years_experience": r.randint(2, 25)},
+        }
+        survey = {
+            "clear_plan_before_ai": _clip(round(1 + 4 * planning + r.gauss(0, 0.5)), 1, 5),
+            "would_use_again": r.choice(["yes", "maybe", "no"]),
+        }
         md = f"# {graph['title']}\n\nGoal: {graph['goal']}\n\n" + "\n".join(
-            f"## {s.badge}: {s.name}\nSoftwares: {', '.join(softwares)}\n" for s in segs)
+            f"## {s.badge}: {s.name}\nSoftwares: {', '.join(softwares)}\n" for s in segs
+        )
         return GeneratedSession(graph, meta, chat, ratings, survey, md)
 
-    def _fill_segment(self, r, seg, t, planning, branching, brand, softwares, mix, chat,
-                      pending_ai, segs) -> int:
+    def _fill_segment(
+        self, r, seg, t, planning, branching, brand, softwares, mix, chat, pending_ai, segs
+    ) -> int:
         """Lay out one segment's nodes on the timeline; return the segment end time."""
         nid = 0
 
         def node(actor_type, label, start, end, **extra):
             nonlocal nid
             nid += 1
-            n = {"id": f"n{nid}", "actor": "user" if actor_type == "user" else brand,
-                 "label": label, "detail": f"{label} during {seg.name.lower()}.",
-                 "time": [rng_range(start, end)], "actor_type": actor_type,
-                 "softwares": r.choice(softwares) if actor_type == "user" else brand.title(),
-                 "source_steps": seg.badge, **extra}
+            n = {
+                "id": f"n{nid}",
+                "actor": "user" if actor_type == "user" else brand,
+                "label": label,
+                "detail": f"{label} during {seg.name.lower()}.",
+                "time": [rng_range(start, end)],
+                "actor_type": actor_type,
+                "softwares": r.choice(softwares) if actor_type == "user" else brand.title(),
+                "source_steps": seg.badge,
+                **extra,
+            }
             seg.nodes.append(n)
             return n
 
@@ -182,8 +262,14 @@ class KolabGenerator:
             chat.append({"t": t, "role": "human", "text": prompt["label"]})
             msg = {"t": ai_start, "role": "ai", "actor": brand, "text": ai["label"]}
             if r.random() < 0.4:
-                msg["tool_calls"] = [{"id": f"tc{seg.key}{k}", "name": "web_search",
-                                      "input": {"q": prompt["label"]}, "output": "3 results"}]
+                msg["tool_calls"] = [
+                    {
+                        "id": f"tc{seg.key}{k}",
+                        "name": "web_search",
+                        "input": {"q": prompt["label"]},
+                        "output": "3 results",
+                    }
+                ]
             chat.append(msg)
             if r.random() < branching:  # parallel human work while the agent generates
                 side = node("user", r.choice(HUMAN_ACTS), ai_start + 5, ai_end)
@@ -199,15 +285,35 @@ class KolabGenerator:
                 t = ai_end + 5
                 continue
             # adopting is quick; modifying takes a read first; rejecting varies most
-            resp_start = ai_end + {"adopt": r.randint(2, 40), "modify": r.randint(20, 120),
-                                   "reject": r.randint(5, 240)}[label]
-            resp = node("user", {"adopt": "Use the agent's output", "modify":
-                                 "Revise the agent's output", "reject": "Discard and redo"}[label],
-                        resp_start, resp_start + r.randint(40, 150))
+            resp_start = (
+                ai_end
+                + {
+                    "adopt": r.randint(2, 40),
+                    "modify": r.randint(20, 120),
+                    "reject": r.randint(5, 240),
+                }[label]
+            )
+            resp = node(
+                "user",
+                {
+                    "adopt": "Use the agent's output",
+                    "modify": "Revise the agent's output",
+                    "reject": "Discard and redo",
+                }[label],
+                resp_start,
+                resp_start + r.randint(40, 150),
+            )
             src = "" if r.random() < 0.05 else prompt["id"]
-            resp["user_response"] = [[src, ai["id"], label,
-                                      prompt["time"][0] if src else "", ai["time"][0],
-                                      resp["time"][0]]]
+            resp["user_response"] = [
+                [
+                    src,
+                    ai["id"],
+                    label,
+                    prompt["time"][0] if src else "",
+                    ai["time"][0],
+                    resp["time"][0],
+                ]
+            ]
             edge(ai, resp)
             if after is not None:
                 edge(after, resp)  # merge
@@ -223,8 +329,9 @@ class KolabGenerator:
         while pending_ai:
             old_seg, ai, prompt, (label,) = pending_ai.pop()
             resp = node("user", "Bring earlier output into this step", t, t + 60)
-            resp["user_response"] = [[prompt["id"], ai["id"], label, prompt["time"][0],
-                                      ai["time"][0], resp["time"][0]]]
+            resp["user_response"] = [
+                [prompt["id"], ai["id"], label, prompt["time"][0], ai["time"][0], resp["time"][0]]
+            ]
             edge(prev, resp)
             prev, t = resp, t + 62
         wrap = node("user", "Validate outcome", t, t + r.randint(30, 90))

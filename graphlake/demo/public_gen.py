@@ -17,14 +17,31 @@ def coauthor_log(r: random.Random, episodes: int) -> list[dict]:
     """One writing session: typing, and suggestion episodes that end in a select or a close."""
     t = 1_629_729_846_000
     doc = "Prompt title\n\nWrite about it.\n"
-    events = [{"eventName": "system-initialize", "eventSource": "api", "eventTimestamp": t,
-               "textDelta": "", "currentDoc": doc, "currentN": "5", "eventNum": 0}]
+    events = [
+        {
+            "eventName": "system-initialize",
+            "eventSource": "api",
+            "eventTimestamp": t,
+            "textDelta": "",
+            "currentDoc": doc,
+            "currentN": "5",
+            "eventNum": 0,
+        }
+    ]
 
     def add(name, source, delta=""):
         nonlocal t
         t += r.randint(50, 3000)
-        events.append({"eventName": name, "eventSource": source, "eventTimestamp": t,
-                       "textDelta": delta, "currentSuggestions": [], "eventNum": len(events)})
+        events.append(
+            {
+                "eventName": name,
+                "eventSource": source,
+                "eventTimestamp": t,
+                "textDelta": delta,
+                "currentSuggestions": [],
+                "eventNum": len(events),
+            }
+        )
 
     length = len(doc) - 1  # Quill keeps the final newline last
     for _ in range(episodes):
@@ -34,8 +51,9 @@ def coauthor_log(r: random.Random, episodes: int) -> list[dict]:
             length += len(w)
         add("suggestion-get", "user")
         add("suggestion-open", "api")
-        events[-1]["currentSuggestions"] = [{"index": i, "trimmed": " ".join(
-            r.choices(WORDS, k=6))} for i in range(3)]
+        events[-1]["currentSuggestions"] = [
+            {"index": i, "trimmed": " ".join(r.choices(WORDS, k=6))} for i in range(3)
+        ]
         if r.random() < 0.8:
             add("suggestion-select", "user")
             add("suggestion-close", "api")
@@ -57,7 +75,8 @@ def write_coauthor_corpus(out: Path, sessions: int, episodes: int = 15, seed: in
     for i in range(sessions):
         r = random.Random(f"{seed}/{i}")
         (root / f"argumentative_{i:032x}.jsonl").write_text(
-            "".join(json.dumps(e) + "\n" for e in coauthor_log(r, episodes)))
+            "".join(json.dumps(e) + "\n" for e in coauthor_log(r, episodes))
+        )
     return root
 
 
@@ -72,22 +91,40 @@ def write_maptask_corpus(out: Path, dialogues: int, refs: int = 30, seed: int = 
             lm = f"m{d % 20}_{r.choice(LANDMARKS)}"
             speaker = "giver" if r.random() < 0.85 else "follower"
             rid = f"{did}.ref.{k}"
-            res.append({"ref_id_orig": f"{did}.g.ref.{k}", "ref_id_unif": rid, "utt_id": k,
-                        "start_time": round(t, 3), "end_time": round(t + r.uniform(0.3, 1.5), 3),
-                        "speaker": speaker,
-                        "addressee": "follower" if speaker == "giver" else "giver",
-                        "reference expression": lm.split("_", 1)[1].replace("_", " "),
-                        "lm_id_orig": lm, "timed_unit_ids": [f"{did}.tu.{k}"]})
+            res.append(
+                {
+                    "ref_id_orig": f"{did}.g.ref.{k}",
+                    "ref_id_unif": rid,
+                    "utt_id": k,
+                    "start_time": round(t, 3),
+                    "end_time": round(t + r.uniform(0.3, 1.5), 3),
+                    "speaker": speaker,
+                    "addressee": "follower" if speaker == "giver" else "giver",
+                    "reference expression": lm.split("_", 1)[1].replace("_", " "),
+                    "lm_id_orig": lm,
+                    "timed_unit_ids": [f"{did}.tu.{k}"],
+                }
+            )
             status = r.choices(["aligned", "pending", "misunderstood"], [0.65, 0.25, 0.1])[0]
-            anns.append({"ref_id_unif": rid, "is_quantificational": False, "is_specified": True,
-                         "interpretations": {"giver": f"{lm}@g",
-                                             "follower": f"{lm}@f" if status == "aligned"
-                                             else ""},
-                         "reason": "generated", "extra": {"status": status}})
-        (root / f"{did}.reference_expressions.json").write_text(json.dumps(
-            {"dialogue_id": did, "landmark_reference_expressions": res}))
-        (root / f"{did}.annotated.json").write_text(json.dumps(
-            {"dialogue_id": did, "landmark_reference_expressions": anns}))
+            anns.append(
+                {
+                    "ref_id_unif": rid,
+                    "is_quantificational": False,
+                    "is_specified": True,
+                    "interpretations": {
+                        "giver": f"{lm}@g",
+                        "follower": f"{lm}@f" if status == "aligned" else "",
+                    },
+                    "reason": "generated",
+                    "extra": {"status": status},
+                }
+            )
+        (root / f"{did}.reference_expressions.json").write_text(
+            json.dumps({"dialogue_id": did, "landmark_reference_expressions": res})
+        )
+        (root / f"{did}.annotated.json").write_text(
+            json.dumps({"dialogue_id": did, "landmark_reference_expressions": anns})
+        )
     return root
 
 
@@ -98,14 +135,30 @@ def write_marble_corpus(out: Path, tasks: int, seed: int = 7) -> Path:
     lines = []
     for k in range(tasks):
         agents = [f"agent{i}" for i in range(1, r.randint(2, 5))]
-        rel = [[a, b, r.choice(["collaborates with", "supervises"])]
-               for a in agents for b in agents if a != b and r.random() < 0.5]
-        lines.append({"scenario": "coding", "task_id": k + 1, "coordinate_mode": "graph",
-                      "relationships": rel, "llm": "", "environment": {"type": "Coding"},
-                      "task": {"content": f"Software Development Task {k}: build a tool.",
-                               "output_format": "solution.py"},
-                      "agents": [{"type": "CodingAgent", "agent_id": a, "profile": "dev"}
-                                 for a in agents], "memory": {"type": "BaseMemory"},
-                      "metrics": {"code_quality": True}})
+        rel = [
+            [a, b, r.choice(["collaborates with", "supervises"])]
+            for a in agents
+            for b in agents
+            if a != b and r.random() < 0.5
+        ]
+        lines.append(
+            {
+                "scenario": "coding",
+                "task_id": k + 1,
+                "coordinate_mode": "graph",
+                "relationships": rel,
+                "llm": "",
+                "environment": {"type": "Coding"},
+                "task": {
+                    "content": f"Software Development Task {k}: build a tool.",
+                    "output_format": "solution.py",
+                },
+                "agents": [
+                    {"type": "CodingAgent", "agent_id": a, "profile": "dev"} for a in agents
+                ],
+                "memory": {"type": "BaseMemory"},
+                "metrics": {"code_quality": True},
+            }
+        )
     (root / "coding_main.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     return root

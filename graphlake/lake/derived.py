@@ -86,8 +86,7 @@ def current_files(lake: Lake, name: str, snap: Snapshot) -> list[str] | None:
     if dt is None:
         return None
     conf = dt.metadata().configuration
-    if conf.get(DEFINITION_KEY) != definition(name) or \
-            conf.get(INPUTS_KEY) != input_versions(snap):
+    if conf.get(DEFINITION_KEY) != definition(name) or conf.get(INPUTS_KEY) != input_versions(snap):
         return None
     return dt.file_uris()
 
@@ -134,8 +133,13 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
                     break
                 changed |= since
         staging = lake.new_staging("refresh")  # DuckDB spills here; owned, so cleanable
-        con = duckdb.connect(config={"memory_limit": memory_limit, "temp_directory":
-                                     str(staging), "preserve_insertion_order": False})
+        con = duckdb.connect(
+            config={
+                "memory_limit": memory_limit,
+                "temp_directory": str(staging),
+                "preserve_insertion_order": False,
+            }
+        )
         try:
             versions = dict(base.table_versions)
             made = _recompute(con, lake, base, changed, target)
@@ -143,8 +147,9 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
         finally:
             con.close()
             shutil.rmtree(staging, ignore_errors=True)
-        report.snapshot = lake.commit_snapshot(operation="refresh", corpus=None, source=None,
-                                               table_versions=versions, rows_added={})
+        report.snapshot = lake.commit_snapshot(
+            operation="refresh", corpus=None, source=None, table_versions=versions, rows_added={}
+        )
     report.rows = {name: n for name, (n, _v) in made.items()}
     report.sessions = None if changed is None else len(changed)
     report.seconds = time.perf_counter() - t0
@@ -167,14 +172,16 @@ def carry_over(lake: Lake, base: Snapshot, versions: dict[str, int]) -> None:
 
 # ------------------------------------------------------------------------------ internals
 
+
 def _files(lake: Lake, table: str, version: int | None) -> list[str]:
     if version is None:
         return []
     return DeltaTable(str(lake.table_path(table)), version=version).file_uris()
 
 
-def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None]
-                      ) -> set[tuple[str, str]] | None:
+def _changed_sessions(
+    lake: Lake, base: Snapshot, recorded: dict[str, int | None]
+) -> set[tuple[str, str]] | None:
     """(corpus, session) of every row in input files added or removed since ``recorded`` (a
     re-ingest that replaced or pruned sessions removes files); None when that cannot be told
     (an old version's log is gone), which means: recompute everything."""
@@ -190,24 +197,40 @@ def _changed_sessions(lake: Lake, base: Snapshot, recorded: dict[str, int | None
         return set()
     con = duckdb.connect()
     try:
-        return set(con.execute("SELECT DISTINCT corpus, session_id FROM read_parquet(?, "
-                               "union_by_name=true)", [new_files]).fetchall())
+        return set(
+            con.execute(
+                "SELECT DISTINCT corpus, session_id FROM read_parquet(?, union_by_name=true)",
+                [new_files],
+            ).fetchall()
+        )
     except duckdb.IOException:  # a removed file already vacuumed: recompute everything
         return None
     finally:
         con.close()
 
 
-def _recompute(con: duckdb.DuckDBPyConnection, lake: Lake, base: Snapshot,
-               changed: set[tuple[str, str]] | None, target: str) -> dict[str, tuple[int, int]]:
+def _recompute(
+    con: duckdb.DuckDBPyConnection,
+    lake: Lake,
+    base: Snapshot,
+    changed: set[tuple[str, str]] | None,
+    target: str,
+) -> dict[str, tuple[int, int]]:
     """Write each view's rows for ``changed`` sessions (None: all); {view: (rows, version)}."""
 
     files = {t: _files(lake, t, base.table_versions.get(t)) for t in inputs()}
     create_table_views(con, files)
     create_macros(con)
     if changed is not None:
-        con.register("_changed", pa.table({"corpus": [c for c, _s in sorted(changed)],
-                                           "session_id": [s for _c, s in sorted(changed)]}))
+        con.register(
+            "_changed",
+            pa.table(
+                {
+                    "corpus": [c for c, _s in sorted(changed)],
+                    "session_id": [s for _c, s in sorted(changed)],
+                }
+            ),
+        )
     chunks = _chunks(con, changed is not None)
     out: dict[str, tuple[int, int]] = {}
     for name in MATERIALIZED:
@@ -230,32 +253,44 @@ def _chunks(con: duckdb.DuckDBPyConnection, narrow: bool) -> list[str]:
     a range of session ids of one corpus (which Parquet statistics prune), narrowed to the
     ``_changed`` sessions when ``narrow``."""
     counts = " UNION ALL ".join(
-        f"SELECT corpus, session_id, count(*) AS n FROM {t} GROUP BY ALL" for t in inputs())
+        f"SELECT corpus, session_id, count(*) AS n FROM {t} GROUP BY ALL" for t in inputs()
+    )
     only = " SEMI JOIN _changed USING (corpus, session_id)" if narrow else ""
-    rows = con.execute(f"SELECT corpus, session_id, sum(n) FROM ({counts}){only} "
-                       "GROUP BY ALL ORDER BY ALL").fetchall()
+    rows = con.execute(
+        f"SELECT corpus, session_id, sum(n) FROM ({counts}){only} GROUP BY ALL ORDER BY ALL"
+    ).fetchall()
     groups: list[list] = []  # [corpus, first session, last session, rows]
     for c, sid, n in rows:
         if not groups or groups[-1][0] != c or groups[-1][3] >= CHUNK_ROWS:
             groups.append([c, sid, sid, 0])
         groups[-1][2] = sid
         groups[-1][3] += n
-    tail = (" AND session_id IN (SELECT session_id FROM _changed WHERE corpus = {c})"
-            if narrow else "")
+    tail = (
+        " AND session_id IN (SELECT session_id FROM _changed WHERE corpus = {c})" if narrow else ""
+    )
     lit = string_literal
-    return [f"corpus = {lit(c)} AND session_id BETWEEN {lit(lo)} AND {lit(hi)}"
-            + tail.format(c=lit(c)) for c, lo, hi, _n in groups]
+    return [
+        f"corpus = {lit(c)} AND session_id BETWEEN {lit(lo)} AND {lit(hi)}" + tail.format(c=lit(c))
+        for c, lo, hi, _n in groups
+    ]
 
 
-def _compute(con: duckdb.DuckDBPyConnection, name: str, files: dict[str, list[str]],
-             done: dict[str, list[str]], chunks: list[str]):
+def _compute(
+    con: duckdb.DuckDBPyConnection,
+    name: str,
+    files: dict[str, list[str]],
+    done: dict[str, list[str]],
+    chunks: list[str],
+):
     """Batches of view ``name``, one group of sessions at a time."""
 
     for where in chunks:
         create_table_views(con, files, where=where)
         for dep, dep_files in done.items():
-            con.execute(f"CREATE OR REPLACE VIEW {dep} AS "
-                        f"{files_select(dep_files, derived_schema(dep), where)}")
+            con.execute(
+                f"CREATE OR REPLACE VIEW {dep} AS "
+                f"{files_select(dep_files, derived_schema(dep), where)}"
+            )
         reader = con.sql(DERIVED_VIEWS[name][0]).to_arrow_reader(100_000)
         try:
             yield from reader
@@ -263,37 +298,48 @@ def _compute(con: duckdb.DuckDBPyConnection, name: str, files: dict[str, list[st
             reader.close()
 
 
-def _delete_sessions(lake: Lake, name: str, base: Snapshot,
-                     changed: set[tuple[str, str]]) -> None:
+def _delete_sessions(lake: Lake, name: str, base: Snapshot, changed: set[tuple[str, str]]) -> None:
     """Drop the rows a refresh replaces (only sessions the table already has rows for)."""
     files = lake.files(name, base)
     if not files or not changed:
         return
     con = duckdb.connect()
     try:
-        con.register("_changed", pa.table({"corpus": [c for c, _s in changed],
-                                           "session_id": [s for _c, s in changed]}))
+        con.register(
+            "_changed",
+            pa.table({"corpus": [c for c, _s in changed], "session_id": [s for _c, s in changed]}),
+        )
         present = con.execute(
             "SELECT DISTINCT corpus, session_id FROM read_parquet(?) "
-            "SEMI JOIN _changed USING (corpus, session_id)", [files]).fetchall()
+            "SEMI JOIN _changed USING (corpus, session_id)",
+            [files],
+        ).fetchall()
     finally:
         con.close()
     by_corpus: dict[str, list[str]] = {}
     for c, s in present:
         by_corpus.setdefault(c, []).append(s)
     if by_corpus:
-        DeltaTable(str(lake.table_path(name))).delete(" OR ".join(
-            f"(corpus = {string_literal(c)} AND session_id IN "
-            f"({', '.join(map(string_literal, ids))}))" for c, ids in sorted(by_corpus.items())))
+        DeltaTable(str(lake.table_path(name))).delete(
+            " OR ".join(
+                f"(corpus = {string_literal(c)} AND session_id IN "
+                f"({', '.join(map(string_literal, ids))}))"
+                for c, ids in sorted(by_corpus.items())
+            )
+        )
 
 
 def _create(lake: Lake, name: str, schema: pa.Schema) -> None:
     path = lake.table_path(name)
     path.parent.mkdir(parents=True, exist_ok=True)
     exists = DeltaTable.is_deltatable(str(path))
-    DeltaTable.create(str(path), schema=schema, mode="overwrite" if exists else "error",
-                      configuration={DEFINITION_KEY: definition(name)},
-                      raise_if_key_not_exists=False)
+    DeltaTable.create(
+        str(path),
+        schema=schema,
+        mode="overwrite" if exists else "error",
+        configuration={DEFINITION_KEY: definition(name)},
+        raise_if_key_not_exists=False,
+    )
 
 
 def _append(lake: Lake, name: str, batches, schema: pa.Schema) -> tuple[int, int]:
@@ -303,13 +349,14 @@ def _append(lake: Lake, name: str, batches, schema: pa.Schema) -> tuple[int, int
     first = next(nonempty, None)
     counted = 0
     if first is not None:
+
         def counting():
             nonlocal counted
             for b in itertools.chain([first], nonempty):
                 counted += b.num_rows
                 yield b
 
-        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, counting()),
-                        mode="append")
+        write_deltalake(
+            str(path), pa.RecordBatchReader.from_batches(schema, counting()), mode="append"
+        )
     return counted, DeltaTable(str(path)).version()
-

@@ -32,8 +32,7 @@ def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
         kind = "canonical"
         if name in MATERIALIZED:  # stale: behind its inputs or of another definition, so
             # queries compute the view instead until `lake refresh`
-            stale = name in snap.table_versions and \
-                derived.current_files(lake, name, snap) is None
+            stale = name in snap.table_versions and derived.current_files(lake, name, snap) is None
             kind = "materialized (stale)" if stale else "materialized"
         dt = lake.delta(name, snap)
         if dt is None:
@@ -50,8 +49,9 @@ def table_info(lake: Lake, snap: Snapshot) -> list[TableInfo]:
 RETAIN_HOURS = 168.0
 
 
-def compact(lake: Lake, *, vacuum: bool = False, retain_hours: float = RETAIN_HOURS
-            ) -> tuple[Snapshot | None, dict[str, dict]]:
+def compact(
+    lake: Lake, *, vacuum: bool = False, retain_hours: float = RETAIN_HOURS
+) -> tuple[Snapshot | None, dict[str, dict]]:
     """Rewrite small files into larger ones; commit the result as a new lake version.
 
     Rows do not change, so every earlier lake version stays readable. With ``vacuum``, and
@@ -76,13 +76,21 @@ def compact(lake: Lake, *, vacuum: bool = False, retain_hours: float = RETAIN_HO
             removed = metrics.get("numFilesRemoved", 0)
             if removed:
                 versions[name] = DeltaTable(str(lake.table_path(name))).version()
-            report[name] = {"files_removed": removed,
-                            "files_added": metrics.get("numFilesAdded", 0), "vacuumed": None}
+            report[name] = {
+                "files_removed": removed,
+                "files_added": metrics.get("numFilesAdded", 0),
+                "vacuumed": None,
+            }
         derived.carry_over(lake, base, versions)  # same rows: views stay current
         snap = None
         if versions != base.table_versions:
-            snap = lake.commit_snapshot(operation="compact", corpus=None, source=None,
-                                        table_versions=versions, rows_added={})
+            snap = lake.commit_snapshot(
+                operation="compact",
+                corpus=None,
+                source=None,
+                table_versions=versions,
+                rows_added={},
+            )
         if vacuum:  # only now: the new version is committed and pins the new files
             snap = _vacuum(lake, lake.snapshot(), retain_hours, report) or snap
     return snap, report
@@ -98,13 +106,13 @@ def _vacuum(lake: Lake, base: Snapshot, retain_hours: float, report: dict) -> Sn
     versions = dict(base.table_versions)
     for name in base.table_versions:
         deleted = DeltaTable(str(lake.table_path(name))).vacuum(
-            retention_hours=math.ceil(retain_hours), dry_run=False,
-            enforce_retention_duration=False)
-        report.setdefault(name, {"files_removed": 0, "files_added": 0})["vacuumed"] = \
-            len(deleted)
+            retention_hours=math.ceil(retain_hours), dry_run=False, enforce_retention_duration=False
+        )
+        report.setdefault(name, {"files_removed": 0, "files_added": 0})["vacuumed"] = len(deleted)
         versions[name] = DeltaTable(str(lake.table_path(name))).version()
     derived.carry_over(lake, base, versions)
     if versions == base.table_versions:
         return None
-    return lake.commit_snapshot(operation="vacuum", corpus=None, source=None,
-                                table_versions=versions, rows_added={})
+    return lake.commit_snapshot(
+        operation="vacuum", corpus=None, source=None, table_versions=versions, rows_added={}
+    )

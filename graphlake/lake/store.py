@@ -40,18 +40,20 @@ from graphlake.errors import LakeError, LakeNotFoundError, LakeVersionError
 from graphlake.schema import SCHEMA_VERSION, TABLES
 from graphlake.schema.views import MATERIALIZED
 
-SNAPSHOT_SCHEMA = pa.schema([
-    pa.field("lake_version", pa.int64(), nullable=False),
-    pa.field("committed_at", pa.timestamp("us", tz="UTC")),
-    pa.field("operation", pa.string()),
-    pa.field("corpus", pa.string()),
-    pa.field("source", pa.string()),
-    pa.field("schema_version", pa.int32()),
-    pa.field("graphlake_version", pa.string()),
-    pa.field("table_versions", pa.string()),  # JSON {table: delta version}
-    pa.field("rows_added", pa.string()),      # JSON {table: rows}
-    pa.field("rows_removed", pa.string()),    # JSON {table: rows} a changed source replaced
-])
+SNAPSHOT_SCHEMA = pa.schema(
+    [
+        pa.field("lake_version", pa.int64(), nullable=False),
+        pa.field("committed_at", pa.timestamp("us", tz="UTC")),
+        pa.field("operation", pa.string()),
+        pa.field("corpus", pa.string()),
+        pa.field("source", pa.string()),
+        pa.field("schema_version", pa.int32()),
+        pa.field("graphlake_version", pa.string()),
+        pa.field("table_versions", pa.string()),  # JSON {table: delta version}
+        pa.field("rows_added", pa.string()),  # JSON {table: rows}
+        pa.field("rows_removed", pa.string()),  # JSON {table: rows} a changed source replaced
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -116,12 +118,21 @@ class Lake:
         if marker.is_file():
             found = json.loads(marker.read_text()).get("schema_version")
             if found != SCHEMA_VERSION:
-                raise LakeError(f"lake {self.root} has schema version {found}, this graphlake "
-                                f"writes version {SCHEMA_VERSION}; ingest into a new --lake "
-                                "directory or upgrade graphlake")
+                raise LakeError(
+                    f"lake {self.root} has schema version {found}, this graphlake "
+                    f"writes version {SCHEMA_VERSION}; ingest into a new --lake "
+                    "directory or upgrade graphlake"
+                )
             return
-        marker.write_text(json.dumps({"schema_version": SCHEMA_VERSION,
-                                      "created_by": f"graphlake {graphlake.__version__}"}) + "\n")
+        marker.write_text(
+            json.dumps(
+                {
+                    "schema_version": SCHEMA_VERSION,
+                    "created_by": f"graphlake {graphlake.__version__}",
+                }
+            )
+            + "\n"
+        )
 
     # -- snapshots -------------------------------------------------------------------------
     def snapshots(self) -> list[Snapshot]:
@@ -132,15 +143,17 @@ class Lake:
             raise LakeNotFoundError(
                 f"no lake at {self.root}: nothing was ever ingested there. Check --lake (or "
                 f"$GRAPHLAKE_LAKE), or create it with `graphlake ingest CORPUS PATH --lake "
-                f"{self.root}`")
+                f"{self.root}`"
+            )
         if not DeltaTable.is_deltatable(str(self._snapshots_path)):
             return []
         # read the files directly: DeltaTable.to_pyarrow_table() can abort the interpreter at
         # exit (deltalake 1.x, seen here as "terminate called without an active exception")
         # one ParquetFile per file, and times as integers: pq.read_table would import
         # pyarrow.dataset and to_pylist() on zoned timestamps pandas (~0.4 s per process)
-        as_ints = pa.schema([f.with_type(pa.int64()) if f.name == "committed_at" else f
-                             for f in SNAPSHOT_SCHEMA])
+        as_ints = pa.schema(
+            [f.with_type(pa.int64()) if f.name == "committed_at" else f for f in SNAPSHOT_SCHEMA]
+        )
         rows = []
         for f in DeltaTable(str(self._snapshots_path)).file_uris():
             t = pq.ParquetFile(f).read()
@@ -149,11 +162,19 @@ class Lake:
             for r in t.cast(SNAPSHOT_SCHEMA).cast(as_ints).to_pylist():
                 r["committed_at"] = datetime.fromtimestamp(r["committed_at"] / 1e6, UTC)
                 rows.append(r)
-        return [Snapshot(r["lake_version"], r["committed_at"], r["operation"], r["corpus"],
-                         r["source"], json.loads(r["table_versions"]),
-                         json.loads(r["rows_added"] or "{}"),
-                         json.loads(r.get("rows_removed") or "{}"))
-                for r in sorted(rows, key=lambda r: r["lake_version"])]
+        return [
+            Snapshot(
+                r["lake_version"],
+                r["committed_at"],
+                r["operation"],
+                r["corpus"],
+                r["source"],
+                json.loads(r["table_versions"]),
+                json.loads(r["rows_added"] or "{}"),
+                json.loads(r.get("rows_removed") or "{}"),
+            )
+            for r in sorted(rows, key=lambda r: r["lake_version"])
+        ]
 
     def snapshot(self, version: int | None = None) -> Snapshot:
         """The snapshot at ``version`` (latest when None); the empty snapshot for a lake that
@@ -162,21 +183,28 @@ class Lake:
         if version is None:
             return snaps[-1] if snaps else EMPTY
         vacuumed = self.vacuum_record()
-        if vacuumed and snaps and version < vacuumed["readable_from"] \
-                and version != snaps[-1].lake_version:
+        if (
+            vacuumed
+            and snaps
+            and version < vacuumed["readable_from"]
+            and version != snaps[-1].lake_version
+        ):
             raise LakeVersionError(
                 f"lake version {version} of {self.root} can no longer be read: `graphlake lake "
                 f"compact --vacuum` deleted its files on {vacuumed['at'][:19]}Z (it keeps "
                 f"{vacuumed['retain_hours']:g} hours); versions {vacuumed['readable_from']} to "
-                f"{snaps[-1].lake_version} can be read (`graphlake lake history`)")
+                f"{snaps[-1].lake_version} can be read (`graphlake lake history`)"
+            )
         for s in snaps:
             if s.lake_version == version:
                 return s
         if version == 0:
             return EMPTY
         latest = snaps[-1].lake_version if snaps else 0
-        raise LakeVersionError(f"lake {self.root} has no version {version}; versions run from "
-                               f"0 to {latest} (see `graphlake lake info`)")
+        raise LakeVersionError(
+            f"lake {self.root} has no version {version}; versions run from "
+            f"0 to {latest} (see `graphlake lake info`)"
+        )
 
     # -- vacuum record -------------------------------------------------------------------------
     @property
@@ -197,15 +225,20 @@ class Lake:
         a vacuum killed part-way leaves a record that errs on the safe side."""
         snaps = self.snapshots()
         cutoff = at.timestamp() - retain_hours * 3600
-        kept = [s.lake_version for s in snaps
-                if s.committed_at and s.committed_at.timestamp() >= cutoff]
+        kept = [
+            s.lake_version for s in snaps if s.committed_at and s.committed_at.timestamp() >= cutoff
+        ]
         readable_from = min(kept) if kept else (snaps[-1].lake_version if snaps else 0)
         previous = self.vacuum_record()
         if previous:  # what an earlier vacuum removed stays removed
             readable_from = max(readable_from, previous["readable_from"])
         tmp = self._vacuum_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"at": at.isoformat(), "retain_hours": retain_hours,
-                                   "readable_from": readable_from}) + "\n")
+        tmp.write_text(
+            json.dumps(
+                {"at": at.isoformat(), "retain_hours": retain_hours, "readable_from": readable_from}
+            )
+            + "\n"
+        )
         os.replace(tmp, self._vacuum_path)
         return readable_from
 
@@ -231,8 +264,11 @@ class Lake:
         default: a line on stderr saying so).
         """
         self.init()
-        timeout = float(os.environ.get("GRAPHLAKE_LOCK_TIMEOUT", LOCK_TIMEOUT)) \
-            if timeout is None else timeout
+        timeout = (
+            float(os.environ.get("GRAPHLAKE_LOCK_TIMEOUT", LOCK_TIMEOUT))
+            if timeout is None
+            else timeout
+        )
         with (self.meta_dir / "write.lock").open("w") as fh:
             deadline, waited = time.monotonic() + timeout, False
             while True:
@@ -244,11 +280,20 @@ class Lake:
                         raise LakeError(
                             f"another graphlake process has been writing to {self.root} for "
                             f"over {timeout:g} s; wait for it to finish and retry, or set "
-                            "GRAPHLAKE_LOCK_TIMEOUT to wait longer") from None
+                            "GRAPHLAKE_LOCK_TIMEOUT to wait longer"
+                        ) from None
                     if not waited:
-                        (on_wait or (lambda: print(
-                            f"another graphlake process is writing to {self.root}; waiting "
-                            f"for it (up to {timeout:g} s)", file=sys.stderr, flush=True)))()
+                        (
+                            on_wait
+                            or (
+                                lambda: print(
+                                    f"another graphlake process is writing to {self.root}; waiting "
+                                    f"for it (up to {timeout:g} s)",
+                                    file=sys.stderr,
+                                    flush=True,
+                                )
+                            )
+                        )()
                     waited = True
                     time.sleep(0.1)
             try:
@@ -280,9 +325,15 @@ class Lake:
         final = self.staging_dir / f"{label}-{uuid.uuid4().hex}"
         making = self.staging_dir / f".{os.getpid()}-{final.name}"
         making.mkdir()
-        (making / OWNER).write_text(json.dumps({
-            "pid": os.getpid(), "host": socket.gethostname(),
-            "started": datetime.now(UTC).isoformat()}))
+        (making / OWNER).write_text(
+            json.dumps(
+                {
+                    "pid": os.getpid(),
+                    "host": socket.gethostname(),
+                    "started": datetime.now(UTC).isoformat(),
+                }
+            )
+        )
         making.rename(final)
         return final
 
@@ -353,20 +404,44 @@ class Lake:
                 fixed.append(name)
         return fixed
 
-    def commit_snapshot(self, *, operation: str, corpus: str | None, source: str | None,
-                        table_versions: dict[str, int], rows_added: dict[str, int],
-                        rows_removed: dict[str, int] | None = None) -> Snapshot:
+    def commit_snapshot(
+        self,
+        *,
+        operation: str,
+        corpus: str | None,
+        source: str | None,
+        table_versions: dict[str, int],
+        rows_added: dict[str, int],
+        rows_removed: dict[str, int] | None = None,
+    ) -> Snapshot:
         """Append the snapshot row that makes a run visible (the run's atomic commit)."""
         prev = self.snapshot()
-        snap = Snapshot(prev.lake_version + 1, datetime.now(UTC), operation, corpus, source,
-                        table_versions, rows_added, rows_removed or {})
-        row = pa.Table.from_pylist([{
-            "lake_version": snap.lake_version, "committed_at": snap.committed_at,
-            "operation": operation, "corpus": corpus, "source": source,
-            "schema_version": SCHEMA_VERSION, "graphlake_version": graphlake.__version__,
-            "table_versions": json.dumps(table_versions, sort_keys=True),
-            "rows_added": json.dumps(rows_added, sort_keys=True),
-            "rows_removed": json.dumps(rows_removed or {}, sort_keys=True),
-        }], schema=SNAPSHOT_SCHEMA)
+        snap = Snapshot(
+            prev.lake_version + 1,
+            datetime.now(UTC),
+            operation,
+            corpus,
+            source,
+            table_versions,
+            rows_added,
+            rows_removed or {},
+        )
+        row = pa.Table.from_pylist(
+            [
+                {
+                    "lake_version": snap.lake_version,
+                    "committed_at": snap.committed_at,
+                    "operation": operation,
+                    "corpus": corpus,
+                    "source": source,
+                    "schema_version": SCHEMA_VERSION,
+                    "graphlake_version": graphlake.__version__,
+                    "table_versions": json.dumps(table_versions, sort_keys=True),
+                    "rows_added": json.dumps(rows_added, sort_keys=True),
+                    "rows_removed": json.dumps(rows_removed or {}, sort_keys=True),
+                }
+            ],
+            schema=SNAPSHOT_SCHEMA,
+        )
         write_deltalake(str(self._snapshots_path), row, mode="append")
         return snap

@@ -55,8 +55,9 @@ NOT_FROM_SOURCES = frozenset({"frames"})
 WHERE_FROM = frozenset({"source_file", "uri", "source", "run_id"})
 #: What makes two rejects the same (their ids hash the file's path)
 SAME_REJECT = ("corpus", "session_id", "target_table", "record_kind", "record_ref", "reason")
-_STAGED = {name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())])
-           for name, spec in TABLES.items()}
+_STAGED = {
+    name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())]) for name, spec in TABLES.items()
+}
 
 
 @dataclass
@@ -72,8 +73,14 @@ class StagingSummary:
 class StagingEmitter(EmitterBase):
     """Buffers rows per table and spills them as Parquet parts into a run's staging folder."""
 
-    def __init__(self, corpus: str, staging: Path, prefix: str, flush_rows: int = 50_000,
-                 default_run: dict | None = None):
+    def __init__(
+        self,
+        corpus: str,
+        staging: Path,
+        prefix: str,
+        flush_rows: int = 50_000,
+        default_run: dict | None = None,
+    ):
         super().__init__(corpus, default_run)
         self.staging = Path(staging)
         self.prefix = prefix
@@ -99,12 +106,18 @@ class StagingEmitter(EmitterBase):
         self.accepted[table] += rows.num_rows
         if table == "sessions" and self.default_run and rows.column("run_id").null_count:
             i = rows.schema.get_field_index("run_id")
-            rows = rows.set_column(i, "run_id", pc.fill_null(
-                rows.column(i).cast(pa.string()), self._use_default_run()))
+            rows = rows.set_column(
+                i, "run_id", pc.fill_null(rows.column(i).cast(pa.string()), self._use_default_run())
+            )
         if table == "sessions":
-            self.sessions.extend(zip(rows.column("session_id").to_pylist(),
-                                     rows.column(UNIT).to_pylist(),
-                                     rows.column("source_file").to_pylist(), strict=True))
+            self.sessions.extend(
+                zip(
+                    rows.column("session_id").to_pylist(),
+                    rows.column(UNIT).to_pylist(),
+                    rows.column("source_file").to_pylist(),
+                    strict=True,
+                )
+            )
         self._write(table, rows.select(_STAGED[table].names).cast(_STAGED[table]))
 
     def _write(self, table: str, data: pa.Table) -> None:
@@ -124,8 +137,10 @@ class StagingEmitter(EmitterBase):
         self._buffers[table] = []
         schema = _STAGED[table]
         try:
-            arrays = [pa.array(list(col), type=f.type)
-                      for col, f in zip(zip(*rows, strict=True), schema, strict=True)]
+            arrays = [
+                pa.array(list(col), type=f.type)
+                for col, f in zip(zip(*rows, strict=True), schema, strict=True)
+            ]
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError, TypeError):
             arrays = self._conform(table, rows)
             if arrays is None:
@@ -145,8 +160,13 @@ class StagingEmitter(EmitterBase):
                     continue
                 try:
                     pa.array([value], type=f.type)
-                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError,
-                        TypeError) as exc:
+                except (
+                    pa.ArrowInvalid,
+                    pa.ArrowTypeError,
+                    OverflowError,
+                    ValueError,
+                    TypeError,
+                ) as exc:
                     bad = (f, value, exc)
                     break
             if bad is None:
@@ -157,38 +177,53 @@ class StagingEmitter(EmitterBase):
             self.unit = record.pop(UNIT)
             self.accepted[table] -= 1
             if table == "sessions":
-                self.sessions.remove((record["session_id"], self.unit,
-                                      record.get("source_file") or ""))
-            self.reject(source_file=str(record.get("source_file") or record.get("uri") or ""),
-                        target_table=table, record_kind="value",
-                        record_ref=f"{table}.{f.name}", raw=record,
-                        session_id=record.get("session_id"),
-                        reason=f"column {f.name} holds {f.type}, and {value!r} is not one "
-                        f"({type(exc).__name__}: {str(exc)[:120]}); the rest of the record's "
-                        "file landed. Fix the value at the source and re-ingest")
+                self.sessions.remove(
+                    (record["session_id"], self.unit, record.get("source_file") or "")
+                )
+            self.reject(
+                source_file=str(record.get("source_file") or record.get("uri") or ""),
+                target_table=table,
+                record_kind="value",
+                record_ref=f"{table}.{f.name}",
+                raw=record,
+                session_id=record.get("session_id"),
+                reason=f"column {f.name} holds {f.type}, and {value!r} is not one "
+                f"({type(exc).__name__}: {str(exc)[:120]}); the rest of the record's "
+                "file landed. Fix the value at the source and re-ingest",
+            )
         self.unit = was
         if table == "rejects":  # a reject made here is buffered again; flush it with these
             kept.extend(self._buffers["rejects"])
             self._buffers["rejects"] = []
         if not kept:
             return None
-        return [pa.array(list(col), type=f.type)
-                for col, f in zip(zip(*kept, strict=True), schema, strict=True)]
+        return [
+            pa.array(list(col), type=f.type)
+            for col, f in zip(zip(*kept, strict=True), schema, strict=True)
+        ]
 
     def close(self) -> StagingSummary:
         """Flush every buffer; return the counts and sessions seen. Rejects go last: flushing
         another table can add rejects (values that do not fit their column)."""
         for table in (*(t for t in TABLES if t != "rejects"), "rejects"):
             self._flush(table)
-        return StagingSummary(Counter(self.accepted), Counter(self.rejected), self.sessions,
-                              list(self.failed_units))
+        return StagingSummary(
+            Counter(self.accepted), Counter(self.rejected), self.sessions, list(self.failed_units)
+        )
 
 
 class LakeRun:
     """One ingest run: a staging folder, its emitters, and the commit that publishes them."""
 
-    def __init__(self, lake: Lake, corpus: str, source: str, memory_limit: str = "1GB",
-                 replace: bool = False, prune: bool = False):
+    def __init__(
+        self,
+        lake: Lake,
+        corpus: str,
+        source: str,
+        memory_limit: str = "1GB",
+        replace: bool = False,
+        prune: bool = False,
+    ):
         """``replace``: the run re-reads whole sources (an ingest), so a session whose staged
         rows differ from the lake's is replaced; without it (an append-only writer such as
         the frames index, which adds one recording's frames at a time) existing rows are
@@ -231,27 +266,45 @@ class LakeRun:
                 base = self.lake.snapshot()
                 self.lake.repair(base)
                 versions = dict(base.table_versions)
-                con = duckdb.connect(config={"memory_limit": self.memory_limit,
-                                             "temp_directory": str(self.staging / "_tmp")})
+                con = duckdb.connect(
+                    config={
+                        "memory_limit": self.memory_limit,
+                        "temp_directory": str(self.staging / "_tmp"),
+                    }
+                )
                 try:
                     if losers:
-                        con.register("_losers", pa.table(
-                            {"session_id": pa.array([s for s, _ in losers], pa.string()),
-                             UNIT: pa.array([u for _, u in losers], pa.int32())}))
-                    sources = {t: self._source(con, t, bool(losers), stats) for t in TABLES
-                               if (self.staging / t).is_dir()}
-                    replaced, keys_gone = (self._changes(con, base, sources) if self.replace
-                                           else (set(), {}))
+                        con.register(
+                            "_losers",
+                            pa.table(
+                                {
+                                    "session_id": pa.array([s for s, _ in losers], pa.string()),
+                                    UNIT: pa.array([u for _, u in losers], pa.int32()),
+                                }
+                            ),
+                        )
+                    sources = {
+                        t: self._source(con, t, bool(losers), stats)
+                        for t in TABLES
+                        if (self.staging / t).is_dir()
+                    }
+                    replaced, keys_gone = (
+                        self._changes(con, base, sources) if self.replace else (set(), {})
+                    )
                     stats.replaced_sessions = len(replaced)
-                    pruned = (self._pruned(con, base, sources, keys_gone) - replaced
-                              if self.prune else set())
+                    pruned = (
+                        self._pruned(con, base, sources, keys_gone) - replaced
+                        if self.prune
+                        else set()
+                    )
                     stats.pruned_sessions = len(pruned)
                     for table in TABLES:
                         # frames come from the frames index, not from sources: a replaced
                         # session keeps them; a pruned one (its source is gone) does not
                         gone = pruned if table in NOT_FROM_SOURCES else replaced | pruned
-                        removed, version = self._delete(con, table, base, gone,
-                                                        keys_gone.get(table, []))
+                        removed, version = self._delete(
+                            con, table, base, gone, keys_gone.get(table, [])
+                        )
                         if removed:
                             stats.removed[table] = removed
                             versions[table] = version
@@ -271,9 +324,13 @@ class LakeRun:
                 snap = None
                 if stats.added or stats.removed:
                     snap = self.lake.commit_snapshot(
-                        operation="ingest", corpus=self.corpus, source=self.source,
-                        table_versions=versions, rows_added=dict(stats.added),
-                        rows_removed=dict(stats.removed))
+                        operation="ingest",
+                        corpus=self.corpus,
+                        source=self.source,
+                        table_versions=versions,
+                        rows_added=dict(stats.added),
+                        rows_removed=dict(stats.removed),
+                    )
         finally:
             self.abort()
         return stats, snap
@@ -291,15 +348,22 @@ class LakeRun:
             losers.append((sid, unit))
             path = Path(source)
             raw = path.read_bytes()[:RAW_LIMIT] if path.is_file() else source
-            em.reject(source_file=source, target_table="sessions", record_kind="session",
-                      record_ref="$.session_id", raw=raw, session_id=sid,
-                      reason=f"session_id {sid!r} was already read from {first[sid][1]} in "
-                      "this run; give each session its own id (this file was not ingested)")
+            em.reject(
+                source_file=source,
+                target_table="sessions",
+                record_kind="session",
+                record_ref="$.session_id",
+                raw=raw,
+                session_id=sid,
+                reason=f"session_id {sid!r} was already read from {first[sid][1]} in "
+                "this run; give each session its own id (this file was not ingested)",
+            )
         stats.rejected.update(em.close().rejected)
         return losers
 
-    def _source(self, con, table: str, has_losers: bool, stats: IngestStats
-                ) -> tuple[str, list, bool]:
+    def _source(
+        self, con, table: str, has_losers: bool, stats: IngestStats
+    ) -> tuple[str, list, bool]:
         """SQL reading one table's staged rows (without the rows of rejected duplicate
         sessions), the staged files, and whether rows were dropped that way."""
         folder = self.staging / table
@@ -309,16 +373,21 @@ class LakeRun:
             with_units = " UNION ALL ".join(
                 f"SELECT * FROM read_parquet({string_list([f])}) POSITIONAL JOIN "
                 f"read_parquet({string_list([str(folder / UNITS_DIR / Path(f).name)])})"
-                for f in files)
+                for f in files
+            )
             # a loser with no session_id is a failed unit: all its rows go
-            lost = (f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
-                    f"WHERE l.{UNIT} = w.{UNIT} AND (l.session_id IS NULL OR "
-                    "l.session_id = w.session_id)))")
+            lost = (
+                f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
+                f"WHERE l.{UNIT} = w.{UNIT} AND (l.session_id IS NULL OR "
+                "l.session_id = w.session_id)))"
+            )
             dropped = con.sql(f"SELECT count(*) FROM {lost}").fetchall()[0][0]
             stats.accepted[table] -= dropped
-            source = (f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) w WHERE NOT EXISTS "
-                      f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT} AND "
-                      "(l.session_id IS NULL OR l.session_id = w.session_id)))")
+            source = (
+                f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) w WHERE NOT EXISTS "
+                f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT} AND "
+                "(l.session_id IS NULL OR l.session_id = w.session_id)))"
+            )
         return source, files, has_losers
 
     def _lake_rows(self, table: str, snap: Snapshot, source: str) -> str | None:
@@ -329,18 +398,25 @@ class LakeRun:
             return None
         spec = TABLES[table]
         own = [k for k in spec.key if k not in ("corpus", "session_id")]
-        rows = (f"(SELECT {', '.join(spec.columns)} FROM read_parquet({string_list(existing)}, "
-                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)})")
-        sql = (f"SELECT * FROM {rows} WHERE session_id <> '' AND session_id IN "
-               f"(SELECT DISTINCT session_id FROM {source})")
+        rows = (
+            f"(SELECT {', '.join(spec.columns)} FROM read_parquet({string_list(existing)}, "
+            f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)})"
+        )
+        sql = (
+            f"SELECT * FROM {rows} WHERE session_id <> '' AND session_id IN "
+            f"(SELECT DISTINCT session_id FROM {source})"
+        )
         if own:
-            sql += (f" UNION ALL SELECT l.* FROM {rows} l SEMI JOIN (SELECT {', '.join(own)} "
-                    f"FROM {source} WHERE session_id = '') s USING ({', '.join(own)}) "
-                    "WHERE l.session_id = ''")
+            sql += (
+                f" UNION ALL SELECT l.* FROM {rows} l SEMI JOIN (SELECT {', '.join(own)} "
+                f"FROM {source} WHERE session_id = '') s USING ({', '.join(own)}) "
+                "WHERE l.session_id = ''"
+            )
         return f"({sql})"
 
-    def _changes(self, con, base: Snapshot, sources: dict
-                 ) -> tuple[set[str], dict[str, list[tuple]]]:
+    def _changes(
+        self, con, base: Snapshot, sources: dict
+    ) -> tuple[set[str], dict[str, list[tuple]]]:
         """What re-ingesting changed: the sessions with a lake row that the run no longer
         has as it was (edited or gone), and per table the session-less keys likewise. Rows
         are compared without the columns that only say where they were read from."""
@@ -348,26 +424,30 @@ class LakeRun:
         keys: dict[str, list[tuple]] = {}
         for table, (source, _files, _losers) in sources.items():
             if table == "rejects":  # ids hash the file path; a fixed or newly broken record
-                continue            # shows in the table its row belongs to anyway
+                continue  # shows in the table its row belongs to anyway
             lake_rows = self._lake_rows(table, base, source)
             if lake_rows is None:
                 continue
             spec = TABLES[table]
             cols = ", ".join(c for c in spec.columns if c not in WHERE_FROM or c in spec.key)
             stale = f"(SELECT {cols} FROM {lake_rows} EXCEPT SELECT {cols} FROM {source})"
-            sessions |= {r[0] for r in con.sql(
-                f"SELECT DISTINCT session_id FROM {stale} WHERE session_id <> ''").fetchall()}
+            sessions |= {
+                r[0]
+                for r in con.sql(
+                    f"SELECT DISTINCT session_id FROM {stale} WHERE session_id <> ''"
+                ).fetchall()
+            }
             own = [k for k in spec.key if k not in ("corpus", "session_id")]
             if own:
-                gone = con.sql(f"SELECT DISTINCT {', '.join(own)} FROM {stale} "
-                               "WHERE session_id = ''").fetchall()
+                gone = con.sql(
+                    f"SELECT DISTINCT {', '.join(own)} FROM {stale} WHERE session_id = ''"
+                ).fetchall()
                 if gone:
                     keys[table] = gone
         keys.update(self._stale_rejects(con, base, sources))
         return sessions, keys
 
-    def _used_runs(self, staged: tuple[str, list, bool], snap: Snapshot
-                   ) -> tuple[str, list, bool]:
+    def _used_runs(self, staged: tuple[str, list, bool], snap: Snapshot) -> tuple[str, list, bool]:
         """The runs the source names, and the default run only when some session of the
         lake (as this run leaves it) belongs to it: a corpus re-read from another folder
         stages a new default run that no session takes (its sessions are unchanged, so they
@@ -376,10 +456,12 @@ class LakeRun:
         if not sessions:
             return staged
         source, files, _losers = staged
-        used = (f"(SELECT * FROM {source} WHERE run_id <> "
-                f"{string_literal(self.default_run['run_id'])} OR run_id IN (SELECT run_id FROM "
-                f"read_parquet({string_list(sessions)}, union_by_name=true) WHERE corpus = "
-                f"{string_literal(self.corpus)} AND run_id IS NOT NULL))")
+        used = (
+            f"(SELECT * FROM {source} WHERE run_id <> "
+            f"{string_literal(self.default_run['run_id'])} OR run_id IN (SELECT run_id FROM "
+            f"read_parquet({string_list(sessions)}, union_by_name=true) WHERE corpus = "
+            f"{string_literal(self.corpus)} AND run_id IS NOT NULL))"
+        )
         return used, files, True  # filtered: its files cannot be adopted as they are
 
     def _stale_rejects(self, con, base: Snapshot, sources: dict) -> dict[str, list[tuple]]:
@@ -390,17 +472,24 @@ class LakeRun:
         existing = self.lake.files("rejects", base)
         if not existing or "sessions" not in sources:
             return {}
-        lake_rejects = (f"(SELECT * FROM read_parquet({string_list(existing)}, "
-                        f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
-                        f"session_id <> '' AND session_id IN (SELECT session_id FROM "
-                        f"{sources['sessions'][0]}))")
-        again = (f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
-                 f"s USING ({', '.join(SAME_REJECT)})" if "rejects" in sources else "")
+        lake_rejects = (
+            f"(SELECT * FROM read_parquet({string_list(existing)}, "
+            f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
+            f"session_id <> '' AND session_id IN (SELECT session_id FROM "
+            f"{sources['sessions'][0]}))"
+        )
+        again = (
+            f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
+            f"s USING ({', '.join(SAME_REJECT)})"
+            if "rejects" in sources
+            else ""
+        )
         gone = con.sql(f"SELECT l.reject_id FROM {lake_rejects} l{again}").fetchall()
         return {"rejects": gone} if gone else {}
 
-    def _new_rejects(self, staged: tuple[str, list, bool], snap: Snapshot
-                     ) -> tuple[str, list, bool]:
+    def _new_rejects(
+        self, staged: tuple[str, list, bool], snap: Snapshot
+    ) -> tuple[str, list, bool]:
         """Only rejects the lake does not hold yet, by what they say: the same bad record
         read again from a moved folder is not a new reject."""
         existing = self.lake.files("rejects", snap)
@@ -408,9 +497,11 @@ class LakeRun:
             return staged
         source, files, _losers = staged
         cols = ", ".join(SAME_REJECT)
-        fresh = (f"(SELECT * FROM {source} ANTI JOIN (SELECT {cols} FROM read_parquet("
-                 f"{string_list(existing)}, union_by_name=true) WHERE corpus = "
-                 f"{string_literal(self.corpus)}) l USING ({cols}))")
+        fresh = (
+            f"(SELECT * FROM {source} ANTI JOIN (SELECT {cols} FROM read_parquet("
+            f"{string_list(existing)}, union_by_name=true) WHERE corpus = "
+            f"{string_literal(self.corpus)}) l USING ({cols}))"
+        )
         return fresh, files, True  # filtered: its files cannot be adopted as they are
 
     def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
@@ -419,32 +510,40 @@ class LakeRun:
         root = self.source.rstrip("/")
 
         def under(column: str) -> str:
-            return (f"({column} = {string_literal(root)} OR starts_with({column}, "
-                    f"{string_literal(root + '/')}))")
+            return (
+                f"({column} = {string_literal(root)} OR starts_with({column}, "
+                f"{string_literal(root + '/')}))"
+            )
 
         found = {t: src for t, (src, _f, _l) in sources.items()}
         gone: set[str] = set()
-        for table, column, key in (("sessions", "source_file", "session_id"),
-                                   ("scenarios", "source_file", "scenario_id"),
-                                   ("runs", "source", "run_id")):
+        for table, column, key in (
+            ("sessions", "source_file", "session_id"),
+            ("scenarios", "source_file", "scenario_id"),
+            ("runs", "source", "run_id"),
+        ):
             existing = self.lake.files(table, base)
             if not existing:
                 continue
             cond = under(column)
-            seen = (f" AND {key} NOT IN (SELECT {key} FROM {found[table]})"
-                    if table in found else "")
-            rows = [r[0] for r in con.sql(
-                f"SELECT DISTINCT {key} FROM read_parquet({string_list(existing)}, "
-                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND {cond}"
-                f"{seen}").fetchall()]
+            seen = f" AND {key} NOT IN (SELECT {key} FROM {found[table]})" if table in found else ""
+            rows = [
+                r[0]
+                for r in con.sql(
+                    f"SELECT DISTINCT {key} FROM read_parquet({string_list(existing)}, "
+                    f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND {cond}"
+                    f"{seen}"
+                ).fetchall()
+            ]
             if table == "sessions":
                 gone |= set(rows)
             elif rows:
                 keys.setdefault(table, []).extend((r,) for r in rows)
         return gone
 
-    def _delete(self, con, table: str, base: Snapshot, sessions: set[str],
-                keys: list[tuple]) -> tuple[int, int | None]:
+    def _delete(
+        self, con, table: str, base: Snapshot, sessions: set[str], keys: list[tuple]
+    ) -> tuple[int, int | None]:
         """Delete this corpus's rows of ``sessions`` and the session-less ``keys`` from one
         table; return (rows deleted, new Delta version). No commit when none match."""
         existing = self.lake.files(table, base)
@@ -453,17 +552,26 @@ class LakeRun:
         own = [k for k in TABLES[table].key if k not in ("corpus", "session_id")]
         terms = []
         if sessions:
-            terms.append(f"(session_id <> '' AND session_id IN "
-                         f"({', '.join(map(string_literal, sorted(sessions)))}))")
+            terms.append(
+                f"(session_id <> '' AND session_id IN "
+                f"({', '.join(map(string_literal, sorted(sessions)))}))"
+            )
         # keys of a table keyed by session are of its session-less rows; rejects are keyed
         # by their own id alone
         scope = "session_id = '' AND " if "session_id" in TABLES[table].key else ""
         for key in keys:
-            terms.append(f"({scope}" + " AND ".join(
-                f"{c} = {string_literal(str(v))}" for c, v in zip(own, key, strict=True)) + ")")
+            terms.append(
+                f"({scope}"
+                + " AND ".join(
+                    f"{c} = {string_literal(str(v))}" for c, v in zip(own, key, strict=True)
+                )
+                + ")"
+            )
         predicate = f"corpus = {string_literal(self.corpus)} AND ({' OR '.join(terms)})"
-        n = con.sql(f"SELECT count(*) FROM read_parquet({string_list(existing)}, "
-                    f"union_by_name=true) WHERE {predicate}").fetchall()[0][0]
+        n = con.sql(
+            f"SELECT count(*) FROM read_parquet({string_list(existing)}, "
+            f"union_by_name=true) WHERE {predicate}"
+        ).fetchall()[0][0]
         if not n:
             return 0, None
         dt = DeltaTable(str(self.lake.table_path(table)), version=base.table_versions[table])
@@ -482,15 +590,26 @@ class LakeRun:
         keys = ", ".join(spec.key)
         # DISTINCT ON carries whole rows through a hash table; checking the narrow keys
         # first is several times cheaper, and repeats within a run are rare
-        repeats = con.sql(f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 "
-                          "LIMIT 1").fetchall()
+        repeats = con.sql(
+            f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
+        ).fetchall()
         existing = self.lake.files(table, base)
         # only the sessions this run touches can collide: prune the scan to them
-        in_lake = (f"(SELECT {keys} FROM read_parquet({string_list(existing)}, "
-                   f"union_by_name=true) WHERE session_id IN (SELECT DISTINCT session_id "
-                   f"FROM {source}))") if existing else None
-        collides = in_lake and con.sql(f"SELECT 1 FROM {source} SEMI JOIN {in_lake} "
-                                       f"USING ({keys}) LIMIT 1").fetchall()
+        in_lake = (
+            (
+                f"(SELECT {keys} FROM read_parquet({string_list(existing)}, "
+                f"union_by_name=true) WHERE session_id IN (SELECT DISTINCT session_id "
+                f"FROM {source}))"
+            )
+            if existing
+            else None
+        )
+        collides = (
+            in_lake
+            and con.sql(
+                f"SELECT 1 FROM {source} SEMI JOIN {in_lake} USING ({keys}) LIMIT 1"
+            ).fetchall()
+        )
         if not (has_losers or repeats or collides):
             return self._adopt(table, files)
         distinct = f"DISTINCT ON ({keys}) " if repeats else ""
@@ -518,8 +637,16 @@ class LakeRun:
             name = f"part-{uuid.uuid4().hex}.parquet"
             os.replace(f, path / name)
             st = (path / name).stat()
-            actions.append(AddAction(name, st.st_size, {}, int(st.st_mtime * 1000), True,
-                                     json.dumps({"numRecords": n})))
+            actions.append(
+                AddAction(
+                    name,
+                    st.st_size,
+                    {},
+                    int(st.st_mtime * 1000),
+                    True,
+                    json.dumps({"numRecords": n}),
+                )
+            )
             rows += n
         if not actions:
             return 0, None
@@ -543,6 +670,7 @@ class LakeRun:
 
         path = self.lake.table_path(table)
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_deltalake(str(path), pa.RecordBatchReader.from_batches(schema, batches()),
-                        mode="append")
+        write_deltalake(
+            str(path), pa.RecordBatchReader.from_batches(schema, batches()), mode="append"
+        )
         return counted, DeltaTable(str(path)).version()

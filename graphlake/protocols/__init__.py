@@ -15,9 +15,18 @@ from graphlake.protocols.service import Benchmarks, Page
 from graphlake.protocols.spec import KOLAB_CONDITIONS, ProtocolError, ProtocolSpec
 
 #: protocol id -> (spec, module with targets_sql() and build())
-REGISTRY = {**{pid: (spec, kolab) for pid, spec in kolab.SPECS.items()},
-            **{pid: (spec, traces) for pid, spec in traces.SPECS.items()}}
+REGISTRY = {
+    **{pid: (spec, kolab) for pid, spec in kolab.SPECS.items()},
+    **{pid: (spec, traces) for pid, spec in traces.SPECS.items()},
+}
 SPECS = {pid: spec for pid, (spec, _module) in REGISTRY.items()}
 
-__all__ = ["KOLAB_CONDITIONS", "REGISTRY", "SPECS", "Benchmarks", "Page", "ProtocolError",
-           "ProtocolSpec"]
+__all__ = [
+    "KOLAB_CONDITIONS",
+    "REGISTRY",
+    "SPECS",
+    "Benchmarks",
+    "Page",
+    "ProtocolError",
+    "ProtocolSpec",
+]

@@ -24,43 +24,88 @@ ADOPTION_LABELS = ("ADOPT", "MODIFY", "REJECT")
 RATING_LABELS = ("1", "2", "3", "4", "5")
 _CORPUS = Param("corpus", "str", "kolab", "corpus whose adoption triples / ratings to use")
 _FRAMES = Param("frames", "int", 8, "evenly spaced frames listed for video conditions")
-_PROMPT_PARTS = (prompts.WORKFLOW, prompts.OPEN_VIDEO, prompts.OPEN_NO_VIDEO,
-                 prompts.GRAPH_SECTION, prompts.CHAT_SECTION, prompts.ADOPTION_LABELS)
+_PROMPT_PARTS = (
+    prompts.WORKFLOW,
+    prompts.OPEN_VIDEO,
+    prompts.OPEN_NO_VIDEO,
+    prompts.GRAPH_SECTION,
+    prompts.CHAT_SECTION,
+    prompts.ADOPTION_LABELS,
+)
 _SRC = "Kolab 5.1, Table 4, A.6"
 
 
 def _adoption_spec(pid, description, window, extra=()):
     return ProtocolSpec(
-        id=pid, description=description, task="adoption",
+        id=pid,
+        description=description,
+        task="adoption",
         unit="one annotated AI adoption triple (source, AI output, response)",
-        window=window, cutoff=window.split("-> ")[-1], labels=ADOPTION_LABELS,
-        conditions=KOLAB_CONDITIONS, source=_SRC, params=(_CORPUS, *extra, _FRAMES),
-        prompt_parts=_PROMPT_PARTS)
+        window=window,
+        cutoff=window.split("-> ")[-1],
+        labels=ADOPTION_LABELS,
+        conditions=KOLAB_CONDITIONS,
+        source=_SRC,
+        params=(_CORPUS, *extra, _FRAMES),
+        prompt_parts=_PROMPT_PARTS,
+    )
 
 
 def _rating_spec(pid, description, item, criteria):
     return ProtocolSpec(
-        id=pid, description=description, task="rating",
-        unit=f"one step segment with a {item} rating", window="step start -> step end",
-        cutoff="step end", labels=RATING_LABELS, conditions=KOLAB_CONDITIONS, source=_SRC,
-        params=(_CORPUS, _FRAMES), prompt_parts=(*_PROMPT_PARTS, criteria))
+        id=pid,
+        description=description,
+        task="rating",
+        unit=f"one step segment with a {item} rating",
+        window="step start -> step end",
+        cutoff="step end",
+        labels=RATING_LABELS,
+        conditions=KOLAB_CONDITIONS,
+        source=_SRC,
+        params=(_CORPUS, _FRAMES),
+        prompt_parts=(*_PROMPT_PARTS, criteria),
+    )
 
 
-SPECS = {s.id: s for s in (
-    _adoption_spec("kolab-1a", "Recognise how the person responded to an AI output (the "
-                   "response is in the clip)", "source start -> response end"),
-    _adoption_spec("kolab-1b", "Forecast how the person will respond to an AI output, at "
-                   "delivery time", "source start -> AI end"),
-    _adoption_spec("kolab-1c", "Forecast with the preceding k steps as context (triples in the "
-                   "session's last step)", "start of the k-th preceding step -> AI end",
-                   (Param("k", "int", 1, "preceding steps given as context", (1, 2, 3)),)),
-    _adoption_spec("kolab-1d", "Forecast with the whole workflow so far as context (triples in "
-                   "the session's last step)", "workflow start -> AI end"),
-    _rating_spec("kolab-2a", "Rate the collaboration experience of one step (1-5)",
-                 "collaboration", prompts.COLLAB_CRITERIA),
-    _rating_spec("kolab-2b", "Rate the output quality of one step (1-5)", "output_quality",
-                 prompts.QUALITY_CRITERIA),
-)}
+SPECS = {
+    s.id: s
+    for s in (
+        _adoption_spec(
+            "kolab-1a",
+            "Recognise how the person responded to an AI output (the response is in the clip)",
+            "source start -> response end",
+        ),
+        _adoption_spec(
+            "kolab-1b",
+            "Forecast how the person will respond to an AI output, at delivery time",
+            "source start -> AI end",
+        ),
+        _adoption_spec(
+            "kolab-1c",
+            "Forecast with the preceding k steps as context (triples in the session's last step)",
+            "start of the k-th preceding step -> AI end",
+            (Param("k", "int", 1, "preceding steps given as context", (1, 2, 3)),),
+        ),
+        _adoption_spec(
+            "kolab-1d",
+            "Forecast with the whole workflow so far as context (triples in "
+            "the session's last step)",
+            "workflow start -> AI end",
+        ),
+        _rating_spec(
+            "kolab-2a",
+            "Rate the collaboration experience of one step (1-5)",
+            "collaboration",
+            prompts.COLLAB_CRITERIA,
+        ),
+        _rating_spec(
+            "kolab-2b",
+            "Rate the output quality of one step (1-5)",
+            "output_quality",
+            prompts.QUALITY_CRITERIA,
+        ),
+    )
+}
 
 _ADOPTION_TARGETS = """
 SELECT a.corpus, a.session_id, a.annotation_id AS target, upper(a.label) AS gold,
@@ -94,8 +139,10 @@ def targets_sql(spec: ProtocolSpec, params: dict) -> tuple[str, dict]:
     k = params.get("k") if spec.id == "kolab-1c" else None
     if spec.task == "rating":
         item = "collaboration" if spec.id == "kolab-2a" else "output_quality"
-        return (with_contexts(spec.id, _RATING_TARGETS, rating=True),
-                {"corpus": params["corpus"], "item": item, "k": k})
+        return (
+            with_contexts(spec.id, _RATING_TARGETS, rating=True),
+            {"corpus": params["corpus"], "item": item, "k": k},
+        )
     sql = _ADOPTION_TARGETS
     if spec.id in ("kolab-1c", "kolab-1d"):
         sql = _LAST_STEP.format(inner=sql)
@@ -114,58 +161,88 @@ def context_rows(spec: ProtocolSpec, data, ref: dict):
         return ordered_context(ref)
     keep = frozenset([ref["ai_node"]]) if spec.task == "adoption" else frozenset()
     nodes, edges = data.graph(ref["t0"], ref["cutoff"], keep)
-    nodes = [{k: n.get(k) for k in NODE_FIELDS}
-             for n in sorted(nodes, key=lambda n: (n["t_start"], n["node_id"]))]
-    turns = [{k: m[k] for k in ("event_id", "t", "actor_type", "text")}
-             for m in data.chat(ref["t0"], ref["cutoff"])]
+    nodes = [
+        {k: n.get(k) for k in NODE_FIELDS}
+        for n in sorted(nodes, key=lambda n: (n["t_start"], n["node_id"]))
+    ]
+    turns = [
+        {k: m[k] for k in ("event_id", "t", "actor_type", "text")}
+        for m in data.chat(ref["t0"], ref["cutoff"])
+    ]
     return nodes, [{k: e[k] for k in ("src", "dst", "kind")} for e in edges], turns
 
 
-def build(spec: ProtocolSpec, data, ref: dict, condition: str,
-          params: dict) -> tuple[str, dict]:
+def build(spec: ProtocolSpec, data, ref: dict, condition: str, params: dict) -> tuple[str, dict]:
     """The prompt and the inputs of one instance in one condition: the window, session facts
     and (1a, 1b, 2a, 2b) context rows come with the index row; ``data``, the session's rows,
     is read only for 1c and 1d."""
     modes = set(condition.split("-"))
     t0, cutoff = ref["t0"], ref["cutoff"]
     goal, profession = ref["goal"] or "", ref["profession"]
-    inputs: dict = {"window": {"t0": t0, "t1": cutoff}, "cutoff": cutoff,
-                    "goal": goal, "profession": profession}
+    inputs: dict = {
+        "window": {"t0": t0, "t1": cutoff},
+        "cutoff": cutoff,
+        "goal": goal,
+        "profession": profession,
+    }
     graph_nodes = graph_edges = chat_text = ""
     nodes, edges, turns = context_rows(spec, data, ref)
     if "graph" in modes:
         g = render_graph(nodes, edges)
         graph_nodes, graph_edges = g.nodes, g.edges
-        inputs["graph"] = {"text": g.text, "node_ids": g.node_ids, "nodes": nodes,
-                           "edges": edges}  # nodes already in render order
+        inputs["graph"] = {
+            "text": g.text,
+            "node_ids": g.node_ids,
+            "nodes": nodes,
+            "edges": edges,
+        }  # nodes already in render order
     if "chat" in modes:
         chat_text = render_chat(turns)
         inputs["chat"] = {"text": chat_text, "turns": turns}
     if "video" in modes:
-        inputs["video"] = video_inputs(ref["media_id"], ref["media_duration_s"], t0, cutoff,
-                                       params["frames"])
+        inputs["video"] = video_inputs(
+            ref["media_id"], ref["media_duration_s"], t0, cutoff, params["frames"]
+        )
     if spec.task == "rating":
         name = ref["target_step_name"]
         inputs["step"] = {"step_id": ref["target"], "name": name}
-        prompt = prompts.rating_prompt(modes, quality=spec.id == "kolab-2b",
-                                       profession=profession, goal=goal, step_name=name,
-                                       graph_nodes=graph_nodes, graph_edges=graph_edges,
-                                       chat=chat_text)
+        prompt = prompts.rating_prompt(
+            modes,
+            quality=spec.id == "kolab-2b",
+            profession=profession,
+            goal=goal,
+            step_name=name,
+            graph_nodes=graph_nodes,
+            graph_edges=graph_edges,
+            chat=chat_text,
+        )
         return prompt, inputs
     ai_step = ref["ai_step_name"]
-    inputs["target"] = {"ai_node": ref["ai_node"], "ai_step": ref["ai_step"],
-                        "ai_step_name": ai_step, "t_start": ref["ai_t_start"],
-                        "t_end": ref["ai_t_end"]}
+    inputs["target"] = {
+        "ai_node": ref["ai_node"],
+        "ai_step": ref["ai_step"],
+        "ai_step_name": ai_step,
+        "t_start": ref["ai_t_start"],
+        "t_end": ref["ai_t_end"],
+    }
     user_step = None
     if spec.id == "kolab-1a":
         user_step = ref["user_step_name"]
         inputs["target"]["user_step"] = ref["response_step"]
         inputs["target"]["user_step_name"] = user_step
     prompt = prompts.adoption_prompt(
-        modes, recognition=spec.id == "kolab-1a", profession=profession, goal=goal,
-        ai_step=ai_step, user_step=user_step, start=clock(ref["ai_t_start"]),
-        end=clock(ref["ai_t_end"]), graph_nodes=graph_nodes, graph_edges=graph_edges,
-        chat=chat_text)
+        modes,
+        recognition=spec.id == "kolab-1a",
+        profession=profession,
+        goal=goal,
+        ai_step=ai_step,
+        user_step=user_step,
+        start=clock(ref["ai_t_start"]),
+        end=clock(ref["ai_t_end"]),
+        graph_nodes=graph_nodes,
+        graph_edges=graph_edges,
+        chat=chat_text,
+    )
     return prompt, inputs
 
 
@@ -178,17 +255,23 @@ def frame_times(t0: float, t1: float, n: int) -> list[float]:
     return [round(t0 + (i + 0.5) * step, 3) for i in range(n)]
 
 
-def video_inputs(media_id: str | None, duration_s: float | None, t0: float, t1: float,
-                 n_frames: int) -> dict:
+def video_inputs(
+    media_id: str | None, duration_s: float | None, t0: float, t1: float, n_frames: int
+) -> dict:
     """The clip window and its frame URLs on the session's recording (recording time is
     session time); ``available`` is false when the session has no recording."""
     out = {"t0": t0, "t1": t1, "available": media_id is not None}
     if media_id is None:
         return out
-    out.update({
-        "media_id": media_id, "duration_s": duration_s,
-        "clip_url": f"/media/{media_id}/clip?t0={t0}&t1={t1}",
-        "frames": [{"t": t, "url": f"/media/{media_id}/frame.jpg?t={t}"}
-                   for t in frame_times(t0, t1, n_frames)],
-    })
+    out.update(
+        {
+            "media_id": media_id,
+            "duration_s": duration_s,
+            "clip_url": f"/media/{media_id}/clip?t0={t0}&t1={t1}",
+            "frames": [
+                {"t": t, "url": f"/media/{media_id}/frame.jpg?t={t}"}
+                for t in frame_times(t0, t1, n_frames)
+            ],
+        }
+    )
     return out

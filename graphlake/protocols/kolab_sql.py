@@ -24,15 +24,16 @@ from __future__ import annotations
 WINDOWS = {
     "kolab-1a": "t.t_source AS t0, coalesce(t.response_t_end, t.ai_t_end) AS cutoff",
     "kolab-1b": "t.t_source AS t0, t.ai_t_end AS cutoff",
-    "kolab-1c": "least(t.t_source, coalesce(kb.t_start, t.t_source)) AS t0, "
-                "t.ai_t_end AS cutoff",
+    "kolab-1c": "least(t.t_source, coalesce(kb.t_start, t.t_source)) AS t0, t.ai_t_end AS cutoff",
     "kolab-1d": "least(0.0, coalesce(fs.first_start, 0.0)) AS t0, t.ai_t_end AS cutoff",
     "kolab-2a": "st.t_start AS t0, st.t_end AS cutoff",
     "kolab-2b": "st.t_start AS t0, st.t_end AS cutoff",
 }
 
-_STEP_NAME = ("CASE WHEN {s}.step_id IS NULL THEN coalesce({ref}, '') ELSE "
-              "coalesce(nullif({s}.name, ''), nullif({s}.badge, ''), {s}.step_id) END")
+_STEP_NAME = (
+    "CASE WHEN {s}.step_id IS NULL THEN coalesce({ref}, '') ELSE "
+    "coalesce(nullif({s}.name, ''), nullif({s}.badge, ''), {s}.step_id) END"
+)
 
 _PICKED = """
     SELECT t.corpus, t.session_id, t.target, o.node_id, min(o.t_start) AS t_first
@@ -148,8 +149,10 @@ LEFT JOIN media m ON m.corpus = t.corpus AND m.session_id = t.session_id
 #: 1d span whole steps or the workflow so far: 85 s and gigabytes at 100k sessions; their
 #: contexts are cut from the session's rows per fetch instead).
 PRECOMPUTED = frozenset({"kolab-1a", "kolab-1b", "kolab-2a", "kolab-2b"})
-_NONE = ("SELECT NULL::VARCHAR AS corpus, NULL::VARCHAR AS session_id, NULL::VARCHAR AS "
-         "target, {cols} WHERE false")
+_NONE = (
+    "SELECT NULL::VARCHAR AS corpus, NULL::VARCHAR AS session_id, NULL::VARCHAR AS "
+    "target, {cols} WHERE false"
+)
 
 
 def with_contexts(pid: str, targets: str, rating: bool) -> str:
@@ -157,29 +160,39 @@ def with_contexts(pid: str, targets: str, rating: bool) -> str:
     the protocols in ``PRECOMPUTED``, their context rows."""
     ai, user = ("NULL", "NULL") if rating else ("t.ai_step", "t.response_step")
     if pid in PRECOMPUTED:
-        parts = {"picked": _PICKED, "g_nodes": _G_NODES, "g_edges": _G_EDGES,
-                 "g_chat": _G_CHAT}
+        parts = {"picked": _PICKED, "g_nodes": _G_NODES, "g_edges": _G_EDGES, "g_chat": _G_CHAT}
     else:
-        parts = {"picked": _NONE.format(cols="NULL::VARCHAR AS node_id"),
-                 "g_nodes": _NONE.format(cols="NULL AS ctx_nodes"),
-                 "g_edges": _NONE.format(cols="NULL AS ctx_edges"),
-                 "g_chat": _NONE.format(cols="NULL AS ctx_chat")}
-    return _SQL.format(**{k: v.replace("{{", "{").replace("}}", "}") for k, v in
-                          parts.items()},
-        targets=targets, window=WINDOWS[pid], keep="NULL" if rating else "t.ai_node",
-        ai_step=ai, user_step=user,
+        parts = {
+            "picked": _NONE.format(cols="NULL::VARCHAR AS node_id"),
+            "g_nodes": _NONE.format(cols="NULL AS ctx_nodes"),
+            "g_edges": _NONE.format(cols="NULL AS ctx_edges"),
+            "g_chat": _NONE.format(cols="NULL AS ctx_chat"),
+        }
+    return _SQL.format(
+        **{k: v.replace("{{", "{").replace("}}", "}") for k, v in parts.items()},
+        targets=targets,
+        window=WINDOWS[pid],
+        keep="NULL" if rating else "t.ai_node",
+        ai_step=ai,
+        user_step=user,
         ai_step_name=_STEP_NAME.format(s="sa", ref=ai),
         user_step_name=_STEP_NAME.format(s="sr", ref=user),
-        target_step_name=_STEP_NAME.format(s="sg", ref="t.target"))
+        target_step_name=_STEP_NAME.format(s="sg", ref="t.target"),
+    )
 
 
 def ordered_context(ref: dict) -> tuple[list[dict], list[dict], list[dict]]:
     """One instance's nodes (by first start, then id), action edges (by edge_id) and chat turns
     (by time, order, id), in the order ``SessionData`` gives them."""
     nodes = sorted(ref["ctx_nodes"], key=lambda n: (n["t_start"], n["node_id"]))
-    edges = [{k: e[k] for k in ("src", "dst", "kind")}
-             for e in sorted(ref["ctx_edges"], key=lambda e: e["edge_id"])]
-    turns = [{k: m[k] for k in ("event_id", "t", "actor_type", "text")}
-             for m in sorted(ref["ctx_chat"], key=lambda m: (m["t"], m["seq"] is None,
-                                                             m["seq"] or 0, m["event_id"]))]
+    edges = [
+        {k: e[k] for k in ("src", "dst", "kind")}
+        for e in sorted(ref["ctx_edges"], key=lambda e: e["edge_id"])
+    ]
+    turns = [
+        {k: m[k] for k in ("event_id", "t", "actor_type", "text")}
+        for m in sorted(
+            ref["ctx_chat"], key=lambda m: (m["t"], m["seq"] is None, m["seq"] or 0, m["event_id"])
+        )
+    ]
     return nodes, edges, turns

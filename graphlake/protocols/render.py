@@ -25,9 +25,9 @@ def clock(seconds: float | None) -> str:
 
 @dataclass(frozen=True)
 class RenderedGraph:
-    nodes: str            # the [nK](actor) label: details lines
-    edges: str            # the nK -> nM lines
-    node_ids: list[str]   # node_ids[K] is the lake node_id of nK
+    nodes: str  # the [nK](actor) label: details lines
+    edges: str  # the nK -> nM lines
+    node_ids: list[str]  # node_ids[K] is the lake node_id of nK
 
     @property
     def text(self) -> str:
@@ -36,8 +36,9 @@ class RenderedGraph:
 
 def order_nodes(nodes: list[dict]) -> list[dict]:
     """Nodes in the order they started (their earliest start in the context), ties by id."""
-    return sorted(nodes, key=lambda n: (n["t_start"] if n["t_start"] is not None else 0.0,
-                                        n["node_id"]))
+    return sorted(
+        nodes, key=lambda n: (n["t_start"] if n["t_start"] is not None else 0.0, n["node_id"])
+    )
 
 
 def render_graph(nodes: list[dict], edges: list[dict]) -> RenderedGraph:
@@ -50,11 +51,11 @@ def render_graph(nodes: list[dict], edges: list[dict]) -> RenderedGraph:
         if n.get("detail"):
             line += f": {n['detail']}"
         lines.append(line)
-    pairs = sorted({(rank[e["src"]], rank[e["dst"]]) for e in edges
-                    if e["src"] in rank and e["dst"] in rank})
+    pairs = sorted(
+        {(rank[e["src"]], rank[e["dst"]]) for e in edges if e["src"] in rank and e["dst"] in rank}
+    )
     edge_lines = [f"n{a} -> n{b}" for a, b in pairs]
-    return RenderedGraph("\n".join(lines), "\n".join(edge_lines),
-                         [n["node_id"] for n in ordered])
+    return RenderedGraph("\n".join(lines), "\n".join(edge_lines), [n["node_id"] for n in ordered])
 
 
 def render_chat(messages: list[dict]) -> str:
@@ -80,7 +81,9 @@ def render_dot(nodes: list[dict], edges: list[dict], name: str = "session") -> s
         lines.append(f"  {_dot_id(n['node_id'])} [label={_dot_id(label)}, shape={shape}];")
     for e in edges:
         if e["src"] in ids and e["dst"] in ids:
-            lines.append(f"  {_dot_id(e['src'])} -> {_dot_id(e['dst'])}"
-                         f" [label={_dot_id(e.get('kind') or '')}];")
+            lines.append(
+                f"  {_dot_id(e['src'])} -> {_dot_id(e['dst'])}"
+                f" [label={_dot_id(e.get('kind') or '')}];"
+            )
     lines.append("}")
     return "\n".join(lines)

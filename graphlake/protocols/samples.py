@@ -32,10 +32,22 @@ def inspect_samples(path: str | Path) -> list:
     try:
         from inspect_ai.dataset import Sample
     except ImportError as exc:
-        raise MissingExtraError("inspect_ai is not installed; install it with: "
-                                "pip install inspect-ai") from exc
-    return [Sample(input=i["prompt"], target="", id=i["id"],
-                   metadata={"protocol": i["protocol"], "condition": i["condition"],
-                             "spec_hash": i["spec_hash"], "corpus": i["corpus"],
-                             "session_id": i["session_id"], "inputs": i["inputs"]})
-            for i in read_instances(path)]
+        raise MissingExtraError(
+            "inspect_ai is not installed; install it with: pip install inspect-ai"
+        ) from exc
+    return [
+        Sample(
+            input=i["prompt"],
+            target="",
+            id=i["id"],
+            metadata={
+                "protocol": i["protocol"],
+                "condition": i["condition"],
+                "spec_hash": i["spec_hash"],
+                "corpus": i["corpus"],
+                "session_id": i["session_id"],
+                "inputs": i["inputs"],
+            },
+        )
+        for i in read_instances(path)
+    ]

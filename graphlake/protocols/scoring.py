@@ -70,8 +70,14 @@ def classification(gold: list[str], pred: list[str], classes: tuple[str, ...]) -
 def ratings(gold: list[int], pred: list[int]) -> dict:
     n = len(gold)
     if not n:
-        return {"n": 0, "mae": None, "exact": None, "within_1": None, "spearman": None,
-                "mae_by_band": {}}
+        return {
+            "n": 0,
+            "mae": None,
+            "exact": None,
+            "within_1": None,
+            "spearman": None,
+            "mae_by_band": {},
+        }
     err = [abs(g - p) for g, p in zip(gold, pred, strict=True)]
     rho = None
     if len(set(gold)) > 1 and len(set(pred)) > 1:
@@ -81,8 +87,14 @@ def ratings(gold: list[int], pred: list[int]) -> dict:
     for name, members in RATING_BANDS:
         errs = [e for g, e in zip(gold, err, strict=True) if g in members]
         bands[name] = sum(errs) / len(errs) if errs else None
-    return {"n": n, "mae": sum(err) / n, "exact": sum(e == 0 for e in err) / n,
-            "within_1": sum(e <= 1 for e in err) / n, "spearman": rho, "mae_by_band": bands}
+    return {
+        "n": n,
+        "mae": sum(err) / n,
+        "exact": sum(e == 0 for e in err) / n,
+        "within_1": sum(e <= 1 for e in err) / n,
+        "spearman": rho,
+        "mae_by_band": bands,
+    }
 
 
 def chebyshev_score(pred_cells, gold_cells) -> tuple[float, int]:

@@ -39,9 +39,9 @@ class Page:
 
 @dataclass
 class _Index:
-    table: pa.Table      # one row per instance, sorted by id
-    ids: np.ndarray      # the id column as a NumPy array, for binary search
-    corpora: frozenset   # the corpora its instances come from
+    table: pa.Table  # one row per instance, sorted by id
+    ids: np.ndarray  # the id column as a NumPy array, for binary search
+    corpora: frozenset  # the corpora its instances come from
 
     def find(self, iid: str) -> int | None:
         i = int(np.searchsorted(self.ids, iid))
@@ -54,9 +54,11 @@ class _Index:
         # one contiguous array per column: indexing it is about twice as fast as indexing a
         # chunked column
         self.table = self.table.combine_chunks()
-        self._cols = [(name, col.chunk(0) if col.num_chunks else col)
-                      for name, col in zip(self.table.column_names, self.table.columns,
-                                           strict=True) if name not in GOLD_COLUMNS]
+        self._cols = [
+            (name, col.chunk(0) if col.num_chunks else col)
+            for name, col in zip(self.table.column_names, self.table.columns, strict=True)
+            if name not in GOLD_COLUMNS
+        ]
 
     def row(self, i: int) -> dict:
         """Instance ``i`` as the builders see it: every index column but the gold ones."""
@@ -66,8 +68,14 @@ class _Index:
 class Benchmarks:
     """Every protocol over ``con`` (its pinned snapshot)."""
 
-    def __init__(self, con: Connection, *, session_cache: int = 1024,
-                 preload_rows: int = 20_000_000, index_timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(
+        self,
+        con: Connection,
+        *,
+        session_cache: int = 1024,
+        preload_rows: int = 20_000_000,
+        index_timeout_s: float = DEFAULT_TIMEOUT_S,
+    ):
         from graphlake.protocols import REGISTRY
 
         self.con = con
@@ -83,8 +91,10 @@ class Benchmarks:
         try:
             return self.registry[pid]
         except KeyError:
-            raise UnknownProtocolError(f"unknown benchmark {pid!r}; the benchmarks are "
-                                f"{', '.join(self.registry)} (GET /benchmarks)") from None
+            raise UnknownProtocolError(
+                f"unknown benchmark {pid!r}; the benchmarks are "
+                f"{', '.join(self.registry)} (GET /benchmarks)"
+            ) from None
 
     def specs(self) -> list[dict]:
         return [spec.summary() for spec, _m in self.registry.values()]
@@ -97,13 +107,13 @@ class Benchmarks:
         if idx is None:
             return None
         _spec, module = self.registry[spec.id]
-        if module.needs_session(spec) and not all(self.sessions.in_memory(c)
-                                                  for c in idx.corpora):
+        if module.needs_session(spec) and not all(self.sessions.in_memory(c) for c in idx.corpora):
             return None
         return idx
 
-    def instance_if_warm(self, pid: str, iid: str, *, condition: str | None = None,
-                         params: dict | None = None) -> dict | None:
+    def instance_if_warm(
+        self, pid: str, iid: str, *, condition: str | None = None, params: dict | None = None
+    ) -> dict | None:
         """``instance(...)`` when it needs no query, else None: the server builds these on
         its event loop and hands the others to a thread."""
         spec, _m = self.spec(pid)
@@ -152,16 +162,29 @@ class Benchmarks:
 
     def _build_index(self, pid: str, spec: ProtocolSpec, module, params: dict) -> _Index:
         inner, bind = module.targets_sql(spec, params)
-        sql = (f"SELECT left(sha256(concat_ws(chr(31), $__pid, t.corpus, t.session_id, "
-               f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id")
-        table = self.con.execute(sql, {**bind, "__pid": pid}, max_rows=None,
-                                 timeout_s=self.index_timeout_s).table
-        return _Index(table, np.asarray(table.column("id").to_pylist(), dtype=str),
-                      frozenset(table.column("corpus").unique().to_pylist()))
+        sql = (
+            f"SELECT left(sha256(concat_ws(chr(31), $__pid, t.corpus, t.session_id, "
+            f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id"
+        )
+        table = self.con.execute(
+            sql, {**bind, "__pid": pid}, max_rows=None, timeout_s=self.index_timeout_s
+        ).table
+        return _Index(
+            table,
+            np.asarray(table.column("id").to_pylist(), dtype=str),
+            frozenset(table.column("corpus").unique().to_pylist()),
+        )
 
     # ------------------------------------------------------------------ instances
-    def instances(self, pid: str, *, condition: str | None = None, params: dict | None = None,
-                  limit: int = 100, cursor: str | None = None) -> Page:
+    def instances(
+        self,
+        pid: str,
+        *,
+        condition: str | None = None,
+        params: dict | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> Page:
         spec, _m = self.spec(pid)
         bound = spec.bind(params)
         condition = spec.check_condition(condition)
@@ -175,8 +198,9 @@ class Benchmarks:
         nxt = pages.encode([str(idx.ids[stop - 1])]) if stop < len(idx.ids) else None
         return Page(items, nxt)
 
-    def instance(self, pid: str, iid: str, *, condition: str | None = None,
-                 params: dict | None = None) -> dict:
+    def instance(
+        self, pid: str, iid: str, *, condition: str | None = None, params: dict | None = None
+    ) -> dict:
         spec, _m = self.spec(pid)
         bound = spec.bind(params)
         condition = spec.check_condition(condition)
@@ -187,9 +211,11 @@ class Benchmarks:
         return self._build(spec, idx.row(i), condition, bound)
 
     def _missing(self, pid: str, iid: str):
-        raise UnknownProtocolError(f"{pid} has no instance {iid!r} at lake version "
-                                   f"{self.con.version}; list them with "
-                                   f"GET /benchmarks/{pid}/instances")
+        raise UnknownProtocolError(
+            f"{pid} has no instance {iid!r} at lake version "
+            f"{self.con.version}; list them with "
+            f"GET /benchmarks/{pid}/instances"
+        )
 
     def count(self, pid: str, params: dict | None = None) -> int:
         spec, _m = self.spec(pid)
@@ -197,13 +223,24 @@ class Benchmarks:
 
     def _build(self, spec: ProtocolSpec, ref: dict, condition: str, params: dict) -> dict:
         _spec, module = self.spec(spec.id)
-        data = self.sessions.get(ref["corpus"], ref["session_id"]) \
-            if module.needs_session(spec) else None
+        data = (
+            self.sessions.get(ref["corpus"], ref["session_id"])
+            if module.needs_session(spec)
+            else None
+        )
         prompt, inputs = module.build(spec, data, ref, condition, params)
-        return {"id": ref["id"], "protocol": spec.id, "condition": condition,
-                "spec_hash": spec.hash, "corpus": ref["corpus"],
-                "session_id": ref["session_id"], "lake_version": self.con.version,
-                "params": params, "prompt": prompt, "inputs": inputs}
+        return {
+            "id": ref["id"],
+            "protocol": spec.id,
+            "condition": condition,
+            "spec_hash": spec.hash,
+            "corpus": ref["corpus"],
+            "session_id": ref["session_id"],
+            "lake_version": self.con.version,
+            "params": params,
+            "prompt": prompt,
+            "inputs": inputs,
+        }
 
     # ------------------------------------------------------------------ scoring
     def gold(self, pid: str, params: dict | None = None) -> dict[str, dict]:
@@ -243,8 +280,12 @@ class Benchmarks:
             else:
                 seen[iid] = p
         missing = sorted(set(rows) - set(seen))
-        out: dict = {"protocol": pid, "spec_hash": spec.hash, "lake_version": self.con.version,
-                     "n_instances": len(rows)}
+        out: dict = {
+            "protocol": pid,
+            "spec_hash": spec.hash,
+            "lake_version": self.con.version,
+            "n_instances": len(rows),
+        }
         if spec.task == "rating":
             gold, pred = [], []
             for iid, p in seen.items():
@@ -275,6 +316,7 @@ class Benchmarks:
             if spec.task == "next_action":
                 out["drawing_score"] = draw[0] / draw[1] if draw[1] else None
                 out["drawing_cells"] = draw[1]
-        out.update({"unknown": unknown, "missing": missing, "invalid": invalid,
-                    "duplicate": duplicate})
+        out.update(
+            {"unknown": unknown, "missing": missing, "invalid": invalid, "duplicate": duplicate}
+        )
         return out

@@ -21,24 +21,48 @@ from graphlake.query.connection import Connection
 #: What a context may need from a session: (table alias, columns, FROM, ORDER BY). Each runs
 #: either for one session or, sorted by session, for a whole corpus at once (``SessionStore``).
 _PARTS = {
-    "info": ("s", "title, goal, domain, condition, split, attrs, (SELECT any_value(sc.goal) "
-             "FROM scenarios sc WHERE sc.corpus = s.corpus AND sc.scenario_id = s.scenario_id) "
-             "AS scenario_goal", "sessions s", "s.session_id"),
-    "steps": ("s", "step_id, ordinal, badge, name, action, t_start, t_end", "steps s",
-              "s.ordinal, s.step_id"),
+    "info": (
+        "s",
+        "title, goal, domain, condition, split, attrs, (SELECT any_value(sc.goal) "
+        "FROM scenarios sc WHERE sc.corpus = s.corpus AND sc.scenario_id = s.scenario_id) "
+        "AS scenario_goal",
+        "sessions s",
+        "s.session_id",
+    ),
+    "steps": (
+        "s",
+        "step_id, ordinal, badge, name, action, t_start, t_end",
+        "steps s",
+        "s.ordinal, s.step_id",
+    ),
     "occurrences": (
-        "o", "o.node_id, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, n.detail",
+        "o",
+        "o.node_id, o.t_start, o.t_end, n.step_id, n.actor_type, n.actor, n.label, n.detail",
         "node_occurrences o JOIN nodes n ON n.corpus = o.corpus AND n.session_id = o.session_id "
-        "AND n.node_id = o.node_id", "o.t_start, o.node_id, o.seq"),
-    "nodes": ("n", "node_id, t_start, t_end, step_id, actor_type, actor, label, detail",
-              "nodes n", "n.t_start, n.node_id"),
+        "AND n.node_id = o.node_id",
+        "o.t_start, o.node_id, o.seq",
+    ),
+    "nodes": (
+        "n",
+        "node_id, t_start, t_end, step_id, actor_type, actor, label, detail",
+        "nodes n",
+        "n.t_start, n.node_id",
+    ),
     "edges": ("e", "src, dst, kind", "edges e", "e.edge_id"),
-    "events": ("e", "event_id, seq, t, t_end, actor, actor_type, kind, channel, initiator, "
-               "request_id, status, node_id, step_id, text, payload", "events e",
-               "e.t NULLS LAST, e.seq, e.event_id"),
+    "events": (
+        "e",
+        "event_id, seq, t, t_end, actor, actor_type, kind, channel, initiator, "
+        "request_id, status, node_id, step_id, text, payload",
+        "events e",
+        "e.t NULLS LAST, e.seq, e.event_id",
+    ),
     "media": ("m", "media_id, kind, duration_s, fps, width, height", "media m", "m.media_id"),
-    "participants": ("p", "participant_id, kind, role, name, persona", "participants p",
-                     "p.participant_id"),
+    "participants": (
+        "p",
+        "participant_id, kind, role, name, persona",
+        "participants p",
+        "p.participant_id",
+    ),
     "mental_models": ("a", "target_id, label, text", "annotations a", "a.annotation_id"),
 }
 _EXTRA_WHERE = {"edges": "e.level = 'action'", "mental_models": "a.kind = 'mental_model'"}
@@ -52,8 +76,10 @@ def _part_sql(part: str, *, one_session: bool) -> str:
     if part in _EXTRA_WHERE:
         where.append(_EXTRA_WHERE[part])
     sid = "" if one_session else f"{alias}.session_id AS _sid, "
-    return (f"SELECT {sid}{cols} FROM {source} "
-            f"WHERE {' AND '.join(where)} ORDER BY {alias}.session_id, {order}")
+    return (
+        f"SELECT {sid}{cols} FROM {source} "
+        f"WHERE {' AND '.join(where)} ORDER BY {alias}.session_id, {order}"
+    )
 
 
 class SessionData:
@@ -65,7 +91,7 @@ class SessionData:
 
     def __init__(self, corpus: str, session_id: str, parts):
         self.corpus, self.session_id = corpus, session_id
-        self._parts = parts        # part name -> list of rows, or a callable giving them
+        self._parts = parts  # part name -> list of rows, or a callable giving them
         self._rows: dict = {}
         self._by_step: dict = {}
 
@@ -78,22 +104,28 @@ class SessionData:
 
     info = property(lambda self: self._get("info")[0])
     steps = property(lambda self: self._get("steps"))
-    occurrences = property(lambda self: self._get("occurrences") or self._get("nodes"),
-                           doc="Node occurrences (nodes that carry their time on the node "
-                               "row only count as one occurrence each).")
+    occurrences = property(
+        lambda self: self._get("occurrences") or self._get("nodes"),
+        doc="Node occurrences (nodes that carry their time on the node "
+        "row only count as one occurrence each).",
+    )
     edges = property(lambda self: self._get("edges"))
     events = property(lambda self: self._get("events"))
     media = property(lambda self: self._get("media"))
     participants = property(lambda self: self._get("participants"))
-    mental_models = property(lambda self: self._get("mental_models")
-                             if self.corpus == "almanac" else [])
+    mental_models = property(
+        lambda self: self._get("mental_models") if self.corpus == "almanac" else []
+    )
 
     def as_dict(self) -> dict:
         return {name: self._get(name) for name in _PARTS}
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, SessionData) and (self.corpus, self.session_id) == (
-            other.corpus, other.session_id) and self.as_dict() == other.as_dict()
+        return (
+            isinstance(other, SessionData)
+            and (self.corpus, self.session_id) == (other.corpus, other.session_id)
+            and self.as_dict() == other.as_dict()
+        )
 
     __hash__ = None
 
@@ -144,8 +176,11 @@ class SessionData:
 
     def chat(self, t0: float, cutoff: float) -> list[dict]:
         """Chat messages sent in [t0, cutoff)."""
-        return [e for e in self.events
-                if e["kind"] == "message" and e["t"] is not None and t0 <= e["t"] < cutoff]
+        return [
+            e
+            for e in self.events
+            if e["kind"] == "message" and e["t"] is not None and t0 <= e["t"] < cutoff
+        ]
 
     def events_before(self, cutoff_seq: int) -> list[dict]:
         """Events strictly before the event at ``cutoff_seq`` in the source's order."""
@@ -167,8 +202,9 @@ def load_session(con: Connection, corpus: str, session_id: str) -> SessionData |
     info = con.rows(_part_sql("info", one_session=True), p)
     if not info:
         return None
-    parts = {name: (lambda name=name: con.rows(_part_sql(name, one_session=True), p))
-             for name in _PARTS}
+    parts = {
+        name: (lambda name=name: con.rows(_part_sql(name, one_session=True), p)) for name in _PARTS
+    }
     parts["info"] = info
     return SessionData(corpus, session_id, parts)
 
@@ -180,8 +216,9 @@ class CorpusRows:
     def __init__(self, con: Connection, corpus: str):
         self.tables, self.ranges = {}, {}
         for name in _PARTS:
-            table = con.execute(_part_sql(name, one_session=False), {"c": corpus},
-                                max_rows=None, timeout_s=None).table
+            table = con.execute(
+                _part_sql(name, one_session=False), {"c": corpus}, max_rows=None, timeout_s=None
+            ).table
             sids = table.column("_sid").to_numpy(zero_copy_only=False)
             ranges = {}
             if len(sids):
@@ -195,8 +232,11 @@ class CorpusRows:
     def get(self, corpus: str, session_id: str) -> SessionData | None:
         if session_id not in self.ranges["info"]:
             return None
-        return SessionData(corpus, session_id, {name: (lambda name=name: self._rows(
-            name, session_id)) for name in self.tables})
+        return SessionData(
+            corpus,
+            session_id,
+            {name: (lambda name=name: self._rows(name, session_id)) for name in self.tables},
+        )
 
     def _rows(self, name: str, session_id: str) -> list[dict]:
         a, b = self.ranges[name].get(session_id, (0, 0))
@@ -237,8 +277,9 @@ class SessionCache:
         nothing behind."""
         known = self._known
         if known is None:
-            known = self._known = frozenset(r["corpus"] for r in self.con.rows(
-                "SELECT DISTINCT corpus FROM sessions"))
+            known = self._known = frozenset(
+                r["corpus"] for r in self.con.rows("SELECT DISTINCT corpus FROM sessions")
+            )
         return known
 
     def _corpus(self, corpus: str) -> CorpusRows | None:
@@ -250,7 +291,9 @@ class SessionCache:
             if corpus not in self._corpora:
                 n = self.con.rows(
                     "SELECT (SELECT count(*) FROM node_occurrences WHERE corpus = $c) + "
-                    "(SELECT count(*) FROM events WHERE corpus = $c) AS n", {"c": corpus})
+                    "(SELECT count(*) FROM events WHERE corpus = $c) AS n",
+                    {"c": corpus},
+                )
                 fits = n[0]["n"] <= self.preload_rows
                 self._corpora[corpus] = CorpusRows(self.con, corpus) if fits else None
         return self._corpora[corpus]
@@ -270,8 +313,11 @@ class SessionCache:
         if corpus not in self.known():
             return None  # an unknown corpus: a 404 before anything is read or cached
         rows = self._corpus(corpus)
-        data = rows.get(corpus, session_id) if rows is not None else \
-            load_session(self.con, corpus, session_id)
+        data = (
+            rows.get(corpus, session_id)
+            if rows is not None
+            else load_session(self.con, corpus, session_id)
+        )
         if data is None:
             return None  # an unknown session is not cached either
         with self._lock:

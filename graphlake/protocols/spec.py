@@ -17,8 +17,9 @@ from itertools import combinations
 from graphlake.errors import GraphlakeError, NotFoundError
 
 #: Kolab's seven input conditions, named as in the paper's tables.
-KOLAB_CONDITIONS = tuple("-".join(c) for r in (1, 2, 3)
-                         for c in combinations(("video", "graph", "chat"), r))
+KOLAB_CONDITIONS = tuple(
+    "-".join(c) for r in (1, 2, 3) for c in combinations(("video", "graph", "chat"), r)
+)
 
 
 class ProtocolError(GraphlakeError, ValueError):
@@ -32,7 +33,7 @@ class UnknownProtocolError(ProtocolError, NotFoundError):
 @dataclass(frozen=True)
 class Param:
     name: str
-    type: str          # "int", "float", "str", "bool"
+    type: str  # "int", "float", "str", "bool"
     default: object
     help: str
     choices: tuple = ()
@@ -46,16 +47,20 @@ class Param:
             elif self.type == "float":
                 out = float(value)
             elif self.type == "bool":
-                out = value if isinstance(value, bool) else str(value).lower() in ("1", "true",
-                                                                                   "yes")
+                out = (
+                    value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
+                )
             else:
                 out = str(value)
         except (TypeError, ValueError):
-            raise ProtocolError(f"parameter {self.name} must be {self.type}, got {value!r}") \
-                from None
+            raise ProtocolError(
+                f"parameter {self.name} must be {self.type}, got {value!r}"
+            ) from None
         if self.choices and out not in self.choices:
-            raise ProtocolError(f"parameter {self.name} must be one of "
-                                f"{', '.join(map(str, self.choices))}; got {value!r}")
+            raise ProtocolError(
+                f"parameter {self.name} must be one of "
+                f"{', '.join(map(str, self.choices))}; got {value!r}"
+            )
         return out
 
 
@@ -63,13 +68,13 @@ class Param:
 class ProtocolSpec:
     id: str
     description: str
-    task: str                  # adoption | rating | next_action | mental_model | outcome
-    unit: str                  # what one instance is
-    window: str                # where the context starts and ends
-    cutoff: str                # nothing that started at or after this enters a context
+    task: str  # adoption | rating | next_action | mental_model | outcome
+    unit: str  # what one instance is
+    window: str  # where the context starts and ends
+    cutoff: str  # nothing that started at or after this enters a context
     labels: tuple[str, ...]
     conditions: tuple[str, ...]
-    source: str                # the paper section that defines it
+    source: str  # the paper section that defines it
     params: tuple[Param, ...] = ()
     prompt_parts: tuple[str, ...] = field(default=(), repr=False, compare=False)
 
@@ -89,24 +94,43 @@ class ProtocolSpec:
         extra = sorted(set(given) - set(known))
         if extra:
             names = ", ".join(known) or "none"
-            raise ProtocolError(f"{self.id} has no parameter {', '.join(extra)}; its "
-                                f"parameters: {names}")
+            raise ProtocolError(
+                f"{self.id} has no parameter {', '.join(extra)}; its parameters: {names}"
+            )
         return {name: p.parse(given.get(name)) for name, p in known.items()}
 
     def check_condition(self, condition: str | None) -> str:
         condition = condition or self.conditions[0]
         if condition not in self.conditions:
-            raise ProtocolError(f"{self.id} has no condition {condition!r}; choose one of "
-                                f"{', '.join(self.conditions)}")
+            raise ProtocolError(
+                f"{self.id} has no condition {condition!r}; choose one of "
+                f"{', '.join(self.conditions)}"
+            )
         return condition
 
     def summary(self) -> dict:
-        return {"id": self.id, "description": self.description, "task": self.task,
-                "unit": self.unit, "window": self.window, "cutoff": self.cutoff,
-                "labels": list(self.labels), "conditions": list(self.conditions),
-                "source": self.source, "spec_hash": self.hash,
-                "params": [{"name": p.name, "type": p.type, "default": p.default,
-                            "help": p.help, "choices": list(p.choices)} for p in self.params]}
+        return {
+            "id": self.id,
+            "description": self.description,
+            "task": self.task,
+            "unit": self.unit,
+            "window": self.window,
+            "cutoff": self.cutoff,
+            "labels": list(self.labels),
+            "conditions": list(self.conditions),
+            "source": self.source,
+            "spec_hash": self.hash,
+            "params": [
+                {
+                    "name": p.name,
+                    "type": p.type,
+                    "default": p.default,
+                    "help": p.help,
+                    "choices": list(p.choices),
+                }
+                for p in self.params
+            ],
+        }
 
 
 def instance_id(protocol: str, corpus: str, session_id: str, target: str) -> str:

@@ -37,8 +37,13 @@ class Catalog:
         self.con.close()
 
 
-def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None = None,
-                 memory_limit: str | None = None) -> Catalog:
+def open_catalog(
+    lake: Lake,
+    version: int | None = None,
+    *,
+    threads: int | None = None,
+    memory_limit: str | None = None,
+) -> Catalog:
     """Connect DuckDB to ``lake`` at ``version`` (latest when None)."""
     snap = lake.snapshot(version)
     config = {}
@@ -61,5 +66,3 @@ def open_catalog(lake: Lake, version: int | None = None, *, threads: int | None 
         con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]
     return cat
-
-

@@ -83,8 +83,14 @@ class _Pinned:
 class Connection:
     """One lake snapshot, opened once: guarded, sandboxed, row-capped and time-limited SQL."""
 
-    def __init__(self, lake, version: int | None = None, *, sandboxed: bool = True,
-                 threads: int | None = None):
+    def __init__(
+        self,
+        lake,
+        version: int | None = None,
+        *,
+        sandboxed: bool = True,
+        threads: int | None = None,
+    ):
         self.lake = as_lake(lake)
         self._sandboxed = sandboxed
         self._threads = threads
@@ -119,8 +125,9 @@ class Connection:
         with self._lock:
             pin = self._pin
             if pin is None:
-                raise GraphlakeError("this connection is closed; open a new one with "
-                                     "graphlake.connect(lake)")
+                raise GraphlakeError(
+                    "this connection is closed; open a new one with graphlake.connect(lake)"
+                )
             pin.users += 1
             return pin
 
@@ -135,8 +142,9 @@ class Connection:
     def catalog(self) -> Catalog:
         pin = self._pin
         if pin is None:
-            raise GraphlakeError("this connection is closed; open a new one with "
-                                 "graphlake.connect(lake)")
+            raise GraphlakeError(
+                "this connection is closed; open a new one with graphlake.connect(lake)"
+            )
         return pin.cat
 
     @property
@@ -212,8 +220,9 @@ class Connection:
         try:
             sql = compile_patterns(statement)
         except RecursionError:
-            raise SqlError("statement is nested too deeply to check; flatten it, e.g. with a "
-                           "CTE") from None
+            raise SqlError(
+                "statement is nested too deeply to check; flatten it, e.g. with a CTE"
+            ) from None
         check(sql, pin.cat.columns, deadline=deadline)
         with self._lock:
             self._checked[key] = sql
@@ -221,9 +230,14 @@ class Connection:
                 self._checked.popitem(last=False)
         return sql
 
-    def sql(self, statement: str, params: dict | None = None, *,
-            max_rows: int | None = DEFAULT_MAX_ROWS,
-            timeout_s: float | None = DEFAULT_TIMEOUT_S) -> QueryResult:
+    def sql(
+        self,
+        statement: str,
+        params: dict | None = None,
+        *,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> QueryResult:
         """Check ``statement`` with the guard, then run it with bound ``params``.
 
         ``max_rows`` caps the rows returned (``truncated`` says when it cut; None: no cap);
@@ -239,10 +253,15 @@ class Connection:
         finally:
             self._release(pin)
 
-    def execute(self, sql: str, params: dict | None = None, *,
-                max_rows: int | None = DEFAULT_MAX_ROWS,
-                timeout_s: float | None = DEFAULT_TIMEOUT_S,
-                _limit_s: float | None = None) -> QueryResult:
+    def execute(
+        self,
+        sql: str,
+        params: dict | None = None,
+        *,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+        _limit_s: float | None = None,
+    ) -> QueryResult:
         """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited)."""
         pin = self._acquire()
         try:
@@ -250,13 +269,21 @@ class Connection:
         finally:
             self._release(pin)
 
-    def _run(self, pin: _Pinned, sql: str, params: dict | None, max_rows: int | None,
-             timeout_s: float | None, _limit_s: float | None) -> QueryResult:
+    def _run(
+        self,
+        pin: _Pinned,
+        sql: str,
+        params: dict | None,
+        max_rows: int | None,
+        timeout_s: float | None,
+        _limit_s: float | None,
+    ) -> QueryResult:
         snapshot = pin.cat.snapshot
         cur = self._cursor(pin)
         timer = None
         timed_out = threading.Event()
         if timeout_s:
+
             def _interrupt():
                 timed_out.set()
                 cur.interrupt()
@@ -282,7 +309,8 @@ class Connection:
             if timed_out.is_set():
                 raise QueryTimeoutError(
                     f"query ran past its {_limit_s or timeout_s:g} s limit and was stopped; "
-                    "narrow it (WHERE, LIMIT) or raise the time limit") from None
+                    "narrow it (WHERE, LIMIT) or raise the time limit"
+                ) from None
             raise
         except duckdb.Error as exc:
             raise SqlError(f"DuckDB: {exc}") from None

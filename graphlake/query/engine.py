@@ -22,9 +22,15 @@ from graphlake.query.connection import (
 __all__ = ["DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "QueryResult", "run_sql"]
 
 
-def run_sql(sql: str, lake, *, version: int | None = None, params: dict | None = None,
-            max_rows: int | None = DEFAULT_MAX_ROWS,
-            timeout_s: float | None = DEFAULT_TIMEOUT_S) -> QueryResult:
+def run_sql(
+    sql: str,
+    lake,
+    *,
+    version: int | None = None,
+    params: dict | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    timeout_s: float | None = DEFAULT_TIMEOUT_S,
+) -> QueryResult:
     """Check ``sql`` with the guard, then run it on the lake at ``version``.
 
     ``max_rows`` caps the rows returned (``truncated`` says when the cap cut the result; None

@@ -9,8 +9,17 @@ from __future__ import annotations
 from graphlake.errors import GraphlakeError, attempt_import
 from graphlake.query.connection import Connection, as_lake
 
-NODE_COLUMNS = ("actor_type", "actor", "label", "step_id", "t_start", "t_end", "n_occurrences",
-                "out_degree", "in_degree")
+NODE_COLUMNS = (
+    "actor_type",
+    "actor",
+    "label",
+    "step_id",
+    "t_start",
+    "t_end",
+    "n_occurrences",
+    "out_degree",
+    "in_degree",
+)
 
 
 def _session_rows(lake, corpus: str, session_id: str, version: int | None):
@@ -20,14 +29,22 @@ def _session_rows(lake, corpus: str, session_id: str, version: int | None):
         with Connection(as_lake(lake), version) as con:
             return _session_rows(con, corpus, session_id, version)
     p = {"c": corpus, "s": session_id}
-    nodes = lake.rows(f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes "
-                      "WHERE corpus = $c AND session_id = $s", p)
+    nodes = lake.rows(
+        f"SELECT node_id, {', '.join(NODE_COLUMNS)} FROM nodes "
+        "WHERE corpus = $c AND session_id = $s",
+        p,
+    )
     if not nodes:
-        raise GraphlakeError(f"no nodes for {corpus} session {session_id!r}; list sessions with "
-                             f"graphlake sql \"SELECT session_id FROM sessions WHERE corpus = "
-                             f"'{corpus}'\"")
-    edges = lake.rows("SELECT src, dst, kind, edge_id FROM edges WHERE corpus = $c "
-                      "AND session_id = $s AND level = 'action' ORDER BY edge_id", p)
+        raise GraphlakeError(
+            f"no nodes for {corpus} session {session_id!r}; list sessions with "
+            f'graphlake sql "SELECT session_id FROM sessions WHERE corpus = '
+            f"'{corpus}'\""
+        )
+    edges = lake.rows(
+        "SELECT src, dst, kind, edge_id FROM edges WHERE corpus = $c "
+        "AND session_id = $s AND level = 'action' ORDER BY edge_id",
+        p,
+    )
     return nodes, edges
 
 
@@ -40,8 +57,12 @@ def session_graph(lake, corpus: str, session_id: str, *, version: int | None = N
     for n in nodes:
         g.add_node(n.pop("node_id"), **{k: v for k, v in n.items() if v is not None})
     for e in edges:
-        g.add_edge(e["src"], e["dst"], key=e["edge_id"],
-                   **({"kind": e["kind"]} if e["kind"] is not None else {}))
+        g.add_edge(
+            e["src"],
+            e["dst"],
+            key=e["edge_id"],
+            **({"kind": e["kind"]} if e["kind"] is not None else {}),
+        )
     return g
 
 
@@ -54,9 +75,13 @@ def session_graph_rx(lake, corpus: str, session_id: str, *, version: int | None 
     g = rx.PyDiGraph(multigraph=True)
     ids = [n["node_id"] for n in nodes]
     index = dict(zip(ids, g.add_nodes_from(nodes), strict=True))
-    g.add_edges_from([(index[e["src"]], index[e["dst"]], {"edge_id": e["edge_id"],
-                                                          "kind": e["kind"]})
-                      for e in edges if e["src"] in index and e["dst"] in index])
+    g.add_edges_from(
+        [
+            (index[e["src"]], index[e["dst"]], {"edge_id": e["edge_id"], "kind": e["kind"]})
+            for e in edges
+            if e["src"] in index and e["dst"] in index
+        ]
+    )
     g.attrs = {"corpus": corpus, "session_id": session_id, "index": index}
     return g
 

@@ -32,11 +32,33 @@ from graphlake.schema.graph_macros import MACROS, TABLE_MACROS
 
 #: Functions that read files, the environment or other databases: never on a public path.
 FORBIDDEN_FUNCTIONS = {
-    "read_csv", "read_csv_auto", "read_parquet", "parquet_scan", "read_json", "read_json_auto",
-    "read_json_objects", "read_ndjson", "read_ndjson_auto", "read_ndjson_objects", "read_text",
-    "read_blob", "glob", "sniff_csv", "delta_scan", "iceberg_scan", "sqlite_scan",
-    "postgres_scan", "mysql_scan", "getenv", "parquet_metadata", "parquet_schema",
-    "parquet_file_metadata", "parquet_kv_metadata", "read_xlsx", "query_table", "query",
+    "read_csv",
+    "read_csv_auto",
+    "read_parquet",
+    "parquet_scan",
+    "read_json",
+    "read_json_auto",
+    "read_json_objects",
+    "read_ndjson",
+    "read_ndjson_auto",
+    "read_ndjson_objects",
+    "read_text",
+    "read_blob",
+    "glob",
+    "sniff_csv",
+    "delta_scan",
+    "iceberg_scan",
+    "sqlite_scan",
+    "postgres_scan",
+    "mysql_scan",
+    "getenv",
+    "parquet_metadata",
+    "parquet_schema",
+    "parquet_file_metadata",
+    "parquet_kv_metadata",
+    "read_xlsx",
+    "query_table",
+    "query",
 }
 #: Table functions that only compute values (no I/O): DuckDB's and graphlake's graph macros.
 SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", *TABLE_MACROS}
@@ -64,9 +86,11 @@ def suggest(name: str, candidates) -> str:
 def check_length(sql: str) -> None:
     """Refuse a statement longer than :data:`MAX_STATEMENT_CHARS`."""
     if len(sql) > MAX_STATEMENT_CHARS:
-        raise SqlError(f"statement is {len(sql):,} characters; the limit is "
-                       f"{MAX_STATEMENT_CHARS:,}. Pass long value lists as a parameter "
-                       "(e.g. WHERE x IN (SELECT unnest($ids))) instead of in the text")
+        raise SqlError(
+            f"statement is {len(sql):,} characters; the limit is "
+            f"{MAX_STATEMENT_CHARS:,}. Pass long value lists as a parameter "
+            "(e.g. WHERE x IN (SELECT unnest($ids))) instead of in the text"
+        )
 
 
 _DUCKDB = sqlglot.Dialect.get_or_raise("duckdb")
@@ -88,7 +112,9 @@ def _tokens(sql: str) -> list:
                     raise SqlError(
                         f"statement nests parentheses/CASE more than {MAX_NESTING} deep (line "
                         f"{token.line}, column {token.col}); flatten it, e.g. with a CTE",
-                        line=token.line, col=token.col)
+                        line=token.line,
+                        col=token.col,
+                    )
         elif kind in _CLOSE:
             depth = max(0, depth - 1)
     return tokens
@@ -110,23 +136,30 @@ def parse(sql: str) -> exp.Expression:
         statements = [s for s in _DUCKDB.parser().parse(tokens, sql) if s is not None]
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
-        raise SqlError(f"SQL syntax error: {err.get('description', exc)}"
-                       f" (line {err.get('line')}, column {err.get('col')})",
-                       line=err.get("line"), col=err.get("col")) from None
+        raise SqlError(
+            f"SQL syntax error: {err.get('description', exc)}"
+            f" (line {err.get('line')}, column {err.get('col')})",
+            line=err.get("line"),
+            col=err.get("col"),
+        ) from None
     except TokenError as exc:  # an unterminated string or quoted name, say
         raise SqlError(f"SQL syntax error: {exc}; check for an unclosed quote") from None
     except RecursionError:
-        raise SqlError("statement is nested too deeply to parse; flatten it, e.g. with a "
-                       "CTE") from None
+        raise SqlError(
+            "statement is nested too deeply to parse; flatten it, e.g. with a CTE"
+        ) from None
     if len(statements) != 1:
-        raise SqlError(f"expected exactly one statement, got {len(statements)}; run them one "
-                       "at a time")
+        raise SqlError(
+            f"expected exactly one statement, got {len(statements)}; run them one at a time"
+        )
     tree = statements[0]
     depth = _tree_depth(tree)
     if depth > MAX_TREE_DEPTH:
-        raise SqlError(f"statement's syntax tree is {depth} levels deep; the limit is "
-                       f"{MAX_TREE_DEPTH}. A long chain of OR/AND/|| is this deep: use "
-                       "x IN (...) or a list parameter instead")
+        raise SqlError(
+            f"statement's syntax tree is {depth} levels deep; the limit is "
+            f"{MAX_TREE_DEPTH}. A long chain of OR/AND/|| is this deep: use "
+            "x IN (...) or a list parameter instead"
+        )
     return tree
 
 
@@ -143,7 +176,7 @@ def _cte_in_scope(table: exp.Table) -> bool:
         if isinstance(parent, exp.With) and isinstance(node, exp.CTE):
             ctes = parent.expressions
             here = next(i for i, cte in enumerate(ctes) if cte is node)
-            visible = ctes[:here + 1] if parent.args.get("recursive") else ctes[:here]
+            visible = ctes[: here + 1] if parent.args.get("recursive") else ctes[:here]
             if any(cte.alias_or_name.lower() == name for cte in visible):
                 return True
             node = parent.parent if parent.parent is not None else parent  # skip its query
@@ -158,12 +191,15 @@ def _cte_in_scope(table: exp.Table) -> bool:
 
 def _in_time(deadline: float | None, step: str) -> None:
     if deadline is not None and time.monotonic() > deadline:
-        raise QueryTimeoutError(f"the statement's checks ({step}) ran past the time limit; "
-                                "simplify the statement or raise the time limit")
+        raise QueryTimeoutError(
+            f"the statement's checks ({step}) ran past the time limit; "
+            "simplify the statement or raise the time limit"
+        )
 
 
-def check(sql: str, columns: dict[str, list[str]], *,
-          deadline: float | None = None) -> exp.Expression:
+def check(
+    sql: str, columns: dict[str, list[str]], *, deadline: float | None = None
+) -> exp.Expression:
     """Admit ``sql`` if it is a read over known tables and columns; return its parse tree.
 
     ``columns`` maps every view the caller may read to its column names. ``deadline`` (a
@@ -172,8 +208,9 @@ def check(sql: str, columns: dict[str, list[str]], *,
     try:
         return _check(sql, columns, deadline)
     except RecursionError:
-        raise SqlError("statement is nested too deeply to check; flatten it, e.g. with a "
-                       "CTE") from None
+        raise SqlError(
+            "statement is nested too deeply to check; flatten it, e.g. with a CTE"
+        ) from None
 
 
 def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> exp.Expression:
@@ -181,41 +218,55 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
     _in_time(deadline, "parsing")
     if not isinstance(tree, exp.Query):
         kind = tree.key.upper()
-        raise SqlError(f"only read statements are allowed here (SELECT, WITH ... SELECT, "
-                       f"UNION); got {kind}. The lake is written by `graphlake ingest`.")
+        raise SqlError(
+            f"only read statements are allowed here (SELECT, WITH ... SELECT, "
+            f"UNION); got {kind}. The lake is written by `graphlake ingest`."
+        )
     for fn in tree.find_all(exp.Func):
         name = (fn.name if isinstance(fn, exp.Anonymous) else fn.sql_name()).lower()
         macro = MACROS.get(name) if isinstance(fn, exp.Anonymous) else None
         if macro is not None and len(fn.expressions) != len(macro.params):
             n = len(fn.expressions)
-            raise SqlError(f"{name}() takes {len(macro.params)} arguments, got {n}: "
-                           f"{macro.usage} ({macro.doc})")
+            raise SqlError(
+                f"{name}() takes {len(macro.params)} arguments, got {n}: "
+                f"{macro.usage} ({macro.doc})"
+            )
         if name in FORBIDDEN_FUNCTIONS or isinstance(fn, exp.ReadCSV | exp.ReadParquet):
-            raise SqlError(f"function {name}() reads outside the lake and is not allowed here; "
-                           "query the lake views instead (see `graphlake sql --help`)")
+            raise SqlError(
+                f"function {name}() reads outside the lake and is not allowed here; "
+                "query the lake views instead (see `graphlake sql --help`)"
+            )
     known = {t.lower() for t in columns}
     for table in tree.find_all(exp.Table):
         if not isinstance(table.this, exp.Identifier):
             fn = table.this
-            fname = (fn.name if isinstance(fn, exp.Anonymous) else
-                     getattr(fn, "sql_name", lambda: "")()).lower()
+            fname = (
+                fn.name if isinstance(fn, exp.Anonymous) else getattr(fn, "sql_name", lambda: "")()
+            ).lower()
             if fname in SAFE_TABLE_FUNCTIONS or isinstance(fn, exp.Unnest | exp.GenerateSeries):
                 continue
             raise SqlError(
                 f"table function {fname or fn.sql()!r} is not allowed here."
                 f"{suggest(fname, TABLE_MACROS)} The graph functions are "
                 f"{', '.join(sorted(TABLE_MACROS))}; otherwise select from the lake views "
-                f"({', '.join(sorted(known))})")
+                f"({', '.join(sorted(known))})"
+            )
         name = table.name.lower()
         if _cte_in_scope(table):
             continue
         if table.db or name not in known:
             full = ".".join(p for p in (table.db, table.name) if p)
             elsewhere = any(c.alias_or_name.lower() == name for c in tree.find_all(exp.CTE))
-            hint = (" A CTE of that name exists, but not where this reference stands: a WITH "
-                    "covers only its own query." if elsewhere else "")
-            raise SqlError(f"unknown table {full!r}.{hint}{suggest(name, known)} Tables: "
-                           f"{', '.join(sorted(known))}")
+            hint = (
+                " A CTE of that name exists, but not where this reference stands: a WITH "
+                "covers only its own query."
+                if elsewhere
+                else ""
+            )
+            raise SqlError(
+                f"unknown table {full!r}.{hint}{suggest(name, known)} Tables: "
+                f"{', '.join(sorted(known))}"
+            )
     _in_time(deadline, "names")
     schema = {t: {c: "VARCHAR" for c in cols} for t, cols in columns.items()}
     try:
@@ -228,9 +279,13 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
             pool = [c for t in (used or known) for c in columns[t]]
             line, pos = (int(m.group(2)), int(m.group(3))) if m.group(2) else (None, None)
             where = f" (line {line}, column {pos})" if line else ""
-            raise SqlError(f"unknown column {col!r}{where}.{suggest(col, pool)} Columns of "
-                           f"{', '.join(sorted(used)) or 'the lake'}: "
-                           f"{', '.join(sorted(set(pool)))}", line=line, col=pos) from None
+            raise SqlError(
+                f"unknown column {col!r}{where}.{suggest(col, pool)} Columns of "
+                f"{', '.join(sorted(used)) or 'the lake'}: "
+                f"{', '.join(sorted(set(pool)))}",
+                line=line,
+                col=pos,
+            ) from None
         # anything else sqlglot cannot reason about is left for DuckDB to judge
     _in_time(deadline, "columns")
     return tree
@@ -252,6 +307,7 @@ def transpile(sql: str, dialect: str, params: dict | None = None) -> str:
     except ParseError as exc:
         raise SqlError(f"SQL syntax error: {exc}") from None
     except ValueError as exc:  # unknown dialect
-        raise SqlError(f"{exc}. Dialects include spark, postgres, bigquery, snowflake, "
-                       "trino") from None
+        raise SqlError(
+            f"{exc}. Dialects include spark, postgres, bigquery, snowflake, trino"
+        ) from None
     return ";\n".join(out)

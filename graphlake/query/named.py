@@ -34,8 +34,12 @@ from graphlake.errors import NamedQueryError
 
 _HEADER = re.compile(r"^--\s*(name|title|description|param):\s*(.*)$")
 _PARAM = re.compile(r"^(\w+)\s+(text|int|float|bool)\s*(?:=\s*([^|]*?))?\s*(?:\|\s*(.*))?$")
-_CASTS = {"text": str, "int": int, "float": float,
-          "bool": lambda v: str(v).strip().lower() in ("1", "true", "yes", "on")}
+_CASTS = {
+    "text": str,
+    "int": int,
+    "float": float,
+    "bool": lambda v: str(v).strip().lower() in ("1", "true", "yes", "on"),
+}
 
 
 @dataclass(frozen=True)
@@ -52,8 +56,9 @@ class Param:
         try:
             return _CASTS[self.type](raw)
         except ValueError:
-            raise NamedQueryError(f"parameter {self.name} expects {self.type}, got {raw!r}")\
-                from None
+            raise NamedQueryError(
+                f"parameter {self.name} expects {self.type}, got {raw!r}"
+            ) from None
 
 
 @dataclass(frozen=True)
@@ -73,15 +78,18 @@ class NamedQuery:
             if k not in names:
                 close = difflib.get_close_matches(k, names, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
-                raise NamedQueryError(f"query {self.name} has no parameter {k!r}.{hint} "
-                                      f"Parameters: {', '.join(sorted(names)) or 'none'}")
+                raise NamedQueryError(
+                    f"query {self.name} has no parameter {k!r}.{hint} "
+                    f"Parameters: {', '.join(sorted(names)) or 'none'}"
+                )
         out = {}
         for p in self.params:
             if p.name in given:
                 out[p.name] = p.convert(given[p.name])
             elif p.required:
-                raise NamedQueryError(f"query {self.name} needs --param {p.name}=<{p.type}>"
-                                      f" ({p.doc})")
+                raise NamedQueryError(
+                    f"query {self.name} needs --param {p.name}=<{p.type}> ({p.doc})"
+                )
             else:
                 out[p.name] = p.default
         return out
@@ -109,9 +117,11 @@ def parse_file(path: Path, text: str | None = None) -> NamedQuery:
         if key == "param":
             pm = _PARAM.match(value)
             if not pm:
-                raise NamedQueryError(f"{path}:{lineno}: bad param line {value!r}; write "
-                                      "'-- param: NAME TYPE [= DEFAULT] [| doc]' with TYPE one of"
-                                      " text, int, float, bool")
+                raise NamedQueryError(
+                    f"{path}:{lineno}: bad param line {value!r}; write "
+                    "'-- param: NAME TYPE [= DEFAULT] [| doc]' with TYPE one of"
+                    " text, int, float, bool"
+                )
             default, required = _parse_default(pm.group(2), pm.group(3))
             params.append(Param(pm.group(1), pm.group(2), default, required, pm.group(4) or ""))
         else:
@@ -122,20 +132,30 @@ def parse_file(path: Path, text: str | None = None) -> NamedQuery:
         trees = [t for t in sqlglot.parse(text, read="duckdb") if t is not None]
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
-        raise NamedQueryError(f"{path}:{err.get('line', '?')}: {err.get('description', exc)}")\
-            from None
+        raise NamedQueryError(
+            f"{path}:{err.get('line', '?')}: {err.get('description', exc)}"
+        ) from None
     if len(trees) != 1 or not isinstance(trees[0], exp.Query):
         raise NamedQueryError(f"{path}: a named query is exactly one SELECT statement")
     used = {p.name for p in trees[0].find_all(exp.Placeholder) if p.name}
     declared = {p.name for p in params}
     if used - declared:
-        raise NamedQueryError(f"{path}: placeholders {sorted(used - declared)} have no "
-                              "'-- param:' line")
+        raise NamedQueryError(
+            f"{path}: placeholders {sorted(used - declared)} have no '-- param:' line"
+        )
     if declared - used:
-        raise NamedQueryError(f"{path}: parameters {sorted(declared - used)} are declared but "
-                              "never used as $name")
-    return NamedQuery(meta["name"], meta.get("title", meta["name"]), meta.get("description", ""),
-                      text, path, tuple(params), _chart(path, meta["name"]))
+        raise NamedQueryError(
+            f"{path}: parameters {sorted(declared - used)} are declared but never used as $name"
+        )
+    return NamedQuery(
+        meta["name"],
+        meta.get("title", meta["name"]),
+        meta.get("description", ""),
+        text,
+        path,
+        tuple(params),
+        _chart(path, meta["name"]),
+    )
 
 
 def _chart(path: Path, name: str) -> dict | None:
@@ -148,11 +168,11 @@ def _chart(path: Path, name: str) -> dict | None:
     except ValueError as exc:
         raise NamedQueryError(f"{spec_path}: not JSON ({exc})") from None
     if not isinstance(spec, dict) or "mark" not in spec and "layer" not in spec:
-        raise NamedQueryError(f"{spec_path}: a chart is one Vega-Lite spec with a 'mark' or "
-                              "'layer'")
+        raise NamedQueryError(
+            f"{spec_path}: a chart is one Vega-Lite spec with a 'mark' or 'layer'"
+        )
     if "data" in spec:
-        raise NamedQueryError(f"{spec_path}: leave 'data' out; the chart plots the query's "
-                              "rows")
+        raise NamedQueryError(f"{spec_path}: leave 'data' out; the chart plots the query's rows")
     return spec
 
 
@@ -167,8 +187,9 @@ def load_all(directory: Path | None = None) -> dict[str, NamedQuery]:
     for path in sorted(directory.glob("*.sql")):
         q = parse_file(path)
         if q.name in out:
-            raise NamedQueryError(f"{path}: query name {q.name!r} is also used by "
-                                  f"{out[q.name].path}")
+            raise NamedQueryError(
+                f"{path}: query name {q.name!r} is also used by {out[q.name].path}"
+            )
         out[q.name] = q
     return out
 

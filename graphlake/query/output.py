@@ -31,10 +31,12 @@ def _cell(v) -> Text:
 def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -> Table:
     out = Table(title=title, show_lines=False, header_style="bold")
     for name in table.column_names:
-        numeric = pa.types.is_integer(table.schema.field(name).type) or \
-            pa.types.is_floating(table.schema.field(name).type)
-        out.add_column(name, justify="right" if numeric else "left", max_width=max_width,
-                       overflow="ellipsis")
+        numeric = pa.types.is_integer(table.schema.field(name).type) or pa.types.is_floating(
+            table.schema.field(name).type
+        )
+        out.add_column(
+            name, justify="right" if numeric else "left", max_width=max_width, overflow="ellipsis"
+        )
     for row in table.to_pylist():
         out.add_row(*(_cell(v) for v in row.values()))
     return out
@@ -55,12 +57,14 @@ def plain_numbers(table: pa.Table) -> pa.Table:
 
 
 def to_json_bytes(table: pa.Table) -> bytes:
-    return orjson.dumps(plain_numbers(table).to_pylist(), option=orjson.OPT_NON_STR_KEYS,
-                        default=str)
+    return orjson.dumps(
+        plain_numbers(table).to_pylist(), option=orjson.OPT_NON_STR_KEYS, default=str
+    )
 
 
-def write(table: pa.Table, fmt: str, output: Path | None = None,
-          console: Console | None = None) -> None:
+def write(
+    table: pa.Table, fmt: str, output: Path | None = None, console: Console | None = None
+) -> None:
     """Write ``table`` in ``fmt`` to ``output`` (a file) or stdout; counts come out as
     integers and rates as doubles in every format."""
     table = plain_numbers(table)
@@ -92,7 +96,9 @@ def _csv_safe(table: pa.Table) -> pa.Table:
     for i, field in enumerate(table.schema):
         col = table.column(i)
         if pa.types.is_list(field.type) or pa.types.is_struct(field.type):
-            col = pa.array([None if v is None else orjson.dumps(v).decode()
-                            for v in col.to_pylist()], pa.string())
+            col = pa.array(
+                [None if v is None else orjson.dumps(v).decode() for v in col.to_pylist()],
+                pa.string(),
+            )
         cols.append(col)
     return pa.table(cols, names=table.column_names)

@@ -64,14 +64,30 @@ class EdgeType:
 
 
 EDGE_TYPES: dict[str, EdgeType] = {
-    "next": EdgeType("edges", "src", "dst", "edge_id", "level = 'action'",
-                     "action-level workflow edge, src -> dst"),
-    "responds": EdgeType("annotations", "response_node", "ai_node", "annotation_id",
-                         "kind = 'adoption'",
-                         "a human response to an AI output (label: adopt, modify, reject)"),
-    "prompts": EdgeType("annotations", "source_node", "ai_node", "annotation_id",
-                        "kind = 'adoption' AND source_node IS NOT NULL",
-                        "the request that led to an AI output"),
+    "next": EdgeType(
+        "edges",
+        "src",
+        "dst",
+        "edge_id",
+        "level = 'action'",
+        "action-level workflow edge, src -> dst",
+    ),
+    "responds": EdgeType(
+        "annotations",
+        "response_node",
+        "ai_node",
+        "annotation_id",
+        "kind = 'adoption'",
+        "a human response to an AI output (label: adopt, modify, reject)",
+    ),
+    "prompts": EdgeType(
+        "annotations",
+        "source_node",
+        "ai_node",
+        "annotation_id",
+        "kind = 'adoption' AND source_node IS NOT NULL",
+        "the request that led to an AI output",
+    ),
 }
 NODE_LABELS = ("human", "ai", "system")
 _ID_COLUMNS = ("corpus", "session_id", "node_id")
@@ -81,7 +97,8 @@ PATH_MODES = ("WALK", "TRAIL", "ACYCLIC", "ANY SHORTEST", "ALL SHORTEST")
 _PLAIN_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _KEYWORDS = {"MATCH", "WHERE", "COLUMNS", "WALK", "TRAIL", "ACYCLIC", "ANY", "ALL", "SHORTEST"}
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
   (?P<ws>\s+)
 | (?P<str>'(?:[^']|'')*')
 | (?P<num>\d+(?:\.\d+)?)
@@ -89,7 +106,9 @@ _TOKEN = re.compile(r"""
 | (?P<ident>[A-Za-z_][A-Za-z0-9_]*|"(?:[^"]|"")+")
 | (?P<punct>[()\[\]{}:,|*+=.-])
 | (?P<other>.)
-""", re.VERBOSE | re.DOTALL)
+""",
+    re.VERBOSE | re.DOTALL,
+)
 
 
 @dataclass
@@ -154,8 +173,9 @@ def _position(sql: str, offset: int) -> tuple[int, int]:
 
 def _fail(sql: str, offset: int, message: str) -> PatternError:
     line, col = _position(sql, offset)
-    return PatternError(f"pattern error at line {line}, column {col}: {message}",
-                        line=line, col=col)
+    return PatternError(
+        f"pattern error at line {line}, column {col}: {message}", line=line, col=col
+    )
 
 
 # ---------------------------------------------------------------- finding GRAPH_TABLE spans
@@ -193,13 +213,17 @@ def find_graph_tables(sql: str) -> list[tuple[int, int, int]]:
 
 # ---------------------------------------------------------------- parsing the pattern
 
+
 class _Parser:
     def __init__(self, sql: str, open_paren: int, close_paren: int):
         self.sql = sql
         self.end_pos = close_paren
-        body = sql[open_paren + 1:close_paren]
-        self.toks = [Tok(m.lastgroup or "other", m.group(0), open_paren + 1 + m.start())
-                     for m in _TOKEN.finditer(body) if m.lastgroup != "ws"]
+        body = sql[open_paren + 1 : close_paren]
+        self.toks = [
+            Tok(m.lastgroup or "other", m.group(0), open_paren + 1 + m.start())
+            for m in _TOKEN.finditer(body)
+            if m.lastgroup != "ws"
+        ]
         self.i = 0
 
     # token helpers
@@ -245,12 +269,20 @@ class _Parser:
         else:
             name = t.text[1:-1]
             if not _PLAIN_NAME.fullmatch(name):
-                raise _fail(self.sql, t.pos, f"{what} {t.text} is not a plain name: pattern "
-                            "variables, labels, types and properties are letters, digits and "
-                            "underscores, starting with a letter")
+                raise _fail(
+                    self.sql,
+                    t.pos,
+                    f"{what} {t.text} is not a plain name: pattern "
+                    "variables, labels, types and properties are letters, digits and "
+                    "underscores, starting with a letter",
+                )
         if name.startswith("_"):
-            raise _fail(self.sql, t.pos, f"{what} {t.text} starts with '_', which the "
-                        "compiler keeps for its own aliases; start it with a letter")
+            raise _fail(
+                self.sql,
+                t.pos,
+                f"{what} {t.text} starts with '_', which the "
+                "compiler keeps for its own aliases; start it with a letter",
+            )
         return name
 
     # grammar
@@ -280,8 +312,12 @@ class _Parser:
             self.i = close + 1
         if self.peek() is not None:
             t = self.take()
-            raise _fail(self.sql, t.pos, f"unexpected {t.text!r}: after the pattern come "
-                        "WHERE <condition> and COLUMNS (<expressions>)")
+            raise _fail(
+                self.sql,
+                t.pos,
+                f"unexpected {t.text!r}: after the pattern come "
+                "WHERE <condition> and COLUMNS (<expressions>)",
+            )
         return GraphTable(start, self.end_pos + 1, graph, paths, where, columns)
 
     def path(self) -> PathPat:
@@ -300,8 +336,11 @@ class _Parser:
             p.elements.append(self.edge())
             p.elements.append(self.node())
         if mode and not any(isinstance(e, EdgePat) and e.quantified for e in p.elements):
-            raise _fail(self.sql, self.pos(), f"path mode {mode} needs a variable-length edge "
-                        "such as -[:next]->{1,5}")
+            raise _fail(
+                self.sql,
+                self.pos(),
+                f"path mode {mode} needs a variable-length edge such as -[:next]->{{1,5}}",
+            )
         return p
 
     def node(self) -> NodePat:
@@ -325,9 +364,13 @@ class _Parser:
         pos = self.pos()
         label = self.ident("a node label")
         if label not in NODE_LABELS:
-            raise _fail(self.sql, pos, f"unknown node label {label!r}; labels are "
-                        f"{', '.join(NODE_LABELS)} (match other columns with properties, "
-                        "e.g. (x {actor: 'claude'}))")
+            raise _fail(
+                self.sql,
+                pos,
+                f"unknown node label {label!r}; labels are "
+                f"{', '.join(NODE_LABELS)} (match other columns with properties, "
+                "e.g. (x {actor: 'claude'}))",
+            )
         return label
 
     def edge(self) -> EdgePat:
@@ -348,22 +391,33 @@ class _Parser:
                 pos = self.pos()
                 etype = self.ident("an edge type")
                 if etype not in EDGE_TYPES:
-                    raise _fail(self.sql, pos, f"unknown edge type {etype!r}; types are "
-                                f"{', '.join(EDGE_TYPES)}")
+                    raise _fail(
+                        self.sql,
+                        pos,
+                        f"unknown edge type {etype!r}; types are {', '.join(EDGE_TYPES)}",
+                    )
             props = self._props(EDGE_TYPES[etype].table) if self.at("{") else {}
             self.expect("]", "']' to close the edge")
             close = self.take().text if self.peek() else ""
             if incoming and close != "-":
                 raise _fail(self.sql, self.pos(), "an incoming edge reads <-[...]-")
             if not incoming and close != "->":
-                raise _fail(self.sql, self.pos(), "an outgoing edge reads -[...]-> "
-                            "(undirected edges are not supported; use neighborhood())")
+                raise _fail(
+                    self.sql,
+                    self.pos(),
+                    "an outgoing edge reads -[...]-> "
+                    "(undirected edges are not supported; use neighborhood())",
+                )
         e = EdgePat(var, etype, props, not incoming, start)
         if self.at("{"):
             self._quantifier(e)
         elif self.at("*", "+"):
-            raise _fail(self.sql, self.pos(), "variable-length edges need an upper bound, "
-                        "e.g. {1,5}; unbounded reachability is descendants()/ancestors()")
+            raise _fail(
+                self.sql,
+                self.pos(),
+                "variable-length edges need an upper bound, "
+                "e.g. {1,5}; unbounded reachability is descendants()/ancestors()",
+            )
         return e
 
     def _quantifier(self, e: EdgePat) -> None:
@@ -380,8 +434,12 @@ class _Parser:
             hi = lo
         self.expect("}", "'}' to close the quantifier {lo,hi}")
         if hi is None:
-            raise _fail(self.sql, pos, "variable-length edges need an upper bound, e.g. "
-                        "{1,5}; unbounded reachability is descendants()/ancestors()")
+            raise _fail(
+                self.sql,
+                pos,
+                "variable-length edges need an upper bound, e.g. "
+                "{1,5}; unbounded reachability is descendants()/ancestors()",
+            )
         lo = 0 if lo is None else lo
         if lo > hi:
             raise _fail(self.sql, pos, f"quantifier lower bound {lo} is above upper bound {hi}")
@@ -395,8 +453,12 @@ class _Parser:
             pos = self.pos()
             key = self.ident("a property name")
             if key not in cols:
-                raise _fail(self.sql, pos, f"unknown property {key!r} of {table}."
-                            f"{_suggest(key, cols)} Properties: {', '.join(cols)}")
+                raise _fail(
+                    self.sql,
+                    pos,
+                    f"unknown property {key!r} of {table}."
+                    f"{_suggest(key, cols)} Properties: {', '.join(cols)}",
+                )
             self.expect(":", f"':' after {key}")
             props[key] = self._literal()
             if self.at(","):
@@ -413,8 +475,11 @@ class _Parser:
             return "-" + self.take().text
         if t.kind == "ident" and t.upper in ("TRUE", "FALSE", "NULL"):
             return t.upper
-        raise _fail(self.sql, t.pos, f"expected a literal ('text', number, true, false, null), "
-                    f"got {t.text!r}")
+        raise _fail(
+            self.sql,
+            t.pos,
+            f"expected a literal ('text', number, true, false, null), got {t.text!r}",
+        )
 
     def _find_top_level(self, word: str) -> int | None:
         depth = 0
@@ -441,8 +506,9 @@ class _Parser:
             tree = sqlglot.parse_one(f"SELECT 1 WHERE {text}", read="duckdb")
         except ParseError as exc:
             err = exc.errors[0] if exc.errors else {}
-            raise _fail(self.sql, a, f"bad {what} condition: "
-                        f"{err.get('description', exc)}") from None
+            raise _fail(
+                self.sql, a, f"bad {what} condition: {err.get('description', exc)}"
+            ) from None
         cond = tree.args["where"].this
         _shift_meta(cond, a - len("SELECT 1 WHERE "))
         return cond
@@ -466,13 +532,13 @@ def _shift_meta(tree: exp.Expression, delta: int) -> None:
             meta["abs_start"] = meta["start"] + delta
 
 
-
 def parse_graph_table(sql: str, span: tuple[int, int, int]) -> GraphTable:
     start, open_paren, close_paren = span
     return _Parser(sql, open_paren, close_paren).graph_table(start)
 
 
 # ---------------------------------------------------------------- compiling to SQL
+
 
 @dataclass
 class _Ref:
@@ -484,16 +550,20 @@ class _Ref:
 
 
 def _lit_filters(alias: str, props: dict[str, str]) -> list[str]:
-    return [f"{alias}.{k} IS NULL" if v == "NULL" else f"{alias}.{k} = {v}"
-            for k, v in props.items()]
+    return [
+        f"{alias}.{k} IS NULL" if v == "NULL" else f"{alias}.{k} = {v}" for k, v in props.items()
+    ]
 
 
 def _node_filters(alias: str, n: NodePat) -> list[str]:
     out = []
     if n.labels:
         labels = ", ".join(string_literal(x) for x in n.labels)
-        out.append(f"{alias}.actor_type IN ({labels})" if len(n.labels) > 1
-                   else f"{alias}.actor_type = {labels}")
+        out.append(
+            f"{alias}.actor_type IN ({labels})"
+            if len(n.labels) > 1
+            else f"{alias}.actor_type = {labels}"
+        )
     return out + _lit_filters(alias, n.props)
 
 
@@ -527,9 +597,11 @@ class _Compiler:
                 if col.table:
                     used.setdefault(col.table.lower(), set()).add(col.name.lower())
         #: Node variables matched only by id: read from the adjacent edge, no join on nodes.
-        self.id_only = {v for v, pats in self.node_pats.items()
-                        if not any(p.labels or p.props for p in pats)
-                        and used.get(v, set()) <= set(_ID_COLUMNS)}
+        self.id_only = {
+            v
+            for v, pats in self.node_pats.items()
+            if not any(p.labels or p.props for p in pats) and used.get(v, set()) <= set(_ID_COLUMNS)
+        }
         self.pending: str | None = None  # an id-only variable waiting for its first edge
 
     def _anon(self, prefix: str) -> str:
@@ -547,8 +619,11 @@ class _Compiler:
     def _link(self, ref: _Ref | None, corpus: str, session: str, node: str) -> list[str]:
         """Join conditions tying a new table's (corpus, session, node) to a known node."""
         if ref is not None:
-            return [f"{corpus} = {ref.corpus}", f"{session} = {ref.session}",
-                    f"{node} = {ref.node}"]
+            return [
+                f"{corpus} = {ref.corpus}",
+                f"{session} = {ref.session}",
+                f"{node} = {ref.node}",
+            ]
         if self.anchor is not None:
             return [f"{corpus} = {self.anchor.corpus}", f"{session} = {self.anchor.session}"]
         return []
@@ -557,8 +632,12 @@ class _Compiler:
         if var is None:
             return
         if var in self.var_kind:
-            raise _fail(self.sql, pos, f"variable {var!r} is already used; only node variables "
-                        "may repeat (to close a cycle)")
+            raise _fail(
+                self.sql,
+                pos,
+                f"variable {var!r} is already used; only node variables "
+                "may repeat (to close a cycle)",
+            )
         self.var_kind[var] = kind
 
     def _bind_id_only(self, var: str, ref: _Ref) -> None:
@@ -568,8 +647,9 @@ class _Compiler:
         if self.anchor is None:
             self.anchor = ref
 
-    def node(self, n: NodePat, ref_from_edge: _Ref | None,
-             first_of_path: bool = False) -> _Ref | None:
+    def node(
+        self, n: NodePat, ref_from_edge: _Ref | None, first_of_path: bool = False
+    ) -> _Ref | None:
         """Bind node ``n``; ``ref_from_edge`` is where the previous edge says it is."""
         if n.var and n.var in self.bound:
             if self.var_kind[n.var] != "nodes":
@@ -583,8 +663,11 @@ class _Compiler:
             return ref
         if n.virtual:
             return ref_from_edge
-        if n.var in self.id_only and n.var not in self.var_kind and (
-                ref_from_edge is not None or first_of_path):
+        if (
+            n.var in self.id_only
+            and n.var not in self.var_kind
+            and (ref_from_edge is not None or first_of_path)
+        ):
             self._declare(n.var, "nodes", n.pos)
             if ref_from_edge is None:
                 self.pending = n.var  # bound by the edge that follows
@@ -593,8 +676,7 @@ class _Compiler:
             return ref_from_edge
         alias = n.var or self._anon("n")
         self._declare(n.var, "nodes", n.pos)
-        on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id",
-                        f"{alias}.node_id")
+        on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node_id")
         self._add("nodes", alias, on)
         self.where += _node_filters(alias, n)
         ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node_id")
@@ -614,8 +696,7 @@ class _Compiler:
             self._declare(e.var, et.table, e.pos)
             on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}")
             self._add(et.table, alias, on + _edge_filters(alias, e))
-            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id",
-                                    f"{alias}.{near}"))
+            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}"))
             if e.var:
                 self.default_cols.append(f"{alias}.{et.id} AS {e.var}")
             ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
@@ -639,8 +720,9 @@ class _Compiler:
             var, self.pending = self.pending, None
             self._bind_id_only(var, ref)
 
-    def _unrolled(self, name: str, e: EdgePat, et: EdgeType, near: str, far: str,
-                  seeds: str) -> str:
+    def _unrolled(
+        self, name: str, e: EdgePat, et: EdgeType, near: str, far: str, seeds: str
+    ) -> str:
         """Reachability within a small hop bound as one plain CTE per hop: the frontier at
         hop i is the DISTINCT (start, node) pairs one arc beyond hop i - 1. The same set the
         recursion computes, but ordinary joins that DuckDB pipelines and runs in parallel."""
@@ -650,23 +732,32 @@ class _Compiler:
         if self.gt.graph:  # one corpus: filter the arcs once, join on session and node only
             arc_filters.append(f"x.corpus = {string_literal(self.gt.graph)}")
             keys = "x.session_id = r.session_id"
-        self.ctes.append(f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
-                         f"x.{far} AS b FROM {et.table} AS x WHERE {' AND '.join(arc_filters)})")
+        self.ctes.append(
+            f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
+            f"x.{far} AS b FROM {et.table} AS x WHERE {' AND '.join(arc_filters)})"
+        )
         # the seeds are distinct nodes, so hop 0 is distinct, and so is hop 1 (distinct arcs
         # out of one node each); from hop 2 on, two paths can reach the same node
-        self.ctes.append(f"{name}_0 AS (SELECT n.corpus, n.session_id, n.node_id AS start, "
-                         f"n.node_id AS node FROM {seeds})")
+        self.ctes.append(
+            f"{name}_0 AS (SELECT n.corpus, n.session_id, n.node_id AS start, "
+            f"n.node_id AS node FROM {seeds})"
+        )
         for i in range(1, e.hi + 1):
             distinct = "DISTINCT " if i > 1 else ""
             self.ctes.append(
                 f"{name}_{i} AS (SELECT {distinct}r.corpus, r.session_id, r.start, "
                 f"x.b AS node FROM {name}_{i - 1} AS r JOIN {arcs} AS x ON "
-                f"{keys} AND x.a = r.node)")
-        levels = " UNION ALL ".join(f"SELECT corpus, session_id, start, node, {i} AS hops "
-                                    f"FROM {name}_{i}" for i in range(e.lo, e.hi + 1))
-        self.ctes.append(f"{name}(corpus, session_id, start, node, hops) AS ("
-                         f"SELECT corpus, session_id, start, node, min(hops) FROM ({levels}) "
-                         f"AS _levels GROUP BY corpus, session_id, start, node)")
+                f"{keys} AND x.a = r.node)"
+            )
+        levels = " UNION ALL ".join(
+            f"SELECT corpus, session_id, start, node, {i} AS hops FROM {name}_{i}"
+            for i in range(e.lo, e.hi + 1)
+        )
+        self.ctes.append(
+            f"{name}(corpus, session_id, start, node, hops) AS ("
+            f"SELECT corpus, session_id, start, node, min(hops) FROM ({levels}) "
+            f"AS _levels GROUP BY corpus, session_id, start, node)"
+        )
         return name
 
     def _seeds(self, left: _Ref | None, left_node: NodePat) -> str:
@@ -684,23 +775,32 @@ class _Compiler:
             if self.gt.graph and self.anchor is not None:
                 where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
             cond = f" WHERE {' AND '.join(where)}" if where else ""
-            return (f"(SELECT DISTINCT {left.corpus} AS corpus, {left.session} AS session_id, "
-                    f"{left.node} AS node_id FROM {' '.join(self.from_sql)}{cond}) AS n")
-        filters = [f for n in self.node_pats.get(left_node.var, [left_node])
-                   for f in _node_filters("n", n)] + graph
+            return (
+                f"(SELECT DISTINCT {left.corpus} AS corpus, {left.session} AS session_id, "
+                f"{left.node} AS node_id FROM {' '.join(self.from_sql)}{cond}) AS n"
+            )
+        filters = [
+            f for n in self.node_pats.get(left_node.var, [left_node]) for f in _node_filters("n", n)
+        ] + graph
         return "nodes AS n" + (f" WHERE {' AND '.join(filters)}" if filters else "")
 
-    def _recursive_cte(self, e: EdgePat, left: _Ref | None, left_node: NodePat,
-                       mode: str | None) -> str:
+    def _recursive_cte(
+        self, e: EdgePat, left: _Ref | None, left_node: NodePat, mode: str | None
+    ) -> str:
         """A recursive CTE walking ``e`` from the nodes that can match ``left_node``;
         return the relation (CTE name or filtered subquery) to join."""
         et = EDGE_TYPES[e.etype]
         near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
-        name = f"_walk{self.k}_{len(self.ctes) + 1}" if mode else \
-            f"_reach{self.k}_{len(self.ctes) + 1}"
+        name = (
+            f"_walk{self.k}_{len(self.ctes) + 1}"
+            if mode
+            else f"_reach{self.k}_{len(self.ctes) + 1}"
+        )
         seeds = self._seeds(left, left_node)
-        step_on = " AND ".join(["x.corpus = r.corpus", "x.session_id = r.session_id",
-                                f"x.{near} = r.node"] + _edge_filters("x", e))
+        step_on = " AND ".join(
+            ["x.corpus = r.corpus", "x.session_id = r.session_id", f"x.{near} = r.node"]
+            + _edge_filters("x", e)
+        )
         if mode is None and e.hi <= UNROLL_MAX_HOPS:
             return self._unrolled(name, e, et, near, far, seeds)
         if mode is None:
@@ -709,9 +809,12 @@ class _Compiler:
                 f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM {seeds}"
                 f" UNION ALL SELECT DISTINCT r.corpus, r.session_id, r.start, "
                 f"x.{far}, r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
-                f"WHERE r.hops < {e.hi})")
-            return (f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
-                    f"WHERE hops >= {e.lo} GROUP BY corpus, session_id, start, node)")
+                f"WHERE r.hops < {e.hi})"
+            )
+            return (
+                f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
+                f"WHERE hops >= {e.lo} GROUP BY corpus, session_id, start, node)"
+            )
         guard = ""
         if mode in ("ACYCLIC", "ANY SHORTEST", "ALL SHORTEST"):
             guard = f" AND NOT list_contains(r.path, x.{far})"
@@ -723,15 +826,18 @@ class _Compiler:
             f"CAST([] AS VARCHAR[]) FROM {seeds} UNION ALL "
             f"SELECT r.corpus, r.session_id, r.start, x.{far}, r.hops + 1, "
             f"list_append(r.path, x.{far}), list_append(r.edge_ids, x.{et.id}) "
-            f"FROM {name} AS r JOIN {et.table} AS x ON {step_on} WHERE r.hops < {e.hi}{guard})")
+            f"FROM {name} AS r JOIN {et.table} AS x ON {step_on} WHERE r.hops < {e.hi}{guard})"
+        )
         cols = "corpus, session_id, start, node, hops, path, edge_ids"
         if mode in ("WALK", "TRAIL", "ACYCLIC"):
             return f"(SELECT {cols} FROM {name} WHERE hops >= {e.lo})"
         order = "hops" if mode == "ALL SHORTEST" else "hops, array_to_string(path, ',')"
         rank = "rank()" if mode == "ALL SHORTEST" else "row_number()"
-        return (f"(SELECT {cols} FROM (SELECT {cols}, {rank} OVER (PARTITION BY corpus, "
-                f"session_id, start, node ORDER BY {order}) AS _rank FROM {name} "
-                f"WHERE hops >= {e.lo}) AS _ranked WHERE _rank = 1)")
+        return (
+            f"(SELECT {cols} FROM (SELECT {cols}, {rank} OVER (PARTITION BY corpus, "
+            f"session_id, start, node ORDER BY {order}) AS _rank FROM {name} "
+            f"WHERE hops >= {e.lo}) AS _ranked WHERE _rank = 1)"
+        )
 
     def compile(self) -> tuple[exp.Expression, list[str]]:
         for path in self.gt.paths:
@@ -744,9 +850,12 @@ class _Compiler:
             self.where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
         self._check_refs()
         self._inline_id_only()
-        cols = ([c.sql("duckdb") for c in self.gt.columns] if self.gt.columns else
-                [f"{self.anchor.corpus} AS corpus", f"{self.anchor.session} AS session_id"]
-                + self.default_cols)
+        cols = (
+            [c.sql("duckdb") for c in self.gt.columns]
+            if self.gt.columns
+            else [f"{self.anchor.corpus} AS corpus", f"{self.anchor.session} AS session_id"]
+            + self.default_cols
+        )
         where = list(self.where)
         if self.gt.where is not None:
             where.append(f"({self.gt.where.sql('duckdb')})")
@@ -757,17 +866,22 @@ class _Compiler:
             return sqlglot.parse_one(text, read="duckdb"), self.ctes
         except ParseError:  # a variable named like an SQL keyword, e.g. (select:human)
             names = ", ".join(sorted(self.var_kind))
-            raise _fail(self.sql, self.gt.start, f"a pattern variable is an SQL keyword "
-                        f"(variables: {names}); rename it, e.g. (p:human)") from None
+            raise _fail(
+                self.sql,
+                self.gt.start,
+                f"a pattern variable is an SQL keyword "
+                f"(variables: {names}); rename it, e.g. (p:human)",
+            ) from None
 
     def _inline_id_only(self) -> None:
         """``p.node_id`` of an id-only variable becomes the edge column that holds it."""
+
         def swap(node):
-            if isinstance(node, exp.Column) and node.table and \
-                    node.table.lower() in self.id_only:
+            if isinstance(node, exp.Column) and node.table and node.table.lower() in self.id_only:
                 ref = self.bound[node.table.lower()]
-                where = {"corpus": ref.corpus, "session_id": ref.session,
-                         "node_id": ref.node}[node.name.lower()]
+                where = {"corpus": ref.corpus, "session_id": ref.session, "node_id": ref.node}[
+                    node.name.lower()
+                ]
                 return sqlglot.parse_one(where, read="duckdb")
             return node
 
@@ -787,20 +901,35 @@ class _Compiler:
         exprs = ([self.gt.where] if self.gt.where is not None else []) + (self.gt.columns or [])
         for tree in exprs:
             for col in tree.find_all(exp.Column):
-                pos = col.this.meta.get("abs_start", self.gt.start) if col.this.meta else \
-                    self.gt.start
+                pos = (
+                    col.this.meta.get("abs_start", self.gt.start)
+                    if col.this.meta
+                    else self.gt.start
+                )
                 var = col.table.lower() if col.table else ""
                 if not var:
-                    raise _fail(self.sql, pos, f"column {col.name!r} needs a pattern variable, "
-                                f"e.g. {next(iter(self.var_kind), 'p')}.{col.name}")
+                    raise _fail(
+                        self.sql,
+                        pos,
+                        f"column {col.name!r} needs a pattern variable, "
+                        f"e.g. {next(iter(self.var_kind), 'p')}.{col.name}",
+                    )
                 if var not in self.var_kind:
-                    raise _fail(self.sql, pos, f"unknown pattern variable {var!r}."
-                                f"{_suggest(var, self.var_kind)} Variables: "
-                                f"{', '.join(self.var_kind) or '(none: name one, e.g. (p))'}")
+                    raise _fail(
+                        self.sql,
+                        pos,
+                        f"unknown pattern variable {var!r}."
+                        f"{_suggest(var, self.var_kind)} Variables: "
+                        f"{', '.join(self.var_kind) or '(none: name one, e.g. (p))'}",
+                    )
                 cols = self._columns_of(var)
                 if col.name.lower() not in cols:
-                    raise _fail(self.sql, pos, f"{var!r} has no column {col.name!r}."
-                                f"{_suggest(col.name.lower(), cols)} Columns: {', '.join(cols)}")
+                    raise _fail(
+                        self.sql,
+                        pos,
+                        f"{var!r} has no column {col.name!r}."
+                        f"{_suggest(col.name.lower(), cols)} Columns: {', '.join(cols)}",
+                    )
 
 
 def compile_patterns(sql: str) -> str:
@@ -814,15 +943,16 @@ def compile_patterns(sql: str) -> str:
     parsed = [parse_graph_table(sql, span) for span in spans]
     pieces, last = [], 0
     for k, gt in enumerate(parsed):
-        pieces += [sql[last:gt.start], f"__graph_table_{k}__"]
+        pieces += [sql[last : gt.start], f"__graph_table_{k}__"]
         last = gt.end
     pieces.append(sql[last:])
     try:
         tree = sqlglot.parse_one("".join(pieces), read="duckdb")
     except ParseError as exc:
         err = exc.errors[0] if exc.errors else {}
-        raise SqlError(f"SQL syntax error around the pattern: "
-                       f"{err.get('description', exc)}") from None
+        raise SqlError(
+            f"SQL syntax error around the pattern: {err.get('description', exc)}"
+        ) from None
     all_ctes: list[str] = []
     for k, gt in enumerate(parsed):
         select, ctes = _Compiler(sql, gt, k + 1).compile()
@@ -830,11 +960,13 @@ def compile_patterns(sql: str) -> str:
         for table in list(tree.find_all(exp.Table)):
             if table.name == f"__graph_table_{k}__":
                 alias = table.alias or f"graph_table_{k + 1}"
-                table.replace(exp.Subquery(this=select, alias=exp.TableAlias(
-                    this=exp.to_identifier(alias))))
+                table.replace(
+                    exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+                )
     if all_ctes:
-        cte_tree = sqlglot.parse_one(f"WITH RECURSIVE {', '.join(all_ctes)} SELECT 1",
-                                     read="duckdb")
+        cte_tree = sqlglot.parse_one(
+            f"WITH RECURSIVE {', '.join(all_ctes)} SELECT 1", read="duckdb"
+        )
         new = cte_tree.args["with_"]
         existing = tree.args.get("with_")
         if existing is not None:

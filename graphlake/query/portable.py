@@ -54,8 +54,9 @@ class Finding:
 def _line(node: exp.Expression, text: str) -> int | None:
     """The line of ``node`` in ``text``, from token offsets (sqlglot's own line numbers
     drift after multi-line comments)."""
-    starts = [n._meta["start"] for n in node.walk() if getattr(n, "_meta", None)
-              and "start" in n._meta]
+    starts = [
+        n._meta["start"] for n in node.walk() if getattr(n, "_meta", None) and "start" in n._meta
+    ]
     return text.count("\n", 0, min(starts)) + 1 if starts else None
 
 
@@ -74,8 +75,11 @@ def _ordered_agg(node: exp.Expression) -> tuple[exp.Expression, list[exp.Ordered
 
 #: Constructs sqlglot translates into something that runs on Spark but answers differently.
 _MISREAD: dict[type, tuple[str, str]] = {
-    exp.TimeToUnix: ("epoch()", "Spark's unix_timestamp drops fractions of a second and does "
-                                "not take an interval; subtract DOUBLE seconds instead"),
+    exp.TimeToUnix: (
+        "epoch()",
+        "Spark's unix_timestamp drops fractions of a second and does "
+        "not take an interval; subtract DOUBLE seconds instead",
+    ),
     exp.TimeToStr: ("strftime()", "format codes differ (%Y in DuckDB, yyyy in Spark)"),
     exp.StrToTime: ("strptime()", "format codes differ (%Y in DuckDB, yyyy in Spark)"),
 }
@@ -108,16 +112,32 @@ def _lint(tree: exp.Expression, text: str) -> list[Finding]:
         if isinstance(node, exp.Join) and str(node.args.get("method") or "").upper() == "ASOF":
             out.append(Finding("ASOF JOIN", _line(node, text), "Spark has no as-of join", False))
         elif isinstance(node, exp.Unnest) and node.args.get("offset"):
-            out.append(Finding("WITH ORDINALITY", _line(node, text),
-                               "Spark numbers exploded rows with posexplode, 0-based", False))
+            out.append(
+                Finding(
+                    "WITH ORDINALITY",
+                    _line(node, text),
+                    "Spark numbers exploded rows with posexplode, 0-based",
+                    False,
+                )
+            )
         elif isinstance(node, exp.PercentileCont):
-            out.append(Finding("percentile_cont()", _line(node, text),
-                               "sqlglot renders it as percentile_approx, an approximation",
-                               True))
+            out.append(
+                Finding(
+                    "percentile_cont()",
+                    _line(node, text),
+                    "sqlglot renders it as percentile_approx, an approximation",
+                    True,
+                )
+            )
         elif _ordered_agg(node):
-            out.append(Finding("ordered list aggregation", _line(node, text),
-                               "sqlglot renders it as collect_list, which drops the ORDER BY",
-                               True))
+            out.append(
+                Finding(
+                    "ordered list aggregation",
+                    _line(node, text),
+                    "sqlglot renders it as collect_list, which drops the ORDER BY",
+                    True,
+                )
+            )
         elif isinstance(node, exp.Func) and _name(node) in _MISSING_IN_SPARK:
             name = _name(node)
             out.append(Finding(f"{name}()", _line(node, text), _MISSING_IN_SPARK[name], False))
@@ -152,39 +172,59 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _percentile(node.this, node.expression, False)
     # DuckDB computes with DOUBLE where Spark keeps DECIMAL literals exact and then rounds
     # or truncates differently (avg(1.0) gives 5 decimals): make such literals DOUBLE
-    if isinstance(node, exp.Literal) and not node.is_string and any(
-            c in node.this for c in ".eE"):
+    if isinstance(node, exp.Literal) and not node.is_string and any(c in node.this for c in ".eE"):
         return exp.Cast(this=node.copy(), to=exp.DataType.build("DOUBLE"))
     agg = _ordered_agg(node)
     if agg:
         value, keys, distinct = agg
         if distinct:
             if len(keys) != 1 or keys[0].this != value or keys[0].args.get("desc"):
-                raise SqlError("list(DISTINCT x ORDER BY y) with y other than x has no exact "
-                               "Spark form; order by the value itself or drop DISTINCT")
+                raise SqlError(
+                    "list(DISTINCT x ORDER BY y) with y other than x has no exact "
+                    "Spark form; order by the value itself or drop DISTINCT"
+                )
             # collect_set drops NULL, which DuckDB keeps (once, last): put it back
             null_once = sqlglot.parse_one(
                 "transform(slice(filter(collect_list(struct(x AS v)), e -> e.v IS NULL), 1, 1),"
-                " e -> e.v)", read="spark").transform(
-                    lambda n: value.copy() if isinstance(n, exp.Column) and n.name == "x"
-                    else n)
-            return exp.Anonymous(this="concat", expressions=[
-                exp.Anonymous(this="array_sort", expressions=[
-                    exp.Anonymous(this="collect_set", expressions=[value])]), null_once])
+                " e -> e.v)",
+                read="spark",
+            ).transform(
+                lambda n: value.copy() if isinstance(n, exp.Column) and n.name == "x" else n
+            )
+            return exp.Anonymous(
+                this="concat",
+                expressions=[
+                    exp.Anonymous(
+                        this="array_sort",
+                        expressions=[exp.Anonymous(this="collect_set", expressions=[value])],
+                    ),
+                    null_once,
+                ],
+            )
         if any(k.args.get("desc") for k in keys):
-            raise SqlError("list(... ORDER BY ... DESC) has no exact Spark form yet; order "
-                           "ascending and reverse() the list")
+            raise SqlError(
+                "list(... ORDER BY ... DESC) has no exact Spark form yet; order "
+                "ascending and reverse() the list"
+            )
         # DuckDB sorts NULL keys last; Spark orders a struct's NULL fields first
         fields = []
         for i, k in enumerate(keys):
             fields.append(exp.alias_(exp.Is(this=k.this.copy(), expression=exp.Null()), f"n{i}"))
             fields.append(exp.alias_(k.this.copy(), f"k{i}"))
         fields.append(exp.alias_(value.copy(), "v"))
-        sorted_list = exp.Anonymous(this="array_sort", expressions=[
-            exp.Anonymous(this="collect_list", expressions=[
-                exp.Anonymous(this="struct", expressions=fields)])])
-        lam = exp.Lambda(this=exp.Dot(this=exp.column("e"), expression=exp.to_identifier("v")),
-                         expressions=[exp.to_identifier("e")])
+        sorted_list = exp.Anonymous(
+            this="array_sort",
+            expressions=[
+                exp.Anonymous(
+                    this="collect_list",
+                    expressions=[exp.Anonymous(this="struct", expressions=fields)],
+                )
+            ],
+        )
+        lam = exp.Lambda(
+            this=exp.Dot(this=exp.column("e"), expression=exp.to_identifier("v")),
+            expressions=[exp.to_identifier("e")],
+        )
         return exp.Anonymous(this="transform", expressions=[sorted_list, lam])
     return node
 
@@ -200,6 +240,7 @@ def to_spark(sql: str, params: dict | None = None, *, pretty: bool = False) -> s
     if blocking:
         raise SqlError("not portable to Spark: " + "; ".join(map(str, blocking)))
     tree = expand_macros(tree)
+
     def bind(node):
         if params is not None and isinstance(node, exp.Placeholder) and node.name:
             if node.name not in params:

@@ -27,8 +27,12 @@ from graphlake.query.portable import to_spark
 from graphlake.schema import TABLES
 
 _SPARK_TYPES = {
-    pa.string(): "STRING", pa.float64(): "DOUBLE", pa.int32(): "INT", pa.int64(): "BIGINT",
-    pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMP",
+    pa.string(): "STRING",
+    pa.float64(): "DOUBLE",
+    pa.int32(): "INT",
+    pa.int64(): "BIGINT",
+    pa.bool_(): "BOOLEAN",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMP",
     pa.list_(pa.string()): "ARRAY<STRING>",
 }
 _lock = threading.Lock()
@@ -43,17 +47,21 @@ def spark_session(master: str | None = None):
             try:
                 from pyspark.sql import SparkSession
             except ImportError:
-                raise GraphlakeError("the Spark engine needs PySpark: pip install "
-                                     "'graphlake[spark]' (and Java 17)") from None
+                raise GraphlakeError(
+                    "the Spark engine needs PySpark: pip install 'graphlake[spark]' (and Java 17)"
+                ) from None
             master = master or os.environ.get("GRAPHLAKE_SPARK_MASTER", "local[2]")
-            _session = (SparkSession.builder.master(master).appName("graphlake")
-                        .config("spark.ui.enabled", "false")
-                        .config("spark.ui.showConsoleProgress", "false")
-                        .config("spark.sql.session.timeZone", "UTC")
-                        .config("spark.sql.shuffle.partitions", "4")
-                        .config("spark.sql.ansi.enabled", "false")
-                        .config("spark.driver.memory", "2g")
-                        .getOrCreate())
+            _session = (
+                SparkSession.builder.master(master)
+                .appName("graphlake")
+                .config("spark.ui.enabled", "false")
+                .config("spark.ui.showConsoleProgress", "false")
+                .config("spark.sql.session.timeZone", "UTC")
+                .config("spark.sql.shuffle.partitions", "4")
+                .config("spark.sql.ansi.enabled", "false")
+                .config("spark.driver.memory", "2g")
+                .getOrCreate()
+            )
             _session.sparkContext.setLogLevel("OFF")
         return _session
 
@@ -81,9 +89,15 @@ def register_lake(spark, lake: Lake, version: int | None = None) -> dict[str, li
     return columns
 
 
-def run_sql_spark(sql: str, lake, *, version: int | None = None, params: dict | None = None,
-                  max_rows: int | None = DEFAULT_MAX_ROWS, master: str | None = None
-                  ) -> QueryResult:
+def run_sql_spark(
+    sql: str,
+    lake,
+    *,
+    version: int | None = None,
+    params: dict | None = None,
+    max_rows: int | None = DEFAULT_MAX_ROWS,
+    master: str | None = None,
+) -> QueryResult:
     """Guard ``sql`` as on DuckDB, translate it to Spark SQL, run it on ``lake``."""
     lake = lake if isinstance(lake, Lake) else Lake(os.fspath(lake))
     spark = spark_session(master)

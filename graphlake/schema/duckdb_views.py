@@ -32,8 +32,12 @@ def string_list(values: Iterable[str]) -> str:
 
 
 _DUCK_TYPES = {
-    pa.string(): "VARCHAR", pa.float64(): "DOUBLE", pa.int32(): "INTEGER",
-    pa.int64(): "BIGINT", pa.bool_(): "BOOLEAN", pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
+    pa.string(): "VARCHAR",
+    pa.float64(): "DOUBLE",
+    pa.int32(): "INTEGER",
+    pa.int64(): "BIGINT",
+    pa.bool_(): "BOOLEAN",
+    pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ",
     pa.list_(pa.string()): "VARCHAR[]",
 }
 
@@ -47,18 +51,22 @@ def files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
     if not files:
         return _empty_select(schema)
     cols = ", ".join(schema.names)
-    return (f"SELECT {cols} FROM read_parquet({string_list(files)}, union_by_name=true)"
-            + (f" WHERE {where}" if where else ""))
+    return f"SELECT {cols} FROM read_parquet({string_list(files)}, union_by_name=true)" + (
+        f" WHERE {where}" if where else ""
+    )
 
 
-def create_table_views(con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], *,
-                       where: str = "") -> dict[str, list[str]]:
+def create_table_views(
+    con: duckdb.DuckDBPyConnection, files: dict[str, list[str]], *, where: str = ""
+) -> dict[str, list[str]]:
     """One view per canonical table over ``files[table]`` (rows matching ``where``, when
     given); a table without files is an empty view with the right columns."""
     columns = {}
     for name, spec in TABLES.items():
-        con.execute(f"CREATE OR REPLACE VIEW {name} AS "
-                    f"{files_select(files.get(name, []), spec.schema, where)}")
+        con.execute(
+            f"CREATE OR REPLACE VIEW {name} AS "
+            f"{files_select(files.get(name, []), spec.schema, where)}"
+        )
         columns[name] = list(spec.schema.names)
     return columns
 
@@ -85,9 +93,12 @@ def _derived_schemas() -> dict[str, pa.Schema]:
             con.execute(f"CREATE VIEW {name} AS {sql}")
             schema = con.sql(f"SELECT * FROM {name} LIMIT 0").to_arrow_table().schema
             # plain list<item> types, as the canonical tables use
-            out[name] = pa.schema([
-                f.with_type(pa.list_(f.type.value_type)) if pa.types.is_list(f.type) else f
-                for f in schema])
+            out[name] = pa.schema(
+                [
+                    f.with_type(pa.list_(f.type.value_type)) if pa.types.is_list(f.type) else f
+                    for f in schema
+                ]
+            )
         return out
     finally:
         con.close()

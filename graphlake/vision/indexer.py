@@ -67,8 +67,7 @@ def thumbnail(rgb: np.ndarray, width: int = THUMB_WIDTH) -> bytes:
 
     img = Image.fromarray(rgb)
     if img.width > width:
-        img = img.resize((width, max(1, round(img.height * width / img.width))),
-                         Image.BILINEAR)
+        img = img.resize((width, max(1, round(img.height * width / img.width))), Image.BILINEAR)
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=80)
     return buf.getvalue()
@@ -83,33 +82,50 @@ class WorkflowClock:
         def columns(sql: str) -> dict[str, list]:
             return con.execute(sql, p, max_rows=None, timeout_s=None).table.to_pydict()
 
-        steps = columns("SELECT step_id, t_start, t_end FROM steps WHERE corpus = $c "
-                        "AND session_id = $s AND t_start IS NOT NULL ORDER BY t_start")
-        occ = columns("SELECT node_id, t_start, t_end, actor_type FROM node_occurrences "
-                      "WHERE corpus = $c AND session_id = $s AND t_start IS NOT NULL")
-        episodes = columns("SELECT coalesce(source_t_start, ai_t_start) AS t0, "
-                           "coalesce(response_t_end, ai_t_end) AS t1 FROM adoptions "
-                           "WHERE corpus = $c AND session_id = $s")
+        steps = columns(
+            "SELECT step_id, t_start, t_end FROM steps WHERE corpus = $c "
+            "AND session_id = $s AND t_start IS NOT NULL ORDER BY t_start"
+        )
+        occ = columns(
+            "SELECT node_id, t_start, t_end, actor_type FROM node_occurrences "
+            "WHERE corpus = $c AND session_id = $s AND t_start IS NOT NULL"
+        )
+        episodes = columns(
+            "SELECT coalesce(source_t_start, ai_t_start) AS t0, "
+            "coalesce(response_t_end, ai_t_end) AS t1 FROM adoptions "
+            "WHERE corpus = $c AND session_id = $s"
+        )
         self.steps = steps
         text_cols = ("node_id", "actor_type")
-        self.occ = {k: np.array(v, dtype=object if k in text_cols else float)
-                    for k, v in occ.items()}
-        self.episodes = [(a, b) for a, b in zip(episodes["t0"], episodes["t1"], strict=True)
-                         if a is not None and b is not None]
+        self.occ = {
+            k: np.array(v, dtype=object if k in text_cols else float) for k, v in occ.items()
+        }
+        self.episodes = [
+            (a, b)
+            for a, b in zip(episodes["t0"], episodes["t1"], strict=True)
+            if a is not None and b is not None
+        ]
 
     def at(self, t: float) -> dict:
         step = None
-        for sid, t0, t1 in zip(self.steps["step_id"], self.steps["t_start"],
-                               self.steps["t_end"], strict=True):
+        for sid, t0, t1 in zip(
+            self.steps["step_id"], self.steps["t_start"], self.steps["t_end"], strict=True
+        ):
             if t0 <= t and (t1 is None or t <= t1):
                 step = sid
-        active = (self.occ["t_start"] <= t) & (t <= self.occ["t_end"]) \
-            if len(self.occ.get("t_start", [])) else np.zeros(0, bool)
+        active = (
+            (self.occ["t_start"] <= t) & (t <= self.occ["t_end"])
+            if len(self.occ.get("t_start", []))
+            else np.zeros(0, bool)
+        )
         kinds = set(self.occ["actor_type"][active]) if active.any() else set()
-        return {"step_id": step,
-                "node_ids": sorted(self.occ["node_id"][active].tolist()) if active.any() else [],
-                "human_active": "human" in kinds, "ai_active": "ai" in kinds,
-                "ai_episode": any(a <= t <= b for a, b in self.episodes)}
+        return {
+            "step_id": step,
+            "node_ids": sorted(self.occ["node_id"][active].tolist()) if active.any() else [],
+            "human_active": "human" in kinds,
+            "ai_active": "ai" in kinds,
+            "ai_episode": any(a <= t <= b for a, b in self.episodes),
+        }
 
 
 @dataclass
@@ -127,21 +143,33 @@ def recordings(con: Connection, session: str | None) -> list[Recording]:
     if session:
         where += " AND session_id = $s"
         params["s"] = session
-    rows = con.rows(f"SELECT DISTINCT corpus, session_id, media_id, uri, duration_s FROM media "
-                    f"WHERE {where} ORDER BY corpus, session_id, media_id", params)
+    rows = con.rows(
+        f"SELECT DISTINCT corpus, session_id, media_id, uri, duration_s FROM media "
+        f"WHERE {where} ORDER BY corpus, session_id, media_id",
+        params,
+    )
     return [Recording(**r) for r in rows]
 
 
 class FrameIndexer:
     """Index the recordings of one lake (see the module docstring)."""
 
-    def __init__(self, lake: Lake | str | Path, *, every: float = 2.0, model: str | None = None,
-                 text_model: str = DEFAULT_TEXT_MODEL, batch: int = 16,
-                 on_progress: Callable[[str, float, float], None] | None = None):
+    def __init__(
+        self,
+        lake: Lake | str | Path,
+        *,
+        every: float = 2.0,
+        model: str | None = None,
+        text_model: str = DEFAULT_TEXT_MODEL,
+        batch: int = 16,
+        on_progress: Callable[[str, float, float], None] | None = None,
+    ):
         self.lake = lake if isinstance(lake, Lake) else Lake(lake)
         if not self.lake.exists():
-            raise GraphlakeError(f"no lake at {self.lake.root}; ingest something first "
-                                 "(graphlake ingest ... or graphlake demo)")
+            raise GraphlakeError(
+                f"no lake at {self.lake.root}; ingest something first "
+                "(graphlake ingest ... or graphlake demo)"
+            )
         self.every = every
         self.model = model
         self.text_model = text_model
@@ -161,8 +189,12 @@ class FrameIndexer:
 
     def _meta(self) -> dict[str, str]:
         text = text_embedder(self.text_model)
-        meta = {st.META_TEXT: text.identity, st.META_TEXT_SPEC: self.text_model,
-                st.META_FORMAT: st.FORMAT, st.META_OCR: self.ocr.identity}
+        meta = {
+            st.META_TEXT: text.identity,
+            st.META_TEXT_SPEC: self.text_model,
+            st.META_FORMAT: st.FORMAT,
+            st.META_OCR: self.ocr.identity,
+        }
         if self.model:
             meta[st.META_IMAGE] = image_embedder(self.model).identity
             meta[st.META_IMAGE_SPEC] = self.model
@@ -205,8 +237,9 @@ class FrameIndexer:
         return report
 
     # ------------------------------------------------------------------ recordings
-    def _index_recording(self, con, table, rec: Recording, report: IndexReport, base: float,
-                         total: float) -> None:
+    def _index_recording(
+        self, con, table, rec: Recording, report: IndexReport, base: float, total: float
+    ) -> None:
         resume = self.store.resume_point(rec.session_id, rec.media_id)
         after, last_hash = resume if resume else (None, None)
         clock = WorkflowClock(con, rec.corpus, rec.session_id)
@@ -214,24 +247,33 @@ class FrameIndexer:
         label = f"{rec.session_id} {Path(rec.uri).name}"
         buffer: list[SampledFrame] = []
         written = 0
-        for frame in sample_frames(rec.uri, self.every, after=after, last_hash=last_hash,
-                                   stats=stats):
+        for frame in sample_frames(
+            rec.uri, self.every, after=after, last_hash=last_hash, stats=stats
+        ):
             buffer.append(frame)
             if len(buffer) >= self.batch:
                 written += self._write(table, rec, clock, buffer)
                 buffer = []
             self.on_progress(label, base + frame.t, total)
         written += self._write(table, rec, clock, buffer)
-        self.store.mark_done({"session_id": rec.session_id, "media_id": rec.media_id,
-                              "every": self.every, "frames": written, "decoded": stats.decoded,
-                              "duration_s": rec.duration_s})
+        self.store.mark_done(
+            {
+                "session_id": rec.session_id,
+                "media_id": rec.media_id,
+                "every": self.every,
+                "frames": written,
+                "decoded": stats.decoded,
+                "duration_s": rec.duration_s,
+            }
+        )
         self.on_progress(label, base + (rec.duration_s or 0.0), total)
         report.frames += written
         report.decoded += stats.decoded
         report.checked += stats.checked
 
-    def _write(self, table, rec: Recording, clock: WorkflowClock,
-               frames: list[SampledFrame]) -> int:
+    def _write(
+        self, table, rec: Recording, clock: WorkflowClock, frames: list[SampledFrame]
+    ) -> int:
         if not frames:
             return 0
         read = [self.ocr.read(f.image) for f in frames]
@@ -255,11 +297,13 @@ class FrameIndexer:
         schema = table.schema
         text_vecs = text_embedder(self.text_model).encode(texts)
         cols["text_vector"] = pa.FixedSizeListArray.from_arrays(
-            pa.array(text_vecs.ravel(), pa.float32()), text_vecs.shape[1])
+            pa.array(text_vecs.ravel(), pa.float32()), text_vecs.shape[1]
+        )
         if "image_vector" in schema.names:
             img_vecs = image_embedder(self.model).encode_images([f.image for f in frames])
             cols["image_vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(img_vecs.ravel(), pa.float32()), img_vecs.shape[1])
+                pa.array(img_vecs.ravel(), pa.float32()), img_vecs.shape[1]
+            )
         data = pa.table({name: cols[name] for name in schema.names}, schema=schema)
         table.add(data)
         return len(frames)
@@ -269,7 +313,8 @@ class FrameIndexer:
         """Embed node labels/details and chat turns of sessions not in ``texts`` yet."""
         filt = "WHERE session_id = $s" if session else ""
         params = {"s": session} if session else {}
-        rows = con.execute(f"""
+        rows = con.execute(
+            f"""
             SELECT * FROM (
               SELECT corpus, session_id, 'node' AS source, node_id AS ref_id, t_start AS t,
                      step_id, actor_type,
@@ -281,35 +326,55 @@ class FrameIndexer:
               FROM events WHERE list_contains($channels, channel) AND text IS NOT NULL
                 AND text <> ''
             ) {filt} ORDER BY corpus, session_id, source, ref_id""",
-            {**params, "channels": list(CHAT_CHANNELS)}, max_rows=None,
-            timeout_s=None).table
+            {**params, "channels": list(CHAT_CHANNELS)},
+            max_rows=None,
+            timeout_s=None,
+        ).table
         rows = rows.filter(pa.compute.not_equal(rows.column("text"), ""))
         if rows.num_rows == 0:
             return 0
         existing = self.store.table("texts")
         if existing is not None:
-            have = pa.compute.unique(existing.search().select(["session_id"])
-                                     .limit(existing.count_rows()).to_arrow()
-                                     .column("session_id"))
-            rows = rows.filter(pa.compute.invert(pa.compute.is_in(rows.column("session_id"),
-                                                                  have)))
+            have = pa.compute.unique(
+                existing.search()
+                .select(["session_id"])
+                .limit(existing.count_rows())
+                .to_arrow()
+                .column("session_id")
+            )
+            rows = rows.filter(pa.compute.invert(pa.compute.is_in(rows.column("session_id"), have)))
             if rows.num_rows == 0:
                 return 0
         embedder = text_embedder(self.text_model)
-        schema = st.texts_schema(embedder.dim, {st.META_TEXT: embedder.identity,
-                                                st.META_TEXT_SPEC: self.text_model,
-                                                st.META_FORMAT: st.FORMAT})
+        schema = st.texts_schema(
+            embedder.dim,
+            {
+                st.META_TEXT: embedder.identity,
+                st.META_TEXT_SPEC: self.text_model,
+                st.META_FORMAT: st.FORMAT,
+            },
+        )
         table = self.store.open_for_write("texts", schema, (st.META_TEXT,))
         chunk = 4096
         for i in range(0, rows.num_rows, chunk):
             part = rows.slice(i, chunk)
             vecs = embedder.encode(part.column("text").to_pylist())
-            ids = [f"{c}/{s}/{src}/{r}" for c, s, src, r in zip(
-                *(part.column(k).to_pylist() for k in ("corpus", "session_id", "source",
-                                                       "ref_id")), strict=True)]
+            ids = [
+                f"{c}/{s}/{src}/{r}"
+                for c, s, src, r in zip(
+                    *(
+                        part.column(k).to_pylist()
+                        for k in ("corpus", "session_id", "source", "ref_id")
+                    ),
+                    strict=True,
+                )
+            ]
             data = part.append_column("text_id", pa.array(ids)).append_column(
-                "text_vector", pa.FixedSizeListArray.from_arrays(
-                    pa.array(vecs.ravel(), pa.float32()), vecs.shape[1]))
+                "text_vector",
+                pa.FixedSizeListArray.from_arrays(
+                    pa.array(vecs.ravel(), pa.float32()), vecs.shape[1]
+                ),
+            )
             table.add(data.select(schema.names).cast(schema))
             self.on_progress("texts", min(i + chunk, rows.num_rows), rows.num_rows)
         return rows.num_rows
@@ -321,31 +386,49 @@ class FrameIndexer:
         done = self.store.progress()
         if table is None or not done:
             return 0
-        in_lake = {(r["session_id"], r["media_id"]) for r in con.rows(
-            "SELECT DISTINCT session_id, media_id FROM frames")}
+        in_lake = {
+            (r["session_id"], r["media_id"])
+            for r in con.rows("SELECT DISTINCT session_id, media_id FROM frames")
+        }
         todo = done - in_lake
         if not todo:
             return 0
-        cols = ["corpus", "session_id", "frame_id", "media_id", "t", "kind", "text",
-                "ocr_score", "dhash"]
+        cols = [
+            "corpus",
+            "session_id",
+            "frame_id",
+            "media_id",
+            "t",
+            "kind",
+            "text",
+            "ocr_score",
+            "dhash",
+        ]
         rows = table.search().select(cols).limit(table.count_rows()).to_arrow()
-        durations = {(r["session_id"], r["media_id"]): r["duration_s"]
-                     for r in con.rows("SELECT session_id, media_id, max(duration_s) AS "
-                                       "duration_s FROM media GROUP BY ALL")}
+        durations = {
+            (r["session_id"], r["media_id"]): r["duration_s"]
+            for r in con.rows(
+                "SELECT session_id, media_id, max(duration_s) AS duration_s FROM media GROUP BY ALL"
+            )
+        }
         from graphlake.lake.writer import UNIT, LakeRun
         from graphlake.schema import TABLES
 
-        rows = rows.filter(pa.compute.is_in(
-            pa.compute.binary_join_element_wise(rows.column("session_id"),
-                                                rows.column("media_id"), "\x1f"),
-            pa.array([f"{s}\x1f{m}" for s, m in todo])))
+        rows = rows.filter(
+            pa.compute.is_in(
+                pa.compute.binary_join_element_wise(
+                    rows.column("session_id"), rows.column("media_id"), "\x1f"
+                ),
+                pa.array([f"{s}\x1f{m}" for s, m in todo]),
+            )
+        )
         added = 0
         for corpus in sorted(set(rows.column("corpus").to_pylist())):
             part = rows.filter(pa.compute.equal(rows.column("corpus"), corpus))
-            part = part.sort_by([("session_id", "ascending"), ("media_id", "ascending"),
-                                 ("t", "ascending")])
-            sess, media, t = (part.column(k).to_pylist() for k in ("session_id", "media_id",
-                                                                    "t"))
+            part = part.sort_by(
+                [("session_id", "ascending"), ("media_id", "ascending"), ("t", "ascending")]
+            )
+            sess, media, t = (part.column(k).to_pylist() for k in ("session_id", "media_id", "t"))
             t_end = []
             for i in range(len(t)):
                 if i + 1 < len(t) and (sess[i + 1], media[i + 1]) == (sess[i], media[i]):
@@ -355,17 +438,26 @@ class FrameIndexer:
                     t_end.append(max(end, t[i]) if end is not None else t[i] + self.every)
             schema = TABLES["frames"].schema
             data = {
-                "corpus": part.column("corpus"), "session_id": part.column("session_id"),
-                "frame_id": part.column("frame_id"), "media_id": part.column("media_id"),
-                "t": part.column("t"), "t_end": pa.array(t_end, pa.float64()),
-                "kind": part.column("kind"), "text": part.column("text"),
-                "ocr_score": part.column("ocr_score"), "phash": part.column("dhash"),
-                "thumbnail": pa.array([f"/frames/{f}/thumbnail.jpg"
-                                       for f in part.column("frame_id").to_pylist()]),
+                "corpus": part.column("corpus"),
+                "session_id": part.column("session_id"),
+                "frame_id": part.column("frame_id"),
+                "media_id": part.column("media_id"),
+                "t": part.column("t"),
+                "t_end": pa.array(t_end, pa.float64()),
+                "kind": part.column("kind"),
+                "text": part.column("text"),
+                "ocr_score": part.column("ocr_score"),
+                "phash": part.column("dhash"),
+                "thumbnail": pa.array(
+                    [f"/frames/{f}/thumbnail.jpg" for f in part.column("frame_id").to_pylist()]
+                ),
                 "attrs": pa.nulls(part.num_rows, pa.string()),
             }
-            arrow = pa.table(data).cast(schema).append_column(
-                UNIT, pa.array([0] * part.num_rows, pa.int32()))
+            arrow = (
+                pa.table(data)
+                .cast(schema)
+                .append_column(UNIT, pa.array([0] * part.num_rows, pa.int32()))
+            )
             run = LakeRun(self.lake, corpus, f"frames index ({self.store.path})")
             em = run.emitter("frames")
             em.rows("frames", arrow)

@@ -23,8 +23,9 @@ class ScreenReader:
         module = attempt_import("rapidocr_onnxruntime", "vision")
         self._engine = module.RapidOCR()
         self.min_score = min_score
-        self.identity = (f"rapidocr-onnxruntime {metadata.version('rapidocr-onnxruntime')} "
-                         "(PP-OCRv4 det+rec)")
+        self.identity = (
+            f"rapidocr-onnxruntime {metadata.version('rapidocr-onnxruntime')} (PP-OCRv4 det+rec)"
+        )
 
     def read(self, rgb: np.ndarray) -> tuple[str, float | None]:
         """The text on ``rgb`` (H x W x 3) and its mean line confidence (None: no text)."""
@@ -38,8 +39,7 @@ class ScreenReader:
             ys = [p[1] for p in box]
             xs = [p[0] for p in box]
             height = max(ys) - min(ys)
-            lines.append((min(ys), max(height, 1.0), min(xs), max(xs), text.strip(),
-                          float(score)))
+            lines.append((min(ys), max(height, 1.0), min(xs), max(xs), text.strip(), float(score)))
         if not lines:
             return "", None
         ordered = [line for column in _columns(lines) for line in _bands(column)]

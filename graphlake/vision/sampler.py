@@ -62,8 +62,9 @@ class SamplerStats:
 
 
 #: 8-bit formats whose first plane is the picture's luma: the grey picture, without conversion
-_LUMA_FIRST = frozenset({"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p",
-                         "nv12", "nv21", "gray"})
+_LUMA_FIRST = frozenset(
+    {"yuv420p", "yuvj420p", "yuv422p", "yuvj422p", "yuv444p", "yuvj444p", "nv12", "nv21", "gray"}
+)
 
 
 def block_hash(frame) -> np.ndarray:
@@ -81,8 +82,9 @@ def block_hash(frame) -> np.ndarray:
         if cv2 is not None:
             plane = frame.planes[0]
             luma = np.frombuffer(plane, np.uint8).reshape(frame.height, plane.line_size)
-            return cv2.resize(luma[:, :frame.width], (BLOCK_W, BLOCK_H),
-                              interpolation=cv2.INTER_AREA)
+            return cv2.resize(
+                luma[:, : frame.width], (BLOCK_W, BLOCK_H), interpolation=cv2.INTER_AREA
+            )
     small = frame.reformat(width=BLOCK_W, height=BLOCK_H, format="gray")
     return small.to_ndarray()[:BLOCK_H, :BLOCK_W].astype(np.uint8)
 
@@ -128,9 +130,15 @@ def _rgb(frame) -> np.ndarray:
     return frame.to_ndarray(width=width, height=height, format="rgb24")
 
 
-def sample_frames(path: str | Path, every: float = 2.0, *, change: float = DEFAULT_CHANGE,
-                  after: float | None = None, last_hash: bytes | None = None,
-                  stats: SamplerStats | None = None) -> Iterator[SampledFrame]:
+def sample_frames(
+    path: str | Path,
+    every: float = 2.0,
+    *,
+    change: float = DEFAULT_CHANGE,
+    after: float | None = None,
+    last_hash: bytes | None = None,
+    stats: SamplerStats | None = None,
+) -> Iterator[SampledFrame]:
     """The kept frames of ``path``'s first video stream, in time order.
 
     ``after`` and ``last_hash`` resume a sampling: only frames later than ``after`` are
@@ -140,8 +148,11 @@ def sample_frames(path: str | Path, every: float = 2.0, *, change: float = DEFAU
         raise ValueError("--every must be a positive number of seconds")
     av = attempt_import("av", "vision")
     stats = stats if stats is not None else SamplerStats()
-    last = (np.frombuffer(last_hash, np.uint8).reshape(BLOCK_H, BLOCK_W)
-            if last_hash is not None else None)
+    last = (
+        np.frombuffer(last_hash, np.uint8).reshape(BLOCK_H, BLOCK_W)
+        if last_hash is not None
+        else None
+    )
     start = -1.0 if after is None else after
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
@@ -149,8 +160,9 @@ def sample_frames(path: str | Path, every: float = 2.0, *, change: float = DEFAU
         ctx = stream.codec_context
         tb = stream.time_base
         next_target = (np.floor(start / every) + 1) * every if start >= 0 else 0.0
-        next_check = (np.floor(start * CHECKS_PER_SECOND) + 1) / CHECKS_PER_SECOND \
-            if start >= 0 else 0.0
+        next_check = (
+            (np.floor(start * CHECKS_PER_SECOND) + 1) / CHECKS_PER_SECOND if start >= 0 else 0.0
+        )
         pending: tuple[float, np.ndarray, object] | None = None  # (t, block hash, frame)
         gop: list = []
         decoding_since_flush = False
@@ -159,8 +171,7 @@ def sample_frames(path: str | Path, every: float = 2.0, *, change: float = DEFAU
             nonlocal last, pending
             last, pending = bh, None
             stats.kept += 1
-            return SampledFrame(float(t), kind, _rgb(frame), bh.tobytes(),
-                                dhash_of_frame(frame))
+            return SampledFrame(float(t), kind, _rgb(frame), bh.tobytes(), dhash_of_frame(frame))
 
         def frames_of(packets):
             for packet in packets:

@@ -20,8 +20,10 @@ import numpy as np
 
 from graphlake.errors import attempt_import
 
-FONT_PATHS = ("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-              "/usr/share/fonts/dejavu/DejaVuSans.ttf")
+FONT_PATHS = (
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +71,10 @@ def render_screen(screen: Screen, size: tuple[int, int] = (1280, 720)) -> np.nda
         base = h - int(40 * scale)
         for i, v in enumerate((0.3, 0.55, 0.8, 0.45, 0.65)):
             x0 = int((60 + i * 90) * scale)
-            draw.rectangle([x0, base - int(v * 220 * scale), x0 + int(60 * scale), base],
-                           fill=(40 + 40 * i, 110, 180))
+            draw.rectangle(
+                [x0, base - int(v * 220 * scale), x0 + int(60 * scale), base],
+                fill=(40 + 40 * i, 110, 180),
+            )
     y = bar + int(24 * scale)
     for line in screen.chat:
         draw.text((split + int(16 * scale), y), line, fill=(20, 30, 60), font=_font(fs - 2))
@@ -78,11 +82,17 @@ def render_screen(screen: Screen, size: tuple[int, int] = (1280, 720)) -> np.nda
     return np.asarray(img)
 
 
-def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration: float, *,
-                           fps: float = 10, size: tuple[int, int] = (1280, 720),
-                           gop_seconds: float = 2.0, jitter: bool = True,
-                           render: Callable[[Screen, tuple[int, int]], np.ndarray] | None = None,
-                           ) -> Path:
+def write_screen_recording(
+    path: str | Path,
+    screens: Sequence[Screen],
+    duration: float,
+    *,
+    fps: float = 10,
+    size: tuple[int, int] = (1280, 720),
+    gop_seconds: float = 2.0,
+    jitter: bool = True,
+    render: Callable[[Screen, tuple[int, int]], np.ndarray] | None = None,
+) -> Path:
     """Encode ``screens`` into an H.264 MP4 of ``duration`` seconds at ``fps``, each drawn by
     ``render`` (:func:`render_screen` unless given)."""
     av = attempt_import("av", "vision")
@@ -97,8 +107,12 @@ def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration
         stream.width, stream.height = size
         stream.pix_fmt = "yuv420p"
         stream.time_base = 1 / rate
-        stream.options = {"g": str(max(1, int(gop_seconds * fps))), "preset": "ultrafast",
-                          "crf": "23", "sc_threshold": "0"}
+        stream.options = {
+            "g": str(max(1, int(gop_seconds * fps))),
+            "preset": "ultrafast",
+            "crf": "23",
+            "sc_threshold": "0",
+        }
         still: dict[int, object] = {}  # without jitter each screen is converted once
         for i in range(int(round(duration * fps))):
             t = i / fps
@@ -107,12 +121,13 @@ def write_screen_recording(path: str | Path, screens: Sequence[Screen], duration
                 img = rendered[k].copy()
                 x = int((40 + 7 * i) * scale % (size[0] // 2))
                 y = int(size[1] * 0.8 + 10 * scale * np.sin(i / 5))
-                img[y:y + max(1, round(12 * scale)), x:x + max(1, round(8 * scale))] = 0
+                img[y : y + max(1, round(12 * scale)), x : x + max(1, round(8 * scale))] = 0
                 frame = av.VideoFrame.from_ndarray(img, format="rgb24")
             else:
                 if k not in still:
                     still[k] = av.VideoFrame.from_ndarray(rendered[k], format="rgb24").reformat(
-                        format="yuv420p")
+                        format="yuv420p"
+                    )
                 frame = still[k]
             frame.pts = i  # in 1 / rate units
             for packet in stream.encode(frame):

@@ -78,29 +78,34 @@ def frames_schema(text_dim: int, image_dim: int | None, meta: dict[str, str]) ->
     return pa.schema(fields, metadata={k.encode(): v.encode() for k, v in meta.items()})
 
 
-PROGRESS_SCHEMA = pa.schema([
-    pa.field("session_id", pa.string(), False),
-    pa.field("media_id", pa.string(), False),
-    pa.field("every", pa.float64()),
-    pa.field("frames", pa.int64()),
-    pa.field("decoded", pa.int64()),
-    pa.field("duration_s", pa.float64()),
-])
+PROGRESS_SCHEMA = pa.schema(
+    [
+        pa.field("session_id", pa.string(), False),
+        pa.field("media_id", pa.string(), False),
+        pa.field("every", pa.float64()),
+        pa.field("frames", pa.int64()),
+        pa.field("decoded", pa.int64()),
+        pa.field("duration_s", pa.float64()),
+    ]
+)
 
 
 def texts_schema(dim: int, meta: dict[str, str]) -> pa.Schema:
-    return pa.schema([
-        pa.field("text_id", pa.string(), False),
-        pa.field("corpus", pa.string(), False),
-        pa.field("session_id", pa.string(), False),
-        pa.field("source", pa.string(), False),  # node or chat
-        pa.field("ref_id", pa.string(), False),  # node_id or event_id
-        pa.field("t", pa.float64()),
-        pa.field("step_id", pa.string()),
-        pa.field("actor_type", pa.string()),
-        pa.field("text", pa.string()),
-        pa.field("text_vector", vector_type(dim)),
-    ], metadata={k.encode(): v.encode() for k, v in meta.items()})
+    return pa.schema(
+        [
+            pa.field("text_id", pa.string(), False),
+            pa.field("corpus", pa.string(), False),
+            pa.field("session_id", pa.string(), False),
+            pa.field("source", pa.string(), False),  # node or chat
+            pa.field("ref_id", pa.string(), False),  # node_id or event_id
+            pa.field("t", pa.float64()),
+            pa.field("step_id", pa.string()),
+            pa.field("actor_type", pa.string()),
+            pa.field("text", pa.string()),
+            pa.field("text_vector", vector_type(dim)),
+        ],
+        metadata={k.encode(): v.encode() for k, v in meta.items()},
+    )
 
 
 def _meta(table) -> dict[str, str]:
@@ -158,7 +163,8 @@ class FrameStore:
                     f"the {name} in {self.path} were indexed with {what} "
                     f"{have.get(key) or 'none'!r}, not {wanted.get(key) or 'none'!r}; vectors "
                     "of different models cannot be searched together. Index with the same "
-                    "model (--model), or start over with `graphlake frames index --rebuild`.")
+                    "model (--model), or start over with `graphlake frames index --rebuild`."
+                )
         return table
 
     def progress(self) -> set[tuple[str, str]]:
@@ -178,8 +184,13 @@ class FrameStore:
         if table is None:
             return None
         where = f"session_id = {sql_str(session_id)} AND media_id = {sql_str(media_id)}"
-        rows = (table.search().where(where).select(["t", "block_hash"])
-                .limit(table.count_rows(where) or 1).to_arrow())
+        rows = (
+            table.search()
+            .where(where)
+            .select(["t", "block_hash"])
+            .limit(table.count_rows(where) or 1)
+            .to_arrow()
+        )
         if rows.num_rows == 0:
             return None
         i = max(range(rows.num_rows), key=lambda j: rows.column("t")[j].as_py())
@@ -224,8 +235,10 @@ def vector_columns(schema: pa.Schema) -> list[str]:
 
 
 def has_ann_index(table, column: str) -> bool:
-    return any(column in ix.columns and ix.index_type.upper().startswith("IVF")
-               for ix in table.list_indices())
+    return any(
+        column in ix.columns and ix.index_type.upper().startswith("IVF")
+        for ix in table.list_indices()
+    )
 
 
 def build_ann_index(table, column: str, n_rows: int) -> None:
@@ -233,6 +246,7 @@ def build_ann_index(table, column: str, n_rows: int) -> None:
     index at the memory of 8-bit codes (benchmarks/frames.py measured it against IVF_PQ)."""
     from lancedb.index import HnswSq
 
-    partitions = max(1, int(n_rows ** 0.5 // 4))
-    table.create_index(column, config=HnswSq(distance_type="cosine",
-                                             num_partitions=partitions), replace=True)
+    partitions = max(1, int(n_rows**0.5 // 4))
+    table.create_index(
+        column, config=HnswSq(distance_type="cosine", num_partitions=partitions), replace=True
+    )

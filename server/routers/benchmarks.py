@@ -38,12 +38,14 @@ _PARAM_DOCS = [
     ("fraction", "number", "*-prefix: share of the trace before the cut-off, in (0, 1]"),
     ("event", "string", "*-prefix: cut at this event_id instead"),
     ("role", "string", "almanac-*: guide, follower or all"),
-    ("dimension", "string", "almanac-mental-model: team_goal, partner_intent or "
-                            "self_reasoning"),
+    ("dimension", "string", "almanac-mental-model: team_goal, partner_intent or self_reasoning"),
 ]
-PARAMS_OPENAPI = {"parameters": [
-    {"name": n, "in": "query", "required": False, "description": d, "schema": {"type": t}}
-    for n, t, d in _PARAM_DOCS]}
+PARAMS_OPENAPI = {
+    "parameters": [
+        {"name": n, "in": "query", "required": False, "description": d, "schema": {"type": t}}
+        for n, t, d in _PARAM_DOCS
+    ]
+}
 
 
 async def protocol_params(request: Request) -> ProtocolParams:
@@ -65,24 +67,33 @@ def get_benchmark(state: StateDep, protocol: str):
     return spec.summary()
 
 
-@router.get("/{protocol}/instances", response_model=Page[Instance],
-            openapi_extra=PARAMS_OPENAPI)
-def list_instances(state: StateDep, protocol: str, params: ParamsDep,
-                   condition: str | None = None,
-                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                   cursor: str | None = None):
+@router.get("/{protocol}/instances", response_model=Page[Instance], openapi_extra=PARAMS_OPENAPI)
+def list_instances(
+    state: StateDep,
+    protocol: str,
+    params: ParamsDep,
+    condition: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+):
     """Instances in id order with their prompt and inputs in ``condition`` (the protocol's
     first condition when omitted). Gold labels are never included."""
-    page = state.bench.instances(protocol, condition=condition,
-                                 params=params.for_protocol(state, protocol), limit=limit,
-                                 cursor=cursor)
+    page = state.bench.instances(
+        protocol,
+        condition=condition,
+        params=params.for_protocol(state, protocol),
+        limit=limit,
+        cursor=cursor,
+    )
     return json_response({"items": page.items, "next_cursor": page.next_cursor})
 
 
-@router.get("/{protocol}/instances/{instance_id}", response_model=Instance,
-            openapi_extra=PARAMS_OPENAPI)
-async def get_instance(request: Request, protocol: str, instance_id: str,
-                       condition: str | None = None):
+@router.get(
+    "/{protocol}/instances/{instance_id}", response_model=Instance, openapi_extra=PARAMS_OPENAPI
+)
+async def get_instance(
+    request: Request, protocol: str, instance_id: str, condition: str | None = None
+):
     """One instance in one condition."""
     # the evaluation hot path: no dependencies to solve, parameters read as protocol_params
     # reads them
@@ -93,14 +104,21 @@ async def get_instance(request: Request, protocol: str, instance_id: str,
     found = bench.instance_if_warm(protocol, instance_id, condition=condition, params=bound)
     if found is not None:
         return json_response(found)
-    return json_response(await run_in_threadpool(
-        bench.instance, protocol, instance_id, condition=condition, params=bound))
+    return json_response(
+        await run_in_threadpool(
+            bench.instance, protocol, instance_id, condition=condition, params=bound
+        )
+    )
 
 
 @router.post("/{protocol}/score", response_model=Score, openapi_extra=PARAMS_OPENAPI)
-def score(state: StateDep, protocol: str, params: ParamsDep,
-          body: ScoreRequest | None = None,
-          baseline: Literal["majority", "mode"] | None = None):
+def score(
+    state: StateDep,
+    protocol: str,
+    params: ParamsDep,
+    body: ScoreRequest | None = None,
+    baseline: Literal["majority", "mode"] | None = None,
+):
     """Score ``predictions`` (``{"id", "label"}``; Almanac draws may add ``cells``) with the
     paper's metrics; ``?baseline=majority`` (or ``mode`` for ratings) scores the built-in
     baseline instead. Unknown, missing, invalid and duplicate ids are listed."""

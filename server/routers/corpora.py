@@ -27,9 +27,11 @@ ORDER BY c.corpus LIMIT $limit
 
 
 @router.get("/corpora", response_model=Page[Corpus])
-def list_corpora(state: Annotated[Serving, Depends(get_state)],
-                 limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                 cursor: str | None = None):
+def list_corpora(
+    state: Annotated[Serving, Depends(get_state)],
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+):
     """Corpora with their session, event and node counts."""
     after = _CURSOR.decode(cursor)
     rows = state.con.rows(_SQL, {"after": after and after[0], "limit": limit + 1})

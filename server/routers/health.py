@@ -16,8 +16,7 @@ router = APIRouter(tags=["health"])
 @router.get("/health", response_model=Health)
 def health(state: Annotated[Serving, Depends(get_state)]):
     """Liveness, and the lake version every answer reads."""
-    return {"status": "ok", "lake_version": state.con.version,
-            "lake": str(state.settings.lake)}
+    return {"status": "ok", "lake_version": state.con.version, "lake": str(state.settings.lake)}
 
 
 @router.post("/refresh", response_model=Health)

@@ -30,24 +30,40 @@ WHERE ($corpus IS NULL OR corpus = $corpus) AND ($domain IS NULL OR domain = $do
 ORDER BY corpus, session_id LIMIT $limit
 """
 
-_ONE = ("SELECT corpus, session_id, title, goal, condition, domain, split, participants, "
-        "duration_s, scenario_id FROM sessions WHERE corpus = $c AND session_id = $s")
+_ONE = (
+    "SELECT corpus, session_id, title, goal, condition, domain, split, participants, "
+    "duration_s, scenario_id FROM sessions WHERE corpus = $c AND session_id = $s"
+)
 
 StateDep = Annotated[Serving, Depends(get_state)]
 
 
 @router.get("", response_model=Page[Session])
-def list_sessions(state: StateDep, corpus: str | None = None, domain: str | None = None,
-                  participant: str | None = None, condition: str | None = None,
-                  limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                  cursor: str | None = None):
+def list_sessions(
+    state: StateDep,
+    corpus: str | None = None,
+    domain: str | None = None,
+    participant: str | None = None,
+    condition: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+):
     """Sessions in (corpus, session_id) order, filtered by corpus, domain, participant id and
     condition."""
     key = _LIST_CURSOR.decode(cursor)
     after: list[str | None] = list(key) if key else [None, None]
-    rows = state.con.rows(_LIST, {"corpus": corpus, "domain": domain, "condition": condition,
-                                  "participant": participant, "ac": after[0], "as": after[1],
-                                  "limit": limit + 1})
+    rows = state.con.rows(
+        _LIST,
+        {
+            "corpus": corpus,
+            "domain": domain,
+            "condition": condition,
+            "participant": participant,
+            "ac": after[0],
+            "as": after[1],
+            "limit": limit + 1,
+        },
+    )
     nxt = None
     if len(rows) > limit:
         last = rows[limit - 1]
@@ -58,8 +74,10 @@ def list_sessions(state: StateDep, corpus: str | None = None, domain: str | None
 def _session(state: Serving, corpus: str, session_id: str):
     data = state.bench.sessions.get(corpus, session_id)
     if data is None:
-        raise NotFound(f"no session {session_id!r} in corpus {corpus!r}; list them with "
-                       f"GET /sessions?corpus={corpus}")
+        raise NotFound(
+            f"no session {session_id!r} in corpus {corpus!r}; list them with "
+            f"GET /sessions?corpus={corpus}"
+        )
     return data
 
 
@@ -84,14 +102,22 @@ def _hops(data, node: str, hops: int) -> set[str]:
     return seen
 
 
-@router.get("/{corpus}/{session_id}/graph", response_model=Graph,
-            responses={200: {"content": {"text/plain": {}, "text/vnd.graphviz": {}}}})
-async def session_graph(state: StateDep, corpus: str, session_id: str,
-                        step: Annotated[str | None, Query(description="a step_id")] = None,
-                        t0: float | None = None, t1: float | None = None,
-                        node: Annotated[str | None, Query(description="centre node_id")] = None,
-                        hops: Annotated[int, Query(ge=0, le=50)] = 1,
-                        format: Literal["json", "text", "dot"] = "json"):
+@router.get(
+    "/{corpus}/{session_id}/graph",
+    response_model=Graph,
+    responses={200: {"content": {"text/plain": {}, "text/vnd.graphviz": {}}}},
+)
+async def session_graph(
+    state: StateDep,
+    corpus: str,
+    session_id: str,
+    step: Annotated[str | None, Query(description="a step_id")] = None,
+    t0: float | None = None,
+    t1: float | None = None,
+    node: Annotated[str | None, Query(description="centre node_id")] = None,
+    hops: Annotated[int, Query(ge=0, le=50)] = 1,
+    format: Literal["json", "text", "dot"] = "json",
+):
     """The action graph of a session: all of it, one step, the nodes that started in
     [t0, t1), or ``hops`` edges around ``node`` (either direction); as JSON, as the Kolab A.6
     text rendering, or as Graphviz DOT."""
@@ -106,14 +132,17 @@ def _graph(state, corpus, session_id, step, t0, t1, node, hops, format):
     if step is not None:
         s = data.step(step)
         if s is None:
-            raise NotFound(f"session {session_id!r} has no step {step!r}; steps: "
-                           f"{', '.join(x['step_id'] for x in data.steps)}")
+            raise NotFound(
+                f"session {session_id!r} has no step {step!r}; steps: "
+                f"{', '.join(x['step_id'] for x in data.steps)}"
+            )
         keep = {o["node_id"] for o in data.occurrences if o["step_id"] == step}
         nodes, edges = data.graph(float("-inf"), float("inf"))
         nodes = [n for n in nodes if n["node_id"] in keep]
     elif t0 is not None or t1 is not None:
-        nodes, _ = data.graph(t0 if t0 is not None else float("-inf"),
-                              t1 if t1 is not None else float("inf"))
+        nodes, _ = data.graph(
+            t0 if t0 is not None else float("-inf"), t1 if t1 is not None else float("inf")
+        )
     else:
         nodes, _ = data.graph(float("-inf"), float("inf"))
     if node is not None:
@@ -129,13 +158,20 @@ def _graph(state, corpus, session_id, step, t0, t1, node, hops, format):
     if format == "text":
         return Response(g.text, media_type="text/plain; charset=utf-8")
     order = {nid: i for i, nid in enumerate(g.node_ids)}
-    return json_response({
-        "corpus": corpus, "session_id": session_id,
-        "selection": {"step": step, "t0": t0, "t1": t1, "node": node, "hops": hops},
-        "nodes": [{k: n.get(k) for k in NODE_FIELDS}
-                  for n in sorted(nodes, key=lambda n: order[n["node_id"]])],
-        "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]} for e in edges],
-        "text": g.text, "node_ids": g.node_ids})
+    return json_response(
+        {
+            "corpus": corpus,
+            "session_id": session_id,
+            "selection": {"step": step, "t0": t0, "t1": t1, "node": node, "hops": hops},
+            "nodes": [
+                {k: n.get(k) for k in NODE_FIELDS}
+                for n in sorted(nodes, key=lambda n: order[n["node_id"]])
+            ],
+            "edges": [{"src": e["src"], "dst": e["dst"], "kind": e["kind"]} for e in edges],
+            "text": g.text,
+            "node_ids": g.node_ids,
+        }
+    )
 
 
 def _in_window(e, t0, t1) -> bool:
@@ -147,18 +183,28 @@ def _in_window(e, t0, t1) -> bool:
 
 
 @router.get("/{corpus}/{session_id}/events", response_model=Page[Event])
-def session_events(state: StateDep, corpus: str, session_id: str, t0: float | None = None,
-                   t1: float | None = None, kind: str | None = None,
-                   channel: str | None = None,
-                   limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-                   cursor: str | None = None):
+def session_events(
+    state: StateDep,
+    corpus: str,
+    session_id: str,
+    t0: float | None = None,
+    t1: float | None = None,
+    kind: str | None = None,
+    channel: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    cursor: str | None = None,
+):
     """Events in time order, those at t0 <= t < t1 when a window is given."""
     data = _session(state, corpus, session_id)
-    rows = [e for e in data.events if _in_window(e, t0, t1)
-            and (kind is None or e["kind"] == kind)
-            and (channel is None or e["channel"] == channel)]
+    rows = [
+        e
+        for e in data.events
+        if _in_window(e, t0, t1)
+        and (kind is None or e["kind"] == kind)
+        and (channel is None or e["channel"] == channel)
+    ]
     start = _EVENTS_CURSOR.decode(cursor, state.con.version)
-    page = rows[start:start + limit]
+    page = rows[start : start + limit]
     nxt = None
     if start + limit < len(rows):
         nxt = _EVENTS_CURSOR.encode(state.con.version, start + limit)
@@ -166,24 +212,40 @@ def session_events(state: StateDep, corpus: str, session_id: str, t0: float | No
 
 
 @router.get("/{corpus}/{session_id}/chat", response_model=Chat)
-def session_chat(state: StateDep, corpus: str, session_id: str, t0: float | None = None,
-                 t1: float | None = None):
+def session_chat(
+    state: StateDep, corpus: str, session_id: str, t0: float | None = None, t1: float | None = None
+):
     """Chat messages sent at t0 <= t < t1, with the <human> / <ai> rendering."""
     data = _session(state, corpus, session_id)
-    turns = data.chat(t0 if t0 is not None else float("-inf"),
-                      t1 if t1 is not None else float("inf"))
-    return json_response({"turns": [{"event_id": m["event_id"], "t": m["t"],
-                                     "actor_type": m["actor_type"], "text": m["text"]}
-                                    for m in turns],
-                          "text": render_chat(turns)})
+    turns = data.chat(
+        t0 if t0 is not None else float("-inf"), t1 if t1 is not None else float("inf")
+    )
+    return json_response(
+        {
+            "turns": [
+                {
+                    "event_id": m["event_id"],
+                    "t": m["t"],
+                    "actor_type": m["actor_type"],
+                    "text": m["text"],
+                }
+                for m in turns
+            ],
+            "text": render_chat(turns),
+        }
+    )
 
 
 @router.get("/{corpus}/{session_id}/media", response_model=Page[Media])
 def session_media(state: StateDep, corpus: str, session_id: str):
     """The session's recordings (metadata; fetch one with GET /media/{media_id}/file)."""
     data = _session(state, corpus, session_id)
-    return json_response({"items": [{"corpus": corpus, "session_id": session_id, **m}
-                                    for m in data.media], "next_cursor": None})
+    return json_response(
+        {
+            "items": [{"corpus": corpus, "session_id": session_id, **m} for m in data.media],
+            "next_cursor": None,
+        }
+    )
 
 
 @router.get("/{corpus}/{session_id}/timeline", response_model=Timeline)

@@ -30,8 +30,10 @@ _BINARY = {200: {"content": {ARROW: {}, PARQUET: {}}}}
 def answer(request: Request, state: Serving, result) -> Response:
     accept = request.headers.get("accept", "")
     table = plain_numbers(result.table)  # HUGEINT sums as integers in every format
-    headers = {"X-Graphlake-Truncated": str(result.truncated).lower(),
-               "X-Graphlake-Lake-Version": str(result.snapshot.lake_version)}
+    headers = {
+        "X-Graphlake-Truncated": str(result.truncated).lower(),
+        "X-Graphlake-Lake-Version": str(result.snapshot.lake_version),
+    }
     if ARROW in accept:
         sink = io.BytesIO()
         with pa.ipc.new_stream(sink, table.schema) as writer:
@@ -44,8 +46,14 @@ def answer(request: Request, state: Serving, result) -> Response:
     cols = table.column_names
     data = table.to_pydict()
     rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
-    return json_response({"columns": cols, "rows": rows, "truncated": result.truncated,
-                          "lake_version": result.snapshot.lake_version})
+    return json_response(
+        {
+            "columns": cols,
+            "rows": rows,
+            "truncated": result.truncated,
+            "lake_version": result.snapshot.lake_version,
+        }
+    )
 
 
 @router.post("/sql", response_model=SqlResponse, responses=_BINARY)
@@ -54,16 +62,27 @@ def run_sql(request: Request, state: StateDep, body: SqlRequest):
     access and other databases are refused (400); answers stop at the server's row limit
     (``truncated``) and statements at its time limit (408)."""
     s = state.settings
-    result = state.con.sql(body.sql, body.params, max_rows=s.max_rows,
-                           timeout_s=s.query_timeout_s)
+    result = state.con.sql(body.sql, body.params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
     return answer(request, state, result)
 
 
 def _info(q) -> dict:
-    return {"name": q.name, "title": q.title, "description": q.description,
-            "params": [{"name": p.name, "type": p.type, "required": p.required,
-                        "default": p.default, "doc": p.doc} for p in q.params],
-            "chart": q.chart}
+    return {
+        "name": q.name,
+        "title": q.title,
+        "description": q.description,
+        "params": [
+            {
+                "name": p.name,
+                "type": p.type,
+                "required": p.required,
+                "default": p.default,
+                "doc": p.doc,
+            }
+            for p in q.params
+        ],
+        "chart": q.chart,
+    }
 
 
 @router.get("/queries", response_model=list[NamedQueryInfo], tags=["queries"])
@@ -84,15 +103,14 @@ def get_query(name: str):
     return _info(_named(name))
 
 
-@router.post("/queries/{name}", response_model=SqlResponse, responses=_BINARY,
-             tags=["queries"])
-def run_query(request: Request, state: StateDep, name: str,
-              body: NamedQueryRequest | None = None):
+@router.post("/queries/{name}", response_model=SqlResponse, responses=_BINARY, tags=["queries"])
+def run_query(request: Request, state: StateDep, name: str, body: NamedQueryRequest | None = None):
     """Run a named query; ``params`` are checked against its declared types."""
     q = _named(name)
-    given = {k: (None if v is None else str(v)) for k, v in ((body.params if body else None)
-                                                            or {}).items()}
+    given = {
+        k: (None if v is None else str(v))
+        for k, v in ((body.params if body else None) or {}).items()
+    }
     s = state.settings
-    result = state.con.sql(q.sql, q.bind(given), max_rows=s.max_rows,
-                           timeout_s=s.query_timeout_s)
+    result = state.con.sql(q.sql, q.bind(given), max_rows=s.max_rows, timeout_s=s.query_timeout_s)
     return answer(request, state, result)

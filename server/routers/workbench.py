@@ -22,10 +22,25 @@ StateDep = Annotated[Serving, Depends(get_state)]
 
 #: Columns the session table shows, and so the ones it may sort by.
 OVERVIEW_COLUMNS = (
-    "corpus", "session_id", "title", "domain", "condition", "duration_s", "n_nodes",
-    "n_ai_nodes", "n_responses", "burstiness", "topology_w", "retention_adopt",
-    "retention_modify", "collaboration_rating", "output_quality_rating", "success", "score",
-    "termination")
+    "corpus",
+    "session_id",
+    "title",
+    "domain",
+    "condition",
+    "duration_s",
+    "n_nodes",
+    "n_ai_nodes",
+    "n_responses",
+    "burstiness",
+    "topology_w",
+    "retention_adopt",
+    "retention_modify",
+    "collaboration_rating",
+    "output_quality_rating",
+    "success",
+    "score",
+    "termination",
+)
 SortColumn = Literal[OVERVIEW_COLUMNS]  # type: ignore[valid-type]
 
 _FROM = """
@@ -48,37 +63,48 @@ SELECT s.corpus, s.session_id, s.title, s.domain, s.condition, s.duration_s,
 @router.get("/", include_in_schema=False)
 def index():
     """The workbench page (its scripts and styles are under /static)."""
-    return FileResponse(STATIC / "index.html", media_type="text/html",
-                        headers={"Cache-Control": "no-cache"})
+    return FileResponse(
+        STATIC / "index.html", media_type="text/html", headers={"Cache-Control": "no-cache"}
+    )
 
 
 @router.get("/workbench/sessions", response_model=SessionOverviewPage)
-def session_overview(state: StateDep, corpus: str | None = None, domain: str | None = None,
-                     session: Annotated[str | None, Query(description="exactly this "
-                                                          "session_id")] = None,
-                     q: Annotated[str | None, Query(description="words in id, title or goal")]
-                     = None,
-                     success: Annotated[bool | None, Query(description="agent traces: "
-                                                           "passed (true) or failed")] = None,
-                     sort: SortColumn = "session_id",
-                     order: Literal["asc", "desc"] = "asc",
-                     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-                     cursor: str | None = None):
+def session_overview(
+    state: StateDep,
+    corpus: str | None = None,
+    domain: str | None = None,
+    session: Annotated[str | None, Query(description="exactly this session_id")] = None,
+    q: Annotated[str | None, Query(description="words in id, title or goal")] = None,
+    success: Annotated[
+        bool | None, Query(description="agent traces: passed (true) or failed")
+    ] = None,
+    sort: SortColumn = "session_id",
+    order: Literal["asc", "desc"] = "asc",
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: str | None = None,
+):
     """Sessions with their collaboration metrics (session_metrics) and, for agent traces,
     their outcome (run_outcomes): filtered, sorted by any column, a page at a time, with the
     number of sessions that match."""
     start = _OVERVIEW_CURSOR.decode(cursor, state.con.version)
-    params = {"corpus": corpus, "domain": domain, "session": session, "q": q or None,
-              "success": success}
+    params = {
+        "corpus": corpus,
+        "domain": domain,
+        "session": session,
+        "q": q or None,
+        "success": success,
+    }
     # sort is one of OVERVIEW_COLUMNS (checked by FastAPI), and goes in quoted by sqlglot
     column = exp.to_identifier(sort, quoted=True).sql("duckdb")
     rows = state.con.rows(
         f"{_SELECT} {_FROM} ORDER BY {column} {order.upper()} NULLS LAST, s.corpus, "
         f"s.session_id LIMIT $limit OFFSET $offset",
-        {**params, "limit": limit + 1, "offset": start})
+        {**params, "limit": limit + 1, "offset": start},
+    )
     total = state.con.rows(f"SELECT count(*) AS n {_FROM}", params)[0]["n"]
     nxt = None
     if len(rows) > limit:
         nxt = _OVERVIEW_CURSOR.encode(state.con.version, start + limit)
-    return json_response({"items": rows[:limit], "next_cursor": nxt, "total": total,
-                          "offset": start})
+    return json_response(
+        {"items": rows[:limit], "next_cursor": nxt, "total": total, "offset": start}
+    )
