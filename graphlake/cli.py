@@ -846,16 +846,27 @@ def serve(
             f"no lake at {lk.root}; build one with `graphlake demo` or "
             "`graphlake ingest`, or pass --lake DIR"
         )
-    lk.snapshot(version)  # an unknown --at fails here, not in every worker
+    # resolved once here (an unknown --at fails here, not in every worker): every worker
+    # starts at this version, even if an ingest lands while they start
+    start_version = lk.snapshot(version).lake_version
     _check_port_free(host, port)
     import uvicorn
+
+    from graphlake.server.state import write_version_record
+
+    record = None
+    if workers > 1:  # the workers follow one record of the version they serve (server/state.py)
+        record = lk.meta_dir / "cache" / f"serve-{os.getpid()}.json"
+        record.parent.mkdir(parents=True, exist_ok=True)
+        write_version_record(record, start_version)
 
     os.environ.update(
         {
             "GRAPHLAKE_SERVE_LAKE": str(lk.root),
             "GRAPHLAKE_SERVE_CONFIG": json.dumps(
                 {
-                    "version": version,
+                    "version": start_version,
+                    "version_record": str(record) if record else None,
                     "token": token,
                     "max_rows": max_rows,
                     "query_timeout_s": timeout,
@@ -870,14 +881,18 @@ def serve(
         f"(docs at /docs{', token required' if token else ''})\n"
         f"workbench: http://{host}:{port}/{'?token=...' if token else ''}"
     )
-    uvicorn.run(
-        "graphlake.server.main:app",
-        host=host,
-        port=port,
-        workers=workers,
-        log_level="warning",
-        access_log=False,
-    )
+    try:
+        uvicorn.run(
+            "graphlake.server.main:app",
+            host=host,
+            port=port,
+            workers=workers,
+            log_level="warning",
+            access_log=False,
+        )
+    finally:
+        if record is not None:
+            record.unlink(missing_ok=True)
 
 
 def _check_port_free(host: str, port: int) -> None:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 import graphlake
@@ -56,10 +58,12 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         version=graphlake.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served below from vendored assets: /docs works offline
+        redoc_url=None,
+        # every route may answer these, always in the one error shape (server/errors.py)
         responses={
-            400: {"model": ErrorResponse},
-            404: {"model": ErrorResponse},
-            422: {"model": ErrorResponse},
+            status: {"model": ErrorResponse}
+            for status in (400, 401, 404, 408, 409, 413, 422, 500, 501)
         },
     )
     app.state.graphlake = state
@@ -69,6 +73,18 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     for module in (health, benchmarks, sessions, media, search, sql, corpora, workbench):
         app.include_router(module.router)
     app.mount("/static", StaticFiles(directory=workbench.STATIC), name="static")
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> HTMLResponse:
+        """Swagger UI from the package's own copy (no CDN), like the workbench's libraries."""
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="graphlake API",
+            swagger_js_url="/static/vendor/swagger-ui-bundle.js",
+            swagger_css_url="/static/vendor/swagger-ui.css",
+            swagger_favicon_url="/static/favicon.svg",
+        )
+
     app.add_middleware(
         GuardMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes
     )

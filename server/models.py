@@ -30,6 +30,7 @@ class Health(BaseModel):
     status: str
     lake_version: int
     lake: str
+    worker: int  # the process that answered (serve --workers N runs N)
 
 
 class Corpus(BaseModel):

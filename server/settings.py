@@ -18,6 +18,9 @@ class Settings:
     session_cache: int = 1024  # sessions kept in memory for contexts
     preload_rows: int = 20_000_000  # corpora up to this many occurrences + events are read
     # into memory at startup (0: per-session queries)
+    version_record: Path | None = None  # --workers N: the file all workers follow (State)
+    clip_cache_bytes: int = 1 << 30  # clips kept under <lake>/_graphlake/cache/clips, oldest
+    # dropped beyond this
 
 
 def is_loopback(host: str) -> bool:

@@ -3,14 +3,19 @@ Routers get it with ``Depends(get_state)``; tests build their own with ``create_
 
 from __future__ import annotations
 
+import os
 import threading
+import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import orjson
 from fastapi import Request, Response
+from starlette.concurrency import run_in_threadpool
 
 from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
+from graphlake.server.clips import ClipCache
 from graphlake.server.settings import Settings
 
 
@@ -22,36 +27,82 @@ class Serving:
     settings: Settings
     con: Connection
     bench: Benchmarks
+    clips: ClipCache
 
 
 class State:
     """The server's one mutable cell: the :class:`Serving` requests start with, replaced by
-    ``refresh`` in one assignment."""
+    ``refresh`` in one assignment.
+
+    Under ``graphlake serve --workers N`` every worker process has its own State; they share
+    one small record of the lake version the service reads (``settings.version_record``).
+    ``POST /refresh`` in any worker moves that worker and writes the record; every other worker
+    sees the record change (a stat, at most once a second, on its next request) and moves to
+    the same version, so all workers answer from one lake version."""
+
+    #: Seconds between two looks at the shared version record.
+    FOLLOW_EVERY_S = 1.0
 
     def __init__(self, settings: Settings, con: Connection, bench: Benchmarks):
         self.settings = settings
-        self.current = Serving(settings, con, bench)
+        self.clips = ClipCache(con.lake.root, settings.clip_cache_bytes)
+        self.current = Serving(settings, con, bench, self.clips)
         self._lock = threading.Lock()
+        self._record = settings.version_record
+        self._record_seen: int | None = None  # its mtime when last read
+        self._next_look = 0.0
 
     def refresh(self) -> bool:
-        """Move to the newest lake snapshot (``POST /refresh``): open it beside the current
-        one, read it in, then swap. Requests that started on the old one finish on it: the
-        old connection stops taking new statements a grace period later (requests are bounded
-        by the query time limit), and its catalog closes after its last statement."""
+        """Move to the newest lake snapshot (``POST /refresh``), and tell the other workers."""
+        moved = self.move_to(self.current.con.lake.snapshot(None).lake_version)
+        if self._record is not None:
+            write_version_record(self._record, self.current.con.version)
+        return moved
+
+    def move_to(self, version: int) -> bool:
+        """Open ``version`` beside the current snapshot, read it in, then swap. Requests that
+        started on the old one finish on it: the old connection stops taking new statements a
+        grace period later (requests are bounded by the query time limit), and its catalog
+        closes after its last statement."""
         with self._lock:
             old = self.current
-            newest = old.con.lake.snapshot(None).lake_version
-            if newest == old.con.version:
+            if version == old.con.version:
                 return False
-            con = Connection(old.con.lake, newest)
+            con = Connection(old.con.lake, version)
             bench = new_benchmarks(self.settings, con)
             if self.settings.preload_rows:
                 bench.sessions.preload()
-            self.current = Serving(self.settings, con, bench)
+            self.current = Serving(self.settings, con, bench, self.clips)
         grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.con.close)
         grace.daemon = True
         grace.start()
         return True
+
+    def due(self) -> int | None:
+        """The version the shared record names when another worker moved there, else None.
+        Costs a clock read, and a stat once a second."""
+        if self._record is None or time.monotonic() < self._next_look:
+            return None
+        self._next_look = time.monotonic() + self.FOLLOW_EVERY_S
+        try:
+            seen = self._record.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+        if seen == self._record_seen:
+            return None
+        self._record_seen = seen
+        try:
+            version = orjson.loads(self._record.read_bytes())["version"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        return version if version != self.current.con.version else None
+
+
+def write_version_record(path: Path, version: int) -> None:
+    """Write the shared version record atomically (a reader never sees half of it)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_bytes(orjson.dumps({"version": version}))
+    os.replace(tmp, path)
 
 
 def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
@@ -64,12 +115,23 @@ def new_benchmarks(settings: Settings, con: Connection) -> Benchmarks:
 
 
 def get_state_now(request: Request) -> Serving:
-    """The snapshot this request reads (for handlers that skip dependency injection)."""
-    return request.app.state.graphlake.current
+    """The snapshot this request reads, for sync dependencies (run in a worker thread, where
+    following another worker's refresh may block)."""
+    state = request.app.state.graphlake
+    target = state.due()
+    if target is not None:
+        state.move_to(target)
+    return state.current
 
 
 async def get_state(request: Request) -> Serving:  # async: no thread hop per request
-    return request.app.state.graphlake.current
+    """The snapshot this request reads; when another worker refreshed, this one follows first
+    (in a thread: opening a snapshot takes a moment)."""
+    state = request.app.state.graphlake
+    target = state.due()
+    if target is not None:
+        await run_in_threadpool(state.move_to, target)
+    return state.current
 
 
 async def get_server_state(request: Request) -> State:

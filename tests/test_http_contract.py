@@ -267,3 +267,19 @@ def test_caches_hold_only_what_exists_and_stay_bounded(demo_lake):
             )
             assert r.status_code == 200, r.text
         assert len(bench._indexes) == MAX_INDEXES
+
+
+def test_api_docs_work_offline(http):
+    """/docs loads Swagger UI from the package, never from a CDN, and the spec lists the error
+    answers every route may give."""
+    import re
+
+    page = http.get("/docs")
+    assert page.status_code == 200 and "swagger-ui" in page.text
+    urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", page.text)
+    assert urls and all(u.startswith("/") for u in urls), urls
+    for u in urls:
+        assert http.get(u).status_code == 200, u
+    spec = http.get("/openapi.json").json()
+    listed = spec["paths"]["/sessions"]["get"]["responses"]
+    assert {"404", "409", "500"} <= set(listed)

@@ -187,3 +187,21 @@ def test_parquet_and_arrow_answers_carry_counts_as_integers(demo_lake, tmp_path)
     assert pa.types.is_decimal(table.schema.field("n_group").type)  # what DuckDB hands over
     write(table, "parquet", tmp_path / "out.parquet")
     assert pq.read_schema(tmp_path / "out.parquet").field("n_group").type == pa.int64()
+
+
+def test_a_folder_is_parsed_once_until_a_file_changes(tmp_path, monkeypatch):
+    import os
+
+    (tmp_path / "one.sql").write_text("-- name: one\nSELECT 1 AS x\n")
+    parsed = []
+    real = named.parse_file
+    monkeypatch.setattr(
+        named, "parse_file", lambda path, text=None: (parsed.append(path.name), real(path, text))[1]
+    )
+    first = named.load_all(tmp_path)
+    again = named.load_all(tmp_path)
+    assert parsed == ["one.sql"] and again["one"] is first["one"]
+    path = tmp_path / "one.sql"
+    path.write_text("-- name: one\n-- title: edited\nSELECT 2 AS x\n")
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 1_000_000))
+    assert named.load_all(tmp_path)["one"].title == "edited" and parsed == ["one.sql"] * 2

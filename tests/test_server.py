@@ -107,8 +107,9 @@ def _media_id(http):
     return http.get("/sessions/kolab/kolab-7-000000/media").json()["items"][0]["media_id"]
 
 
+@pytest.mark.frames
 def test_media_file_range_and_clip(http):
-    import av
+    av = pytest.importorskip("av", reason="clips need PyAV (the vision extra)")
 
     mid = _media_id(http)
     meta = http.get(f"/media/{mid}").json()
@@ -126,8 +127,40 @@ def test_media_file_range_and_clip(http):
     assert rng.status_code == 206 and rng.content == clip.content[:16]
 
 
+@pytest.mark.frames
+def test_clip_cache_is_bounded_and_concurrent_writers_never_share_a_file(demo_lake, tmp_path):
+    import shutil
+    from concurrent.futures import ThreadPoolExecutor
+
+    pytest.importorskip("av", reason="clips need PyAV (the vision extra)")
+    lake = tmp_path / "lake"
+    shutil.copytree(demo_lake, lake)
+    budget = 400_000
+    with (
+        LiveServer(Settings(lake=lake, clip_cache_bytes=budget)) as srv,
+        httpx.Client(base_url=srv.url, timeout=120) as c,
+    ):
+        mid = _media_id(c)
+        with ThreadPoolExecutor(6) as pool:
+            same = list(
+                pool.map(
+                    lambda _: c.get(f"/media/{mid}/clip", params={"t0": 10, "t1": 14}), range(6)
+                )
+            )
+        assert all(r.status_code == 200 for r in same)
+        assert len({r.content for r in same}) == 1 and len(same[0].content) > 1000
+        folder = lake / "_graphlake" / "cache" / "clips"
+        for t in range(20, 200, 15):
+            assert c.get(f"/media/{mid}/clip", params={"t0": t, "t1": t + 10}).status_code == 200
+        clips = list(folder.iterdir())
+        assert clips and all(not p.name.startswith(".") for p in clips)  # no partial left
+        sizes = sorted(p.stat().st_size for p in clips)
+        assert sum(sizes) <= budget + sizes[-1]  # trimmed to the budget (the newest kept)
+
+
+@pytest.mark.frames
 def test_frames_as_jpeg(http):
-    import av
+    av = pytest.importorskip("av", reason="frames need PyAV (the vision extra)")
 
     mid = _media_id(http)
     frames = http.get(f"/media/{mid}/frames", params={"t0": 0, "t1": 8, "n": 4}).json()
@@ -440,3 +473,77 @@ def test_graphlake_serve_command(demo_lake):
     finally:
         proc.terminate()
         proc.wait(30)
+
+
+@pytest.mark.subprocess
+def test_a_refresh_reaches_every_worker(tmp_path, hand_lake):
+    """`serve --workers 2`: POST /refresh lands on one worker; the other follows the shared
+    version record, so soon every answer, from either process, reads the new version."""
+    import os
+    import shutil
+    import socket
+    import time
+
+    from conftest import HAND
+    from graphlake.pipeline import ingest_path
+
+    lake = tmp_path / "lake"
+    shutil.copytree(hand_lake, lake)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphlake.cli",
+            "serve",
+            "--lake",
+            str(lake),
+            "--port",
+            str(port),
+            "--workers",
+            "2",
+        ],
+        env={**os.environ},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def health() -> dict:
+        with httpx.Client(timeout=60) as c:  # a new connection: either worker may take it
+            return c.get(url + "/health").json()
+
+    try:
+        deadline = time.monotonic() + 300
+        workers: dict[int, int] = {}
+        while len(workers) < 2:  # both workers up and answering
+            try:
+                h = health()
+                workers[h["worker"]] = h["lake_version"]
+            except httpx.HTTPError:
+                assert proc.poll() is None, proc.stderr.read().decode()
+            assert time.monotonic() < deadline, "graphlake serve --workers 2 did not start"
+        assert len(set(workers.values())) == 1
+        before = next(iter(workers.values()))
+        other = tmp_path / "more" / "hand-2"
+        shutil.copytree(HAND, other)
+        (other / "graph.json").write_text(
+            (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+        )
+        ingest_path("kolab", other.parent, lake)
+        with httpx.Client(timeout=60) as c:
+            after = c.post(url + "/refresh").json()["lake_version"]
+        assert after > before
+        moved: set[int] = set()
+        while len(moved) < 2:  # wait for the event: each worker answers the new version
+            h = health()
+            if h["lake_version"] == after:
+                moved.add(h["worker"])
+            assert time.monotonic() < deadline, f"workers still at {before}: {h}"
+        assert moved == set(workers)
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert not list((lake / "_graphlake" / "cache").glob("serve-*.json"))  # cleaned up

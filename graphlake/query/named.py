@@ -22,6 +22,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import threading
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -180,9 +181,35 @@ def builtin_dir() -> Path:
     return Path(str(resources.files("graphlake.queries")))
 
 
+#: Parsed folders, by folder: (the files' stat signature, the queries). Parsing a folder with
+#: sqlglot costs hundreds of milliseconds; a stat of its files, well under one.
+_LOADED: dict[Path, tuple[tuple, dict[str, NamedQuery]]] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def _signature(directory: Path) -> tuple:
+    files = sorted([*directory.glob("*.sql"), *directory.glob("charts/*.vl.json")])
+    return tuple((f.name, f.stat().st_mtime_ns, f.stat().st_size) for f in files)
+
+
 def load_all(directory: Path | None = None) -> dict[str, NamedQuery]:
-    """Every named query in ``directory`` (the shipped ``queries/`` by default), by name."""
+    """Every named query in ``directory`` (the shipped ``queries/`` by default), by name.
+
+    Parsed once and kept while no file of the folder changes (an edited query is read
+    again on the next call), so a server answering named queries never re-parses them."""
     directory = directory or builtin_dir()
+    signature = _signature(directory)
+    with _LOADED_LOCK:
+        hit = _LOADED.get(directory)
+    if hit is not None and hit[0] == signature:
+        return dict(hit[1])
+    out = _parse_folder(directory)
+    with _LOADED_LOCK:
+        _LOADED[directory] = (signature, out)
+    return dict(out)
+
+
+def _parse_folder(directory: Path) -> dict[str, NamedQuery]:
     out: dict[str, NamedQuery] = {}
     for path in sorted(directory.glob("*.sql")):
         q = parse_file(path)

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from graphlake.server.models import Benchmark, Instance, Page, Score, ScoreRequest
-from graphlake.server.state import Serving, get_state, get_state_now, json_response
+from graphlake.server.state import Serving, get_state, json_response
 
 router = APIRouter(prefix="/benchmarks", tags=["benchmarks"])
 StateDep = Annotated[Serving, Depends(get_state)]
@@ -97,7 +97,7 @@ async def get_instance(
     """One instance in one condition."""
     # the evaluation hot path: no dependencies to solve, parameters read as protocol_params
     # reads them
-    state = get_state_now(request)
+    state = await get_state(request)
     bench = state.bench
     bound = ProtocolParams.from_query(request.query_params).for_protocol(state, protocol)
     # rows in memory: pure CPU work, done on the event loop without a thread hop

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from functools import cache
 from typing import Annotated
 
@@ -16,7 +17,12 @@ router = APIRouter(tags=["health"])
 @router.get("/health", response_model=Health)
 def health(state: Annotated[Serving, Depends(get_state)]):
     """Liveness, and the lake version every answer reads."""
-    return {"status": "ok", "lake_version": state.con.version, "lake": str(state.settings.lake)}
+    return {
+        "status": "ok",
+        "lake_version": state.con.version,
+        "lake": str(state.settings.lake),
+        "worker": os.getpid(),
+    }
 
 
 @router.post("/refresh", response_model=Health)
@@ -25,7 +31,12 @@ def refresh(state: Annotated[State, Depends(get_server_state)]):
     now reads. Requests already running finish on the snapshot they started with."""
     state.refresh()
     now = state.current
-    return {"status": "ok", "lake_version": now.con.version, "lake": str(now.settings.lake)}
+    return {
+        "status": "ok",
+        "lake_version": now.con.version,
+        "lake": str(now.settings.lake),
+        "worker": os.getpid(),
+    }
 
 
 @cache

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
 from pathlib import Path
 from typing import Annotated
 
@@ -24,7 +23,6 @@ from graphlake.server.state import Serving, get_state, json_response
 router = APIRouter(prefix="/media", tags=["media"])
 StateDep = Annotated[Serving, Depends(get_state)]
 _ID = re.compile(r"^[0-9a-f]{8,64}$")
-_CLIPS = Path(tempfile.gettempdir()) / "graphlake-clips"
 
 
 def _media(state: Serving, media_id: str) -> dict:
@@ -97,10 +95,7 @@ def media_clip(
     row = _media(state, media_id)
     path = _file(row)
     key = hashlib.sha256(f"{row['sha256']}|{t0!r}|{t1!r}".encode()).hexdigest()[:24]
-    out = _CLIPS / f"{key}.mp4"
-    if not out.exists():
-        _CLIPS.mkdir(parents=True, exist_ok=True)
-        write_clip(path, t0, t1, out)
+    out = state.clips.get(key, lambda part: write_clip(path, t0, t1, part))
     return FileResponse(out, media_type="video/mp4")
 
 
