@@ -7,7 +7,7 @@ Data flows ingest -> lake -> query -> serve:
 * ``graphlake.query``   is DuckDB over a lake snapshot, guarded and transpiled by sqlglot,
   with graph patterns and primitives, and the same SQL on Spark;
 * ``graphlake.api``     (``graphlake.connect``) is the Python API over all of that;
-* ``graphlake.server``  (later) serves sliced contexts over HTTP.
+* ``graphlake.server``  serves sliced contexts, scoring, search and the workbench over HTTP.
 """
 
 __version__ = "0.1.0"

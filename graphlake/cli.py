@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+import typer.core
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -308,7 +309,25 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
 
 
 # -- sql -------------------------------------------------------------------------------------
-@app.command()
+class _CatalogHelp(typer.core.TyperCommand):
+    """A command whose help lists the lake's views from the catalog itself, built only when
+    the help is shown (the schema imports PyArrow, which the CLI does not load to start)."""
+
+    def format_help(self, ctx, formatter):
+        from graphlake.schema import TABLES
+        from graphlake.schema.views import DERIVED_VIEWS
+
+        base = ", ".join(t for t in TABLES)
+        derived = ", ".join(DERIVED_VIEWS)
+        self.help = (self.help or "").replace(
+            "{views}",
+            f"Views: {base} (columns in schemas/*.schema.json), and the derived {derived} "
+            "(SQL in queries/views/).",
+        )
+        return super().format_help(ctx, formatter)
+
+
+@app.command(cls=_CatalogHelp)
 def sql(
     statement: Annotated[str, typer.Argument(help="One read-only SQL statement (DuckDB dialect).")],
     lake: LakeOpt = None,
@@ -323,11 +342,8 @@ def sql(
 ):
     """Run one read-only SQL statement over the lake's views.
 
-    Views: sessions, participants, steps, nodes, node_occurrences, edges, events, annotations,
-    media, documents, scenarios, landmarks, canvas_cells, rejects (see schemas/ for their
-    columns), and the derived adoptions, adoption_chains, co_occurrences, session_metrics,
-    session_process, run_outcomes. Statements are parsed by sqlglot first: only reads pass,
-    and unknown tables or columns get a "did you mean".
+    {views} Statements are parsed by sqlglot first: only reads pass, and unknown tables or
+    columns get a "did you mean".
 
     Graph patterns stand where a table can (see docs/patterns.md):
 
@@ -367,11 +383,11 @@ def _run_statement(
     engine: str = "duckdb",
 ) -> None:
     """What `sql` and `query run` share: transpile only, or run guarded and print."""
-    from graphlake.query import guard, run_sql
+    from graphlake.query import guard, run_sql, transpile
 
     if transpile_only:
         guard.parse(statement)
-        typer.echo(guard.transpile(statement, dialect or "duckdb", params))
+        typer.echo(transpile(statement, dialect or "duckdb", params))
         return
     if dialect:
         usage_error(
@@ -422,10 +438,10 @@ def query_show(
     name: Annotated[str, typer.Argument(help="Named query.")], dialect: DialectOpt = None
 ):
     """Print a named query's SQL (optionally transpiled with --dialect spark)."""
-    from graphlake.query import guard, named
+    from graphlake.query import named, transpile
 
     q = named.get(name)
-    typer.echo(guard.transpile(q.sql, dialect) if dialect else q.sql)
+    typer.echo(transpile(q.sql, dialect) if dialect else q.sql)
 
 
 @query_app.command("run")
@@ -456,6 +472,8 @@ def query_run(
         k, v = item.split("=", 1)
         given[k.strip()] = v
     values = q.bind(given)
+    if not transpile_only:
+        _check_named_values(lake, version, values)
     _run_statement(
         q.sql,
         values,
@@ -469,6 +487,36 @@ def query_run(
         timeout,
         engine,
     )
+
+
+#: Parameters that name a value of a sessions column: a value the lake does not hold would
+#: give an empty answer that looks like a finding, so it is an error that lists what exists.
+_NAMING_PARAMS = ("corpus", "domain", "condition")
+
+
+def _check_named_values(lake, version, values: dict) -> None:
+    import difflib
+
+    from graphlake.query import named, run_sql
+
+    asked = {k: v for k, v in values.items() if k in _NAMING_PARAMS and isinstance(v, str)}
+    if not asked:
+        return
+    lk = _lake(lake)
+    for column, value in asked.items():
+        have = (
+            run_sql(f"SELECT DISTINCT {column} AS v FROM sessions", lk, version=version)
+            .table.column("v")
+            .to_pylist()
+        )
+        if value not in have:
+            known = sorted(str(v) for v in have if v is not None)
+            close = difflib.get_close_matches(value, known, n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise named.NamedQueryError(
+                f"-p {column}={value}: the lake has no sessions with {column} {value!r}, so "
+                f"the answer would be empty.{hint} Values: {', '.join(known) or '(none)'}"
+            )
 
 
 @query_app.command("lint")
@@ -1030,6 +1078,14 @@ def bench_score(
         preds = [
             orjson.loads(line) for line in predictions.read_bytes().splitlines() if line.strip()
         ]
+        if not any(isinstance(p, dict) and p.get("label") is not None for p in preds):
+            from graphlake.errors import GraphlakeError
+
+            raise GraphlakeError(
+                f"{predictions} holds no predictions: each line needs "
+                '{"id": "<instance id>", "label": "<answer>"} (an instances file from '
+                "`graphlake bench export` has ids but no labels; add your model's answers)"
+            )
     result = b.score(protocol, preds, params)
     if fmt == "json":
         text = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()

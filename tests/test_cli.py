@@ -160,12 +160,12 @@ def test_query_list_and_run_collab_metrics(tmp_path, corpus):
     }
     rows = json.loads(cli("query", "run", "collab_metrics", "--format", "json", lake=lake).stdout)
     assert sorted(r["session_id"] for r in rows) == ["bare-1", "hand-1"]
-    rows = json.loads(
-        cli(
-            "query", "run", "collab_metrics", "-p", "corpus=nope", "--format", "json", lake=lake
-        ).stdout
+    # a corpus the lake does not have is an error that lists the ones it has, not an empty
+    # answer that reads like a finding
+    nope = cli(
+        "query", "run", "collab_metrics", "-p", "corpus=nope", "-f", "json", lake=lake, check=False
     )
-    assert rows == []
+    assert nope.returncode == 1 and "Values: kolab" in nope.stderr, nope.stderr
     bad = cli("query", "run", "collab_metric", lake=lake, check=False)
     assert "Did you mean 'collab_metrics'" in bad.stderr
 
@@ -304,3 +304,22 @@ def test_serve_on_a_busy_port_is_one_error_line_before_any_banner(hand_lake):
         and "serving" not in out.stderr
         and len(out.stderr.strip().splitlines()) == 1
     ), out.stderr
+
+
+def test_sql_help_lists_every_view_from_the_catalog():
+    from graphlake.schema import TABLES
+    from graphlake.schema.views import DERIVED_VIEWS
+
+    text = " ".join(cli("sql", "--help").stdout.split())
+    for name in [*TABLES, *DERIVED_VIEWS]:
+        assert f" {name}," in text or f" {name} " in text, name
+
+
+def test_answers_that_would_mislead_are_errors(hand_lake, tmp_path):
+    """An empty answer caused by a typo, and a score of nothing, say why instead of exit 0."""
+    out = cli("query", "run", "collab_metrics", "-p", "corpus=kolba", lake=hand_lake, check=False)
+    assert out.returncode == 1 and "Did you mean 'kolab'" in out.stderr, out.stderr
+    exported = tmp_path / "1b.jsonl"
+    cli("bench", "export", "kolab-1b", "-c", "graph", "-o", str(exported), lake=hand_lake)
+    out = cli("bench", "score", "kolab-1b", str(exported), lake=hand_lake, check=False)
+    assert out.returncode == 1 and "holds no predictions" in out.stderr, out.stderr

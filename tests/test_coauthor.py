@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 
 from conftest import SAMPLES, parse_with
 from graphlake.ingest.base import CollectingEmitter
-from graphlake.ingest.coauthor import apply_delta
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.query.documents import document_at
+from graphlake.schema.quill import apply_delta
 
 DATA = SAMPLES / "coauthor"
 SAMPLE = next(DATA.glob("*.jsonl"))

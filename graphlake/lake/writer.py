@@ -41,10 +41,10 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, write_deltalake
 from deltalake.transaction import AddAction
 
-from graphlake.ingest.base import RAW_LIMIT, EmitterBase, IngestStats, source_run
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 from graphlake.schema.duckdb_views import string_list, string_literal
+from graphlake.schema.emit import RAW_LIMIT, EmitterBase, IngestStats, source_run
 
 UNIT = "_unit"
 UNITS_DIR = "_units"

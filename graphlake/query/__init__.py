@@ -2,6 +2,7 @@
 
 from graphlake.query.catalog import Catalog, open_catalog
 from graphlake.query.engine import QueryResult, run_sql
-from graphlake.query.guard import check, transpile
+from graphlake.query.guard import check
+from graphlake.query.transpile import transpile
 
 __all__ = ["Catalog", "QueryResult", "check", "open_catalog", "run_sql", "transpile"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import orjson
 
 from graphlake.errors import GraphlakeError
-from graphlake.ingest.coauthor import apply_delta
 from graphlake.query.engine import run_sql
+from graphlake.schema.quill import apply_delta
 
 
 def document_at(lake, session_id: str, seq: int | None = None, *, corpus: str = "coauthor") -> str:

@@ -289,25 +289,3 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
         # anything else sqlglot cannot reason about is left for DuckDB to judge
     _in_time(deadline, "columns")
     return tree
-
-
-def transpile(sql: str, dialect: str, params: dict | None = None) -> str:
-    """The statement rewritten for ``dialect`` (e.g. ``spark``), pretty-printed.
-
-    Patterns are compiled first. For Spark the portable path is used (macros inlined,
-    meaning-changing constructs rewritten or refused, ``params`` bound when given)."""
-    from graphlake.query.pattern import compile_patterns
-
-    if dialect == "spark":
-        from graphlake.query.portable import to_spark
-
-        return to_spark(sql, params, pretty=True)
-    try:
-        out = sqlglot.transpile(compile_patterns(sql), read="duckdb", write=dialect, pretty=True)
-    except ParseError as exc:
-        raise SqlError(f"SQL syntax error: {exc}") from None
-    except ValueError as exc:  # unknown dialect
-        raise SqlError(
-            f"{exc}. Dialects include spark, postgres, bigquery, snowflake, trino"
-        ) from None
-    return ";\n".join(out)

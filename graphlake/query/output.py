@@ -28,17 +28,66 @@ def _cell(v) -> Text:
     return Text(str(v))
 
 
+#: Columns a user copies into the next command: never cut (folded onto more lines instead).
+KEY_COLUMNS = frozenset(
+    {
+        "id",
+        "corpus",
+        "name",
+        "protocol",
+        "session",
+        "table",
+        "version",
+        "source",
+        "source_file",
+        "record_ref",
+        "uri",
+    }
+)
+
+
+def _is_key(name: str) -> bool:
+    return name in KEY_COLUMNS or name.endswith("_id")
+
+
 def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -> Table:
     out = Table(title=title, show_lines=False, header_style="bold")
     for name in table.column_names:
         numeric = pa.types.is_integer(table.schema.field(name).type) or pa.types.is_floating(
             table.schema.field(name).type
         )
+        key = _is_key(name)
         out.add_column(
-            name, justify="right" if numeric else "left", max_width=max_width, overflow="ellipsis"
+            name,
+            justify="right" if numeric else "left",
+            max_width=None if key else max_width,
+            overflow="fold" if key else "ellipsis",
+            min_width=min(len(name), 12),
         )
     for row in table.to_pylist():
         out.add_row(*(_cell(v) for v in row.values()))
+    return out
+
+
+def _needed_width(table: pa.Table, max_width: int = 60) -> int:
+    """The width the table needs with no cell cut: from the header and the first rows."""
+    total = 1
+    for name in table.column_names:
+        widths = [len(_cell(v).plain) for v in table.column(name).slice(0, 200).to_pylist()]
+        total += min(max([len(name), *widths]), max_width) + 3
+    return total
+
+
+def vertical_table(table: pa.Table) -> Table:
+    """One block per row, a line per column (as psql's expanded display): for results wider
+    than the terminal, where columns side by side would cut their values."""
+    out = Table(show_header=False, show_lines=True, box=None, padding=(0, 1))
+    out.add_column("column", style="bold", no_wrap=True)
+    out.add_column("value", overflow="fold")
+    for i, row in enumerate(table.to_pylist()):
+        out.add_row(Text(f"-[ row {i + 1} ]", style="dim"), Text(""))
+        for name, value in row.items():
+            out.add_row(Text(name), _cell(value))
     return out
 
 
@@ -69,7 +118,17 @@ def write(
     integers and rates as doubles in every format."""
     table = plain_numbers(table)
     if fmt == "table":
-        (console or Console()).print(rich_table(table))
+        console = console or Console()
+        if table.num_columns > 1 and _needed_width(table) > console.width:
+            console.print(vertical_table(table))
+            Console(stderr=True).print(
+                "note: wider than the terminal, so one block per row; --format csv or json "
+                "for a flat file",
+                style="dim",
+                markup=False,
+            )
+        else:
+            console.print(rich_table(table))
         return
     if fmt == "json":
         data = to_json_bytes(table) + b"\n"
