@@ -42,11 +42,19 @@ def examples(n: int) -> int:
     return max(5, n // 5) if FAST_TIER else n
 
 
+#: Modules whose module-scoped fixtures index a recording (minutes): under pytest-xdist each
+#: runs on one worker, so the index is built once, not once per worker.
+ONE_WORKER_MODULES = ("test_workbench_browser.py", "test_frames.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every test of a slow tier is also ``slow``."""
+    """Every test of a slow tier is also ``slow``; modules with costly fixtures stay on one
+    worker."""
     for item in items:
         if any(item.get_closest_marker(t) for t in SLOW_TIERS):
             item.add_marker(pytest.mark.slow)
+        if item.path.name in ONE_WORKER_MODULES:
+            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -265,7 +273,8 @@ class LiveServer:
     """``graphlake.server`` run by uvicorn on a free loopback port, in a thread of this
     process (a real socket: requests go through HTTP, the middleware and the routers)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, wrap=None):
+        """``wrap(app)`` returns the ASGI app to serve instead (e.g. a :class:`Gate`)."""
         import socket
         import threading
 
@@ -280,7 +289,11 @@ class LiveServer:
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = create_app(settings)
         config = uvicorn.Config(
-            self.app, host="127.0.0.1", port=self.port, log_level="warning", access_log=False
+            wrap(self.app) if wrap else self.app,
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            access_log=False,
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -299,6 +312,45 @@ class LiveServer:
     def __exit__(self, *exc):
         self.server.should_exit = True
         self.thread.join(10)
+
+
+class Gate:
+    """An ASGI wrapper that holds back requests whose path and query match ``hold(pattern)``
+    until the test calls ``release()``: a slow answer on demand, to reproduce races in the
+    browser. ``arrived`` is set when a held request reached the server, ``done`` when the
+    last held one has been answered."""
+
+    def __init__(self, app):
+        import threading
+
+        self.app = app
+        self.pattern = None
+        self.arrived, self.opened, self.done = (threading.Event() for _ in range(3))
+        self.pending = 0
+
+    def hold(self, pattern: str) -> None:
+        self.pattern = re.compile(pattern)
+        for event in (self.arrived, self.opened, self.done):
+            event.clear()
+
+    def release(self) -> None:
+        self.opened.set()
+
+    async def __call__(self, scope, receive, send):
+        import asyncio
+
+        target = scope.get("path", "") + "?" + scope.get("query_string", b"").decode()
+        if scope["type"] != "http" or self.pattern is None or not self.pattern.search(target):
+            return await self.app(scope, receive, send)
+        self.pending += 1
+        self.arrived.set()
+        await asyncio.to_thread(self.opened.wait)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.pending -= 1
+            if self.pending == 0:
+                self.done.set()
 
 
 @pytest.fixture(scope="session")

@@ -486,3 +486,96 @@ def test_an_evaluator_instance_as_a_model_sees_it(page, server):
         f"{server.url}/benchmarks/kolab-1a/instances/{iid}", params={"condition": "video"}
     ).json()
     assert d.find_element(By.ID, "instance-prompt").get_attribute("textContent") == video["prompt"]
+
+
+# -- races: answers that arrive late, held back by a Gate in front of the real server --------
+@pytest.fixture(scope="module")
+def gated(wb_lake):
+    from conftest import Gate
+    from graphlake.server import Settings
+
+    gates = []
+    with LiveServer(
+        Settings(lake=wb_lake), wrap=lambda app: gates.append(Gate(app)) or gates[0]
+    ) as srv:
+        yield srv, gates[0]
+        gates[0].release()
+
+
+def _settle(d):
+    """Let the page handle whatever the server has sent: a fetch answered after it, then a
+    task (responses are handled in the order they arrive)."""
+    d.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('/health').then(() => setTimeout(done, 0), () => setTimeout(done, 0));"
+    )
+
+
+def test_leaving_a_session_before_its_timeline_arrives_draws_nothing_into_the_next_view(
+    page, gated
+):
+    d, (server, gate) = page, gated
+    open_view(d, server, "")
+    gate.hold(r"/sessions/kolab/[^/?]+/timeline")
+    js(d, f"location.hash = '#/session/kolab/{SID}'")
+    assert gate.arrived.wait(120)
+    js(d, "location.hash = '#/search'")
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-state") == "ready")
+    gate.release()
+    assert gate.done.wait(120)
+    _settle(d)
+    headings = [h.text for h in d.find_elements(By.CSS_SELECTOR, "#view h1")]
+    assert len(headings) == 1, headings  # the search view's alone
+    assert not d.find_elements(By.ID, "timeline")
+    assert js(d, "return document.querySelectorAll('[_echarts_instance_]').length") == 0
+
+
+def test_next_twice_fast_then_previous_lands_on_the_first_page(page, gated):
+    d, (server, gate) = page, gated
+    total = httpx.get(f"{server.url}/workbench/sessions", params={"limit": 1}).json()["total"]
+    assert total > 50, "the demo lake needs three pages of sessions"
+    open_view(d, server, "")
+    wait_for(d, lambda d: d.find_element(By.ID, "page-info").text.startswith("1-25 of"))
+    gate.hold(r"/workbench/sessions\?.*cursor=")
+    d.find_element(By.ID, "next-page").click()
+    assert gate.arrived.wait(120)
+    d.find_element(By.ID, "next-page").click()  # while page 2 loads
+    gate.release()
+    assert gate.done.wait(120)
+    _settle(d)
+    wait_for(d, lambda d: d.find_element(By.ID, "page-info").text == f"26-50 of {total}")
+    d.find_element(By.ID, "prev-page").click()
+    wait_for(d, lambda d: d.find_element(By.ID, "page-info").text == f"1-25 of {total}")
+
+
+def test_the_address_instance_id_holds_only_for_its_own_protocol(page, server):
+    d = page
+    listed = httpx.get(
+        f"{server.url}/benchmarks/kolab-1a/instances", params={"condition": "graph", "limit": 1}
+    ).json()["items"]
+    iid = listed[0]["id"]
+    open_view(d, server, f"instance?protocol=kolab-1a&condition=graph&id={iid}")
+    ready = lambda d: d.find_element(By.ID, "instance-view").get_attribute("data-state") == "ready"  # noqa: E731
+    wait_for(d, ready)
+    Select(d.find_element(By.ID, "protocol")).select_by_value("kolab-1b")
+    ids_1b = [
+        i["id"]
+        for i in httpx.get(
+            f"{server.url}/benchmarks/kolab-1b/instances",
+            params={"condition": "video", "limit": 50},
+        ).json()["items"]
+    ]
+    wait_for(
+        d,
+        lambda d: (
+            Select(d.find_element(By.ID, "instance")).first_selected_option.get_attribute("value")
+            in ids_1b
+        ),
+    )
+    wait_for(d, ready)
+    assert not d.find_elements(By.CSS_SELECTOR, "#instance-view .error"), d.find_element(
+        By.ID, "instance-view"
+    ).text
+    assert iid not in [
+        o.get_attribute("value") for o in Select(d.find_element(By.ID, "instance")).options
+    ]

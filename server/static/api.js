@@ -18,12 +18,17 @@ function url(path, params) {
   return u;
 }
 
-export async function api(path, { method = "GET", params, body } = {}) {
+// The route being shown: every call started while it is current is aborted when the route
+// changes (app.js), so a view that was left never renders into the next one.
+let routeSignal = null;
+export function setRouteSignal(signal) { routeSignal = signal; }
+
+export async function api(path, { method = "GET", params, body, signal = routeSignal } = {}) {
   const headers = {};
   if (token) headers.Authorization = `Bearer ${token}`;
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const resp = await fetch(url(path, params), {
-    method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+    method, headers, body: body === undefined ? undefined : JSON.stringify(body), signal,
   });
   const data = await resp.json().catch(() => null);
   if (!resp.ok) throw new ApiError(data?.error?.message || `${resp.status} ${resp.statusText}`, resp.status);

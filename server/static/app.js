@@ -1,5 +1,5 @@
 // The workbench: a hash router over five views, each a client of graphlake's HTTP API.
-import { api } from "./api.js";
+import { api, setRouteSignal } from "./api.js";
 import { errorBox } from "./dom.js";
 import { browserView } from "./browser.js";
 import { sessionView } from "./session.js";
@@ -11,6 +11,8 @@ const VIEWS = { "": browserView, session: sessionView, search: searchView, sql: 
                 instance: instanceView };
 const view = document.getElementById("view");
 let current = null;  // the view's cleanup, called before the next one renders
+let generation = 0;  // which render owns the page; an older one that resumes drops its work
+let controller = null;  // aborts the requests of the route being left
 
 function route() {
   const hash = location.hash.replace(/^#\/?/, "");
@@ -20,6 +22,10 @@ function route() {
 }
 
 async function render() {
+  const gen = ++generation;
+  if (controller) controller.abort();
+  controller = new AbortController();
+  setRouteSignal(controller.signal);
   const r = route();
   const show = VIEWS[r.name] || VIEWS[""];
   for (const a of document.querySelectorAll("nav a[data-route]")) {
@@ -28,18 +34,29 @@ async function render() {
   if (current) { try { current(); } catch (e) { console.warn(e); } current = null; }
   view.dataset.state = "loading";
   for (const key of Object.keys(view.dataset)) if (key !== "state") delete view.dataset[key];
-  view.replaceChildren();
+  // each render draws into a container of its own: one left behind draws into a detached node
+  const mount = document.createElement("div");
+  mount.className = "route";
+  view.replaceChildren(mount);
+  let cleanup = null;
   try {
-    current = await show(view, r);
-    view.dataset.state = "ready";
+    cleanup = await show(mount, r);
   } catch (err) {
-    view.append(errorBox(err));
+    if (gen !== generation) return;  // aborted by the route that replaced it
+    mount.append(errorBox(err));
     view.dataset.state = "error";
+    return;
   }
+  if (gen !== generation) {  // left while it loaded: undo what it built (charts, listeners)
+    try { if (cleanup) cleanup(); } catch (e) { console.warn(e); }
+    return;
+  }
+  current = cleanup;
+  view.dataset.state = "ready";
 }
 
 window.addEventListener("hashchange", render);
 render();
-api("/health").then((h) => {
+api("/health", { signal: null }).then((h) => {
   document.getElementById("lake-version").textContent = `lake version ${h.lake_version}`;
 }).catch(() => {});

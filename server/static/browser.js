@@ -22,8 +22,10 @@ export async function browserView(root, { query }) {
   const state = {
     corpus: query.get("corpus") || "", q: query.get("q") || "", domain: "", success: "",
     sort: query.get("sort") || "session_id", order: query.get("order") || "asc",
-    cursors: [null],  // cursor of every page seen, so Previous goes back
+    page: 0,  // the page shown (or being loaded)
+    cursors: [null],  // cursors[k]: the cursor of page k, once page k - 1 has answered
   };
+  let loads = 0;  // which load owns the table: an older answer that arrives late is dropped
   const corpora = await api("/corpora", { params: { limit: 100 } });
   const cards = el("div", { class: "cards", id: "corpora" });
   const drawCards = () => cards.replaceChildren(...corpora.items.map((c) => el("div", {
@@ -44,25 +46,37 @@ export async function browserView(root, { query }) {
   success.addEventListener("change", () => { state.success = success.value; reload(); });
 
   const info = el("span", { class: "muted", id: "page-info" });
-  const prev = el("button", { id: "prev-page", onclick: () => { state.cursors.pop(); state.cursors.pop(); load(); } }, "Previous");
-  const next = el("button", { id: "next-page", onclick: () => load() }, "Next");
+  // the page moves before anything is awaited, so clicks in a row each move it exactly once
+  const prev = el("button", { id: "prev-page", onclick: () => {
+    if (state.page > 0) { state.page -= 1; load(); } } }, "Previous");
+  const next = el("button", { id: "next-page", onclick: () => {
+    if (state.cursors[state.page + 1]) { state.page += 1; load(); } } }, "Next");
   const out = el("div", { class: "results", id: "sessions" });
   root.append(el("h1", {}, "Corpora"), cards,
     el("h2", {}, "Sessions"), el("div", { class: "toolbar" }, q, domain, success, prev, next, info), out);
 
-  function reload() { state.cursors = [null]; load(); }
+  function reload() { state.page = 0; state.cursors = [null]; load(); }
 
   async function load() {
-    const cursor = state.cursors[state.cursors.length - 1];
+    const gen = ++loads;
+    const at = state.page;
+    prev.disabled = at === 0;
+    next.disabled = true;  // until this page says whether there is a next one
+    out.dataset.state = "loading";
     let page;
     try {
       page = await api("/workbench/sessions", { params: {
         corpus: state.corpus, q: state.q, domain: state.domain, success: state.success,
-        sort: state.sort, order: state.order, limit: PAGE, cursor } });
-    } catch (err) { out.replaceChildren(errorBox(err)); return; }
+        sort: state.sort, order: state.order, limit: PAGE, cursor: state.cursors[at] } });
+    } catch (err) {
+      if (gen === loads && err.name !== "AbortError") out.replaceChildren(errorBox(err));
+      return;
+    }
+    if (gen !== loads) return;
+    state.cursors.length = at + 1;
     state.cursors.push(page.next_cursor);
-    prev.disabled = state.cursors.length <= 2;
     next.disabled = !page.next_cursor;
+    out.dataset.state = "ready";
     const last = page.offset + page.items.length;
     info.textContent = page.total ? `${page.offset + 1}-${last} of ${page.total}` : "no sessions match";
     out.replaceChildren(renderTable(page.items));

@@ -17,20 +17,24 @@ export async function instanceView(root, { query }) {
   let tl = null;
 
   proto.value = query.get("protocol") || benches[0]?.id || "";
-  proto.addEventListener("change", () => pickProtocol());
-  cond.addEventListener("change", () => listInstances());
+  // the address's instance id holds on first load only: another protocol has other ids
+  proto.addEventListener("change", () => pickProtocol(null, null));
+  cond.addEventListener("change", () => listInstances(inst.value));
   inst.addEventListener("change", () => show());
+  let shows = 0;  // which show() owns the pane: an older one that resumes drops its work
 
-  async function pickProtocol(wantCond) {
+  async function pickProtocol(wantCond, wantId) {
     const b = benches.find((x) => x.id === proto.value);
     if (!b) return;
     about.textContent = `${b.description} Window: ${b.window}. Cut-off: ${b.cutoff}. Labels: ${b.labels.join(", ")}.`;
     cond.replaceChildren(...b.conditions.map((c) => el("option", { value: c }, c)));
     if (wantCond && b.conditions.includes(wantCond)) cond.value = wantCond;
-    await listInstances(query.get("id"));
+    await listInstances(wantId);
   }
-  async function listInstances(want = inst.value) {
-    const page = await api(`/benchmarks/${proto.value}/instances`, { params: { condition: cond.value, limit: 50 } });
+  async function listInstances(want) {
+    const asked = proto.value;
+    const page = await api(`/benchmarks/${asked}/instances`, { params: { condition: cond.value, limit: 50 } });
+    if (asked !== proto.value) return;  // the protocol changed while its list loaded
     const ids = page.items.map((i) => i.id);
     if (want && !ids.includes(want)) ids.unshift(want);  // asked for by address: beyond page 1
     inst.replaceChildren(...ids.map((id) => el("option", { value: id }, id)));
@@ -38,11 +42,13 @@ export async function instanceView(root, { query }) {
     await show();
   }
   async function show() {
+    const gen = ++shows;
     if (tl) { tl.dispose(); tl = null; }
     if (!inst.value) { out.replaceChildren(el("p", { class: "muted" }, "No instances in this lake.")); return; }
     out.dataset.state = "loading";
     try {
       const i = await api(`/benchmarks/${proto.value}/instances/${encodeURIComponent(inst.value)}`, { params: { condition: cond.value } });
+      if (gen !== shows) return;
       const cutoff = i.inputs.cutoff ?? null;
       const box = el("div", { id: "timeline" });
       const v = i.inputs.video;
@@ -58,6 +64,7 @@ export async function instanceView(root, { query }) {
         el("details", {}, el("summary", {}, "inputs (JSON)"), el("pre", { id: "instance-inputs" }, JSON.stringify(i.inputs, null, 2))),
       ].filter(Boolean));
       const data = await api(`/sessions/${encodeURIComponent(i.corpus)}/${encodeURIComponent(i.session_id)}/timeline`);
+      if (gen !== shows) return;
       tl = createTimeline(box, data, {});
       if (cutoff !== null) {
         const t0 = i.inputs.window?.t0 ?? null;
@@ -68,9 +75,12 @@ export async function instanceView(root, { query }) {
       const target = i.inputs.target?.ai_node;
       if (target) tl.highlight(new Set([target]), target);
       out.dataset.cutoff = String(cutoff);
-    } catch (err) { out.replaceChildren(errorBox(err)); }
+    } catch (err) {
+      if (gen !== shows || err.name === "AbortError") return;
+      out.replaceChildren(errorBox(err));
+    }
     out.dataset.state = "ready";
   }
-  await pickProtocol(query.get("condition"));
+  await pickProtocol(query.get("condition"), query.get("id"));
   return () => { if (tl) tl.dispose(); };
 }

@@ -82,7 +82,7 @@ export async function sessionView(root, { args, query }) {
     onFirstRender: () => {
       performance.mark("timeline-rendered");
       // interactive once the main thread is free again after the first frame
-      setTimeout(() => { performance.mark("timeline-interactive"); root.dataset.timeline = "ready"; }, 0);
+      setTimeout(() => { performance.mark("timeline-interactive"); const host = root.closest("#view"); if (host) host.dataset.timeline = "ready"; }, 0);
     },
   });
   window.workbench = { timeline: tl, data, video, seek, showNode, showEvent };
