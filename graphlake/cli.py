@@ -6,6 +6,7 @@ Errors graphlake raises on purpose are printed as one line that says what to do 
 
 from __future__ import annotations
 
+import inspect
 import sys
 from pathlib import Path
 from typing import Annotated, Literal
@@ -306,6 +307,13 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
             highlight=False,
             style="yellow",
         )
+    for other, n in sorted(stats.elsewhere.items()):
+        console.print(
+            f"{n} of the files here look like {other} data, not {corpus}: ingest them with "
+            f"graphlake ingest {other} <their folder>",
+            highlight=False,
+            style="yellow",
+        )
 
 
 # -- sql -------------------------------------------------------------------------------------
@@ -472,8 +480,8 @@ def query_run(
         k, v = item.split("=", 1)
         given[k.strip()] = v
     values = q.bind(given)
-    if not transpile_only:
-        _check_named_values(lake, version, values)
+    if not transpile_only:  # what the user named (a default names what the query is for)
+        _check_named_values(lake, version, {k: values[k] for k in given if k in values})
     _run_statement(
         q.sql,
         values,
@@ -1112,6 +1120,31 @@ def _register_vision() -> None:
 
 
 _register_vision()
+
+
+def _unwrap(doc: str) -> str:
+    """A docstring as help text: the lines of a paragraph joined (the source wraps them at 100
+    columns; the terminal wraps them again at its own width), indented examples kept as they
+    are. Rich help mode keeps every line break, which broke sentences in the middle."""
+    paragraphs = []
+    for para in inspect.cleandoc(doc).split("\n\n"):
+        lines = para.splitlines()
+        preformatted = any(line.startswith((" ", "\t")) for line in lines)
+        paragraphs.append(para if preformatted else " ".join(x.strip() for x in lines))
+    return "\n\n".join(paragraphs)
+
+
+def _unwrap_help(typer_app: typer.Typer) -> None:
+    for info in typer_app.registered_commands:
+        doc = info.help or (info.callback.__doc__ if info.callback else None)
+        if doc:
+            info.help = _unwrap(doc)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            _unwrap_help(group.typer_instance)
+
+
+_unwrap_help(app)
 
 
 def main() -> None:  # console-script entry point

@@ -14,7 +14,7 @@ from pathlib import Path
 from graphlake import ingest
 from graphlake.errors import WrongCorpusError
 from graphlake.ingest.base import IngestStats, SourceUnit
-from graphlake.ingest.sniff import is_non_data, sniff
+from graphlake.ingest.sniff import is_non_data, sniff, votes
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 
@@ -137,6 +137,10 @@ def ingest_path(
                 )
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
+        if any(sum(s.rejected.values()) for s in summaries):
+            stats.elsewhere = {
+                other: n for other, n in votes(Path(path)).items() if other != corpus
+            }
     except BaseException:
         run.abort()
         raise

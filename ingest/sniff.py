@@ -72,14 +72,20 @@ def _looks_like(path: Path) -> str | None:
     return None
 
 
-def sniff(path: Path) -> str | None:
-    """The ingestor most of a sample of ``path``'s files look like, or None."""
-    votes: dict[str, int] = {}
-    for f in [p for p in data_files(Path(path)) if not is_non_data(p)][:_SAMPLE_FILES]:
+def votes(path: Path, sample: int = _SAMPLE_FILES) -> dict[str, int]:
+    """How many of a sample of ``path``'s data files look like each ingestor's."""
+    out: dict[str, int] = {}
+    for f in [p for p in data_files(Path(path)) if not is_non_data(p)][:sample]:
         try:
             guess = _looks_like(f)
         except OSError:
             guess = None
         if guess:
-            votes[guess] = votes.get(guess, 0) + 1
-    return max(votes, key=votes.get) if votes else None
+            out[guess] = out.get(guess, 0) + 1
+    return out
+
+
+def sniff(path: Path) -> str | None:
+    """The ingestor most of a sample of ``path``'s files look like, or None."""
+    counted = votes(path)
+    return max(counted, key=lambda k: counted[k]) if counted else None

@@ -47,6 +47,7 @@ def examples(n: int) -> int:
 ONE_WORKER_MODULES = ("test_workbench_browser.py", "test_frames.py")
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
     """Every test of a slow tier is also ``slow``; modules with costly fixtures stay on one
     worker."""

@@ -323,3 +323,24 @@ def test_answers_that_would_mislead_are_errors(hand_lake, tmp_path):
     cli("bench", "export", "kolab-1b", "-c", "graph", "-o", str(exported), lake=hand_lake)
     out = cli("bench", "score", "kolab-1b", str(exported), lake=hand_lake, check=False)
     assert out.returncode == 1 and "holds no predictions" in out.stderr, out.stderr
+
+
+def test_help_text_is_not_broken_mid_sentence():
+    """Docstring paragraphs are joined (the terminal wraps them); a line of help never ends in
+    the middle of a sentence because the source wrapped there."""
+    out = cli("demo", "--help").stdout  # 200 columns: the paragraph fits on one line
+    assert "so every run produces the same files; it includes" in out, out
+
+
+def test_a_parent_folder_of_several_corpora_names_the_others(tmp_path):
+    """Ingesting a folder that also holds other corpora lands what is kolab, rejects the rest
+    with reasons, and says which ingestor the other files look like."""
+    import shutil
+
+    from conftest import FIXTURES
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(HAND, mixed / "hand-1")
+    shutil.copytree(FIXTURES / "hasbench", mixed / "hasbench")
+    out = cli("ingest", "kolab", str(mixed), "--quiet", lake=tmp_path / "lake")
+    assert "look like hasbench data" in out.stdout and "graphlake ingest hasbench" in out.stdout

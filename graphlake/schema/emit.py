@@ -273,3 +273,6 @@ class IngestStats:
     pruned_sessions: int = 0
     units: int = 0
     skipped: list[str] = field(default_factory=list)  # README, LICENSE, ...: not data
+    #: When some records were rejected: how many sampled files under the path look like
+    #: another corpus's (a parent folder holding several corpora), by that corpus.
+    elsewhere: dict[str, int] = field(default_factory=dict)
