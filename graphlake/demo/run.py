@@ -141,8 +141,12 @@ def run_demo(
     console.print(
         f'\nlake: {lake.root}\nnext: graphlake sql "SELECT label, count(*) FROM '
         f'adoptions GROUP BY 1" --lake {lake.root}\n'
-        f'      graphlake search frames "summary of sources" --lake {lake.root}\n'
-        f"      graphlake serve --lake {lake.root}   (then open "
+        + (
+            f'      graphlake search frames "summary of sources" --lake {lake.root}\n'
+            if frames
+            else ""
+        )
+        + f"      graphlake serve --lake {lake.root}   (then open "
         "http://127.0.0.1:8000/ for the workbench, or run python "
         "docs/examples/evaluate_majority.py)"
     )
