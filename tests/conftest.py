@@ -42,20 +42,11 @@ def examples(n: int) -> int:
     return max(5, n // 5) if FAST_TIER else n
 
 
-#: Modules whose module-scoped fixtures index a recording (minutes): under pytest-xdist each
-#: runs on one worker, so the index is built once, not once per worker.
-ONE_WORKER_MODULES = ("test_workbench_browser.py", "test_frames.py")
-
-
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the xdist_group marks
 def pytest_collection_modifyitems(config, items):
-    """Every test of a slow tier is also ``slow``; modules with costly fixtures stay on one
-    worker."""
+    """Every test of a slow tier is also ``slow``."""
     for item in items:
         if any(item.get_closest_marker(t) for t in SLOW_TIERS):
             item.add_marker(pytest.mark.slow)
-        if item.path.name in ONE_WORKER_MODULES:
-            item.add_marker(pytest.mark.xdist_group(item.path.stem))
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -47,10 +47,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.frames]
 @pytest.fixture(scope="module")
 def wb_lake(demo_lake, tmp_path_factory) -> Path:
     """The demo lake with its recording indexed (text vectors, a sample every 2 minutes plus
-    every scene change), as `graphlake demo` leaves it."""
-    lake = tmp_path_factory.mktemp("workbench") / "lake"
-    shutil.copytree(demo_lake, lake)
-    cli("frames", "index", "--quiet", "--every", "120", lake=lake)
+    every scene change), as `graphlake demo` leaves it. Indexing takes minutes: under
+    pytest-xdist the first worker builds it in the run's shared temp folder, under a file
+    lock, and the others wait for it and read the same lake (the tests only read it)."""
+    from filelock import FileLock
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # one folder for every worker of this run
+    lake = shared / "workbench-lake"
+    with FileLock(str(shared / "workbench-lake.lock")):
+        if not (lake / "_graphlake" / "lake.json").exists():
+            building = shared / "workbench-lake.building"
+            shutil.rmtree(building, ignore_errors=True)
+            shutil.copytree(demo_lake, building)
+            cli("frames", "index", "--quiet", "--every", "120", lake=building)
+            building.rename(lake)
     return lake
 
 
