@@ -502,6 +502,18 @@ def query_run(
 _NAMING_PARAMS = ("corpus", "domain", "condition")
 
 
+def _distinct_session_values_sql(column: str) -> str:
+    """``SELECT DISTINCT <column> AS v FROM sessions``, the column a quoted identifier."""
+    from sqlglot import exp
+
+    return (
+        exp.select(exp.alias_(exp.column(column, quoted=True), "v"))
+        .distinct()
+        .from_("sessions")
+        .sql("duckdb")
+    )
+
+
 def _check_named_values(lake, version, values: dict) -> None:
     import difflib
 
@@ -512,11 +524,8 @@ def _check_named_values(lake, version, values: dict) -> None:
         return
     lk = _lake(lake)
     for column, value in asked.items():
-        have = (
-            run_sql(f"SELECT DISTINCT {column} AS v FROM sessions", lk, version=version)
-            .table.column("v")
-            .to_pylist()
-        )
+        distinct = _distinct_session_values_sql(column)
+        have = run_sql(distinct, lk, version=version).table.column("v").to_pylist()
         if value not in have:
             known = sorted(str(v) for v in have if v is not None)
             close = difflib.get_close_matches(value, known, n=1)

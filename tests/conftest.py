@@ -306,6 +306,64 @@ class LiveServer:
         self.thread.join(10)
 
 
+class ServeProcess:
+    """``graphlake serve`` as a user starts it: the real command in its own process, on a free
+    loopback port. ``ready()`` polls /health until it answers (the process dying, or 300 s on
+    a loaded machine, fails the test); leaving the block stops the process."""
+
+    def __init__(self, lake: Path, *args: str, headers: dict | None = None):
+        import socket
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.headers = headers or {}
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "graphlake.cli",
+                "serve",
+                "--lake",
+                str(lake),
+                "--port",
+                str(self.port),
+                *args,
+            ],
+            env={**os.environ, **CLI_ENV},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+
+    def health(self) -> dict:
+        """/health on a new connection (under --workers N, any worker may take it)."""
+        import httpx
+
+        return httpx.get(self.url + "/health", headers=self.headers, timeout=60).json()
+
+    def ready(self) -> dict:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + 300
+        while True:
+            try:
+                return self.health()
+            except httpx.HTTPError:
+                assert self.proc.poll() is None, self.proc.stderr.read().decode()
+                assert time.monotonic() < deadline, "graphlake serve did not start"
+                time.sleep(0.2)  # a poll interval while it starts, not a wait for a result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.terminate()
+        self.proc.wait(60)
+
+
 class Gate:
     """An ASGI wrapper that holds back requests whose path and query match ``hold(pattern)``
     until the test calls ``release()``: a slow answer on demand, to reproduce races in the

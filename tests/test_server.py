@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import LiveServer, cli
+from conftest import LiveServer, ServeProcess, cli
 from graphlake.client import Client, ServiceError
 from graphlake.server import Settings
 
@@ -442,64 +442,23 @@ def test_refresh_moves_to_the_newest_snapshot(tmp_path, hand_lake):
 @pytest.mark.subprocess
 def test_graphlake_serve_command(demo_lake):
     """The real command: uvicorn imports graphlake.server.main with the CLI's settings."""
-    import os
-    import socket
-    import time
-
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    sock.close()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "graphlake.cli",
-            "serve",
-            "--lake",
-            str(demo_lake),
-            "--port",
-            str(port),
-            "--token",
-            "t0k",
-            "--max-rows",
-            "3",
-        ],
-        env={**os.environ},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 300  # a loaded machine imports slowly
-        while True:
-            try:
-                resp = httpx.get(url + "/health", headers={"Authorization": "Bearer t0k"})
-                break
-            except httpx.HTTPError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-                assert time.monotonic() < deadline, "graphlake serve did not start"
-                time.sleep(0.2)
-        assert resp.json()["status"] == "ok"
-        assert httpx.get(url + "/health").status_code == 401
+    token = {"Authorization": "Bearer t0k"}
+    with ServeProcess(demo_lake, "--token", "t0k", "--max-rows", "3", headers=token) as srv:
+        assert srv.ready()["status"] == "ok"
+        assert httpx.get(srv.url + "/health").status_code == 401
         # the workbench page and its scripts need no token (they hold no data)
-        page = httpx.get(url + "/")
+        page = httpx.get(srv.url + "/")
         assert page.status_code == 200 and "graphlake workbench" in page.text
-        assert httpx.get(url + "/static/vendor/echarts.min.js").status_code == 200
-        with Client(url, token="t0k") as client:
+        assert httpx.get(srv.url + "/static/vendor/echarts.min.js").status_code == 200
+        with Client(srv.url, token="t0k") as client:
             assert client.sql("SELECT * FROM nodes").truncated is True  # --max-rows 3
-    finally:
-        proc.terminate()
-        proc.wait(30)
 
 
 @pytest.mark.subprocess
 def test_a_refresh_reaches_every_worker(tmp_path, hand_lake):
     """`serve --workers 2`: POST /refresh lands on one worker; the other follows the shared
     version record, so soon every answer, from either process, reads the new version."""
-    import os
     import shutil
-    import socket
     import time
 
     from conftest import HAND
@@ -507,42 +466,13 @@ def test_a_refresh_reaches_every_worker(tmp_path, hand_lake):
 
     lake = tmp_path / "lake"
     shutil.copytree(hand_lake, lake)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "graphlake.cli",
-            "serve",
-            "--lake",
-            str(lake),
-            "--port",
-            str(port),
-            "--workers",
-            "2",
-        ],
-        env={**os.environ},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def health() -> dict:
-        with httpx.Client(timeout=60) as c:  # a new connection: either worker may take it
-            return c.get(url + "/health").json()
-
-    try:
+    with ServeProcess(lake, "--workers", "2") as srv:
         deadline = time.monotonic() + 300
         workers: dict[int, int] = {}
         while len(workers) < 2:  # both workers up and answering
-            try:
-                h = health()
-                workers[h["worker"]] = h["lake_version"]
-            except httpx.HTTPError:
-                assert proc.poll() is None, proc.stderr.read().decode()
-            assert time.monotonic() < deadline, "graphlake serve --workers 2 did not start"
+            h = srv.ready()
+            workers[h["worker"]] = h["lake_version"]
+            assert time.monotonic() < deadline, "the second worker never answered"
         assert len(set(workers.values())) == 1
         before = next(iter(workers.values()))
         other = tmp_path / "more" / "hand-2"
@@ -551,17 +481,13 @@ def test_a_refresh_reaches_every_worker(tmp_path, hand_lake):
             (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
         )
         ingest_path("kolab", other.parent, lake)
-        with httpx.Client(timeout=60) as c:
-            after = c.post(url + "/refresh").json()["lake_version"]
+        after = httpx.post(srv.url + "/refresh", timeout=60).json()["lake_version"]
         assert after > before
         moved: set[int] = set()
         while len(moved) < 2:  # wait for the event: each worker answers the new version
-            h = health()
+            h = srv.health()
             if h["lake_version"] == after:
                 moved.add(h["worker"])
             assert time.monotonic() < deadline, f"workers still at {before}: {h}"
         assert moved == set(workers)
-    finally:
-        proc.terminate()
-        proc.wait(60)
     assert not list((lake / "_graphlake" / "cache").glob("serve-*.json"))  # cleaned up

@@ -121,13 +121,17 @@ class Connection:
         if idle:
             pin.close()
 
+    def _open_pin(self) -> _Pinned:
+        pin = self._pin
+        if pin is None:
+            raise GraphlakeError(
+                "this connection is closed; open a new one with graphlake.connect(lake)"
+            )
+        return pin
+
     def _acquire(self) -> _Pinned:
         with self._lock:
-            pin = self._pin
-            if pin is None:
-                raise GraphlakeError(
-                    "this connection is closed; open a new one with graphlake.connect(lake)"
-                )
+            pin = self._open_pin()
             pin.users += 1
             return pin
 
@@ -140,12 +144,7 @@ class Connection:
 
     @property
     def catalog(self) -> Catalog:
-        pin = self._pin
-        if pin is None:
-            raise GraphlakeError(
-                "this connection is closed; open a new one with graphlake.connect(lake)"
-            )
-        return pin.cat
+        return self._open_pin().cat
 
     @property
     def snapshot(self) -> Snapshot:

@@ -17,6 +17,10 @@ router = APIRouter(tags=["health"])
 @router.get("/health", response_model=Health)
 def health(state: Annotated[Serving, Depends(get_state)]):
     """Liveness, and the lake version every answer reads."""
+    return _health(state)
+
+
+def _health(state: Serving) -> dict:
     return {
         "status": "ok",
         "lake_version": state.con.version,
@@ -30,13 +34,7 @@ def refresh(state: Annotated[State, Depends(get_server_state)]):
     """Move the service to the newest lake snapshot (after an ingest); answers the version it
     now reads. Requests already running finish on the snapshot they started with."""
     state.refresh()
-    now = state.current
-    return {
-        "status": "ok",
-        "lake_version": now.con.version,
-        "lake": str(now.settings.lake),
-        "worker": os.getpid(),
-    }
+    return _health(state.current)
 
 
 @cache
