@@ -12,6 +12,7 @@ import pytest
 import sqlglot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sqlglot import exp
 
 from conftest import FIXTURES, examples, graph_lake, nx_graph
 from graphlake.errors import SqlError
@@ -255,6 +256,30 @@ def test_pattern_joins_with_ordinary_sql(demo_lake):
             "SELECT count(*) AS n FROM adoptions WHERE corpus = 'kolab' AND label = 'modify'",
         )[0]["n"]
     )
+
+
+def test_names_and_values_reach_sql_only_as_identifiers_and_literals(demo_lake):
+    """The compiler builds sqlglot trees: a variable named like a keyword is quoted, not a
+    syntax error, and a property value holding SQL is compared as text, never run."""
+    by_keyword = rows(
+        demo_lake,
+        "SELECT count(*) AS n FROM GRAPH_TABLE (kolab MATCH (select:human)-[:next]->(from:ai))",
+    )
+    plain = rows(
+        demo_lake,
+        "SELECT count(*) AS n FROM GRAPH_TABLE (kolab MATCH (p:human)-[:next]->(a:ai))",
+    )
+    assert by_keyword == plain and plain[0]["n"] > 0
+    hostile = "x' OR TRUE OR label = 'y"
+    compiled = compile_patterns(
+        "SELECT * FROM GRAPH_TABLE (kolab MATCH (a:ai)<-[r:responds {label: '"
+        + hostile.replace("'", "''")
+        + "'}]-(h))"
+    )
+    tree = sqlglot.parse_one(compiled, read="duckdb")
+    assert hostile in [lit.this for lit in tree.find_all(exp.Literal)]
+    assert next(tree.find_all(exp.Or), None) is None
+    assert rows(demo_lake, compiled) == []
 
 
 # ------------------------------------------------------------------ compiled SQL

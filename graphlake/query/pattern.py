@@ -35,6 +35,7 @@ variable-length edges. A match always lies within one session.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sqlglot
@@ -44,7 +45,6 @@ from sqlglot.errors import ParseError
 from graphlake.errors import SqlError
 from graphlake.query.guard import suggest as _suggest
 from graphlake.schema import TABLES
-from graphlake.schema.duckdb_views import string_literal
 
 
 class PatternError(SqlError):
@@ -126,7 +126,7 @@ class Tok:
 class NodePat:
     var: str | None
     labels: list[str]
-    props: dict[str, str]
+    props: dict[str, exp.Expr]
     pos: int
 
     @property
@@ -139,11 +139,17 @@ class NodePat:
 class EdgePat:
     var: str | None
     etype: str
-    props: dict[str, str]
+    props: dict[str, exp.Expr]
     outgoing: bool
     pos: int
     lo: int | None = None
     hi: int | None = None
+
+    @property
+    def bounds(self) -> tuple[int, int]:
+        """``(lo, hi)`` of a variable-length edge (the parser refuses one without them)."""
+        assert self.lo is not None and self.hi is not None
+        return self.lo, self.hi
 
     @property
     def quantified(self) -> bool:
@@ -162,8 +168,8 @@ class GraphTable:
     end: int  # one past the closing parenthesis
     graph: str | None
     paths: list[PathPat]
-    where: exp.Expression | None
-    columns: list[exp.Expression] | None
+    where: exp.Expr | None
+    columns: list[exp.Expr] | None
 
 
 def _position(sql: str, offset: int) -> tuple[int, int]:
@@ -445,9 +451,9 @@ class _Parser:
             raise _fail(self.sql, pos, f"quantifier lower bound {lo} is above upper bound {hi}")
         e.lo, e.hi = lo, hi
 
-    def _props(self, table: str) -> dict[str, str]:
+    def _props(self, table: str) -> dict[str, exp.Expr]:
         self.take()
-        props: dict[str, str] = {}
+        props: dict[str, exp.Expr] = {}
         cols = TABLES[table].schema.names
         while True:
             pos = self.pos()
@@ -467,14 +473,19 @@ class _Parser:
             self.expect("}", "'}' or ',' in the property map")
             return props
 
-    def _literal(self) -> str:
+    def _literal(self) -> exp.Expr:
+        """A property value as a literal node: the tokenizer's text never reaches SQL."""
         t = self.take()
-        if t.kind in ("str", "num"):
-            return t.text
+        if t.kind == "str":
+            return exp.Literal.string(t.text[1:-1].replace("''", "'"))
+        if t.kind == "num":
+            return exp.Literal.number(t.text)
         if t.text == "-" and self.kind() == "num":
-            return "-" + self.take().text
-        if t.kind == "ident" and t.upper in ("TRUE", "FALSE", "NULL"):
-            return t.upper
+            return exp.Neg(this=exp.Literal.number(self.take().text))
+        if t.kind == "ident" and t.upper in ("TRUE", "FALSE"):
+            return exp.Boolean(this=t.upper == "TRUE")
+        if t.kind == "ident" and t.upper == "NULL":
+            return exp.Null()
         raise _fail(
             self.sql,
             t.pos,
@@ -500,7 +511,7 @@ class _Parser:
                 return k
         raise _fail(self.sql, self.toks[j].pos, "unclosed '('")
 
-    def _sql_expr(self, a: int, b: int, what: str) -> exp.Expression:
+    def _sql_expr(self, a: int, b: int, what: str) -> exp.Expr:
         text = self.sql[a:b]
         try:
             tree = sqlglot.parse_one(f"SELECT 1 WHERE {text}", read="duckdb")
@@ -513,7 +524,7 @@ class _Parser:
         _shift_meta(cond, a - len("SELECT 1 WHERE "))
         return cond
 
-    def _select_list(self, a: int, b: int) -> list[exp.Expression]:
+    def _select_list(self, a: int, b: int) -> list[exp.Expr]:
         try:
             tree = sqlglot.parse_one(f"SELECT {self.sql[a:b]}", read="duckdb")
         except ParseError as exc:
@@ -524,7 +535,7 @@ class _Parser:
         return list(tree.expressions)
 
 
-def _shift_meta(tree: exp.Expression, delta: int) -> None:
+def _shift_meta(tree: exp.Expr, delta: int) -> None:
     """Make sqlglot's token offsets in a sub-parse point into the whole statement."""
     for node in tree.walk():
         meta = node.meta if hasattr(node, "_meta") and node._meta else None
@@ -538,52 +549,156 @@ def parse_graph_table(sql: str, span: tuple[int, int, int]) -> GraphTable:
 
 
 # ---------------------------------------------------------------- compiling to SQL
+#
+# Everything below builds sqlglot expression trees. Variables, labels, types and keys reach
+# the statement only as Identifier nodes (quoted by the generator where they need it) and
+# property values only as Literal nodes, so no name from a pattern is ever pasted into SQL
+# text. The only SQL text parsed here is the constant filter of each edge type.
+
+
+def _ident(name: str) -> exp.Identifier:
+    return exp.to_identifier(name)
+
+
+def _col(table: str | None, name: str) -> exp.Column:
+    return exp.column(name, table=table)
+
+
+def _eq(a: exp.Expr, b: exp.Expr) -> exp.EQ:
+    return exp.EQ(this=a, expression=b)
+
+
+def _all(conds: Sequence[exp.Expr]) -> exp.Expr | None:
+    """``a AND b AND c``, left-deep as the parser builds it; ``None`` for no condition."""
+    out: exp.Expr | None = None
+    for cond in conds:
+        out = cond.copy() if out is None else exp.And(this=out, expression=cond.copy())
+    return out
+
+
+def _table(name: str, alias: str | None = None) -> exp.Table:
+    return exp.Table(this=_ident(name), alias=exp.TableAlias(this=_ident(alias)) if alias else None)
+
+
+def _derived(query: exp.Expr, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=_ident(alias)))
+
+
+def _aliased(expr: exp.Expr, alias: str) -> exp.Alias:
+    return exp.Alias(this=expr, alias=_ident(alias))
+
+
+def _select(
+    cols: list[exp.Expr],
+    sources: Sequence[tuple[exp.Expr, Sequence[exp.Expr]]],
+    where: Sequence[exp.Expr],
+    distinct: bool = False,
+    group_by: list[exp.Expr] | None = None,
+) -> exp.Select:
+    """``SELECT cols FROM first JOIN next ON ... WHERE ...``; ``sources`` pairs each
+    relation with its join condition (the first one's is empty)."""
+    query = exp.Select(expressions=cols)
+    if distinct:
+        query.set("distinct", exp.Distinct())
+    if sources:
+        query.set("from_", exp.From(this=sources[0][0]))
+        joins = [exp.Join(this=src, on=_all(on) or exp.true()) for src, on in sources[1:]]
+        if joins:
+            query.set("joins", joins)
+    cond = _all(where)
+    if cond is not None:
+        query.set("where", exp.Where(this=cond))
+    if group_by:
+        query.set("group", exp.Group(expressions=group_by))
+    return query
+
+
+def _cte(name: str, query: exp.Expr, columns: list[str] | None = None) -> exp.CTE:
+    return exp.CTE(
+        this=query,
+        alias=exp.TableAlias(
+            this=_ident(name), columns=[_ident(c) for c in columns] if columns else None
+        ),
+    )
+
+
+def _union_all(queries: list[exp.Expr]) -> exp.Expr:
+    out = queries[0]
+    for q in queries[1:]:
+        out = exp.Union(this=out, expression=q, distinct=False)
+    return out
+
+
+def _cols(table: str | None, names: list[str]) -> list[exp.Expr]:
+    return [_col(table, n) for n in names]
+
+
+def _conjuncts(tree: exp.Expr) -> list[exp.Expr]:
+    return list(tree.flatten()) if isinstance(tree, exp.And) else [tree]
 
 
 @dataclass
 class _Ref:
-    """Where a pattern node's corpus, session and id live in the FROM clause."""
+    """Where a pattern node's corpus, session and id live in the FROM clause: columns
+    ``corpus``, ``session_id`` and ``node_col`` of relation ``alias``."""
 
-    corpus: str
-    session: str
-    node: str
+    alias: str
+    node_col: str
+
+    @property
+    def corpus(self) -> exp.Column:
+        return _col(self.alias, "corpus")
+
+    @property
+    def session(self) -> exp.Column:
+        return _col(self.alias, "session_id")
+
+    @property
+    def node(self) -> exp.Column:
+        return _col(self.alias, self.node_col)
 
 
-def _lit_filters(alias: str, props: dict[str, str]) -> list[str]:
+def _lit_filters(alias: str, props: dict[str, exp.Expr]) -> list[exp.Expr]:
     return [
-        f"{alias}.{k} IS NULL" if v == "NULL" else f"{alias}.{k} = {v}" for k, v in props.items()
+        exp.Is(this=_col(alias, k), expression=exp.Null())
+        if isinstance(v, exp.Null)
+        else _eq(_col(alias, k), v.copy())
+        for k, v in props.items()
     ]
 
 
-def _node_filters(alias: str, n: NodePat) -> list[str]:
-    out = []
+def _node_filters(alias: str, n: NodePat) -> list[exp.Expr]:
+    out: list[exp.Expr] = []
     if n.labels:
-        labels = ", ".join(string_literal(x) for x in n.labels)
+        labels = [exp.Literal.string(x) for x in n.labels]
+        actor = _col(alias, "actor_type")
         out.append(
-            f"{alias}.actor_type IN ({labels})"
-            if len(n.labels) > 1
-            else f"{alias}.actor_type = {labels}"
+            exp.In(this=actor, expressions=labels) if len(labels) > 1 else _eq(actor, labels[0])
         )
     return out + _lit_filters(alias, n.props)
 
 
-def _edge_filters(alias: str, e: EdgePat) -> list[str]:
-    base = EDGE_TYPES[e.etype].where
-    base_sql = sqlglot.parse_one(base, read="duckdb")
-    for col in base_sql.find_all(exp.Column):
-        col.set("table", exp.to_identifier(alias))
-    return [base_sql.sql("duckdb")] + _lit_filters(alias, e.props)
+def _edge_filters(alias: str, e: EdgePat) -> list[exp.Expr]:
+    base = sqlglot.parse_one(EDGE_TYPES[e.etype].where, read="duckdb")  # a constant of ours
+    for col in base.find_all(exp.Column):
+        col.set("table", _ident(alias))
+    return _conjuncts(base) + _lit_filters(alias, e.props)
+
+
+_WALK_COLUMNS = ["corpus", "session_id", "start", "node", "hops"]
+_PATH_COLUMNS = _WALK_COLUMNS + ["path", "edge_ids"]
 
 
 class _Compiler:
     def __init__(self, sql: str, gt: GraphTable, ordinal: int):
         self.sql, self.gt, self.k = sql, gt, ordinal
-        self.ctes: list[str] = []
-        self.from_sql: list[str] = []  # "nodes AS p", "JOIN edges AS e ON ..."
-        self.where: list[str] = []
+        self.ctes: list[exp.CTE] = []
+        #: FROM list: each relation (aliased) with the conditions that join it
+        self.sources: list[tuple[exp.Expr, list[exp.Expr]]] = []
+        self.where: list[exp.Expr] = []
         self.bound: dict[str, _Ref] = {}
         self.var_kind: dict[str, str] = {}  # var -> "nodes", its edge table, or "cte:<mode>"
-        self.default_cols: list[str] = []
+        self.default_cols: list[exp.Expr] = []
         self.anchor: _Ref | None = None
         self.n_anon = 0
         self.node_pats: dict[str, list[NodePat]] = {}  # var -> its constraints
@@ -604,28 +719,31 @@ class _Compiler:
         }
         self.pending: str | None = None  # an id-only variable waiting for its first edge
 
+    def _graph(self) -> exp.Literal:
+        assert self.gt.graph is not None
+        return exp.Literal.string(self.gt.graph)
+
     def _anon(self, prefix: str) -> str:
         self.n_anon += 1
         return f"_{prefix}{self.k}_{self.n_anon}"
 
-    def _add(self, table: str, alias: str, on: list[str]) -> None:
-        if not self.from_sql:
-            self.from_sql.append(f"{table} AS {alias}")
+    def _add(self, relation: exp.Expr, on: list[exp.Expr]) -> None:
+        if not self.sources:
+            self.sources.append((relation, []))
             self.where[:0] = on
         else:
-            cond = " AND ".join(on) if on else "TRUE"
-            self.from_sql.append(f"JOIN {table} AS {alias} ON {cond}")
+            self.sources.append((relation, on))
 
-    def _link(self, ref: _Ref | None, corpus: str, session: str, node: str) -> list[str]:
-        """Join conditions tying a new table's (corpus, session, node) to a known node."""
+    def _link(self, ref: _Ref | None, new: _Ref) -> list[exp.Expr]:
+        """Join conditions tying a new relation's (corpus, session, node) to a known node."""
         if ref is not None:
             return [
-                f"{corpus} = {ref.corpus}",
-                f"{session} = {ref.session}",
-                f"{node} = {ref.node}",
+                _eq(new.corpus, ref.corpus),
+                _eq(new.session, ref.session),
+                _eq(new.node, ref.node),
             ]
         if self.anchor is not None:
-            return [f"{corpus} = {self.anchor.corpus}", f"{session} = {self.anchor.session}"]
+            return [_eq(new.corpus, self.anchor.corpus), _eq(new.session, self.anchor.session)]
         return []
 
     def _declare(self, var: str | None, kind: str, pos: int) -> None:
@@ -643,7 +761,7 @@ class _Compiler:
     def _bind_id_only(self, var: str, ref: _Ref) -> None:
         """An id-only node variable lives in an edge's column: no join on nodes."""
         self.bound[var] = ref
-        self.default_cols.append(f"{ref.node} AS {var}")
+        self.default_cols.append(_aliased(ref.node, var))
         if self.anchor is None:
             self.anchor = ref
 
@@ -656,10 +774,9 @@ class _Compiler:
                 raise _fail(self.sql, n.pos, f"{n.var!r} names an edge, not a node")
             ref = self.bound[n.var]
             if ref_from_edge is not None:
-                self.where += [f"{ref_from_edge.node} = {ref.node}"]
+                self.where.append(_eq(ref_from_edge.node, ref.node))
             if n.labels or n.props:
-                alias = ref.node.split(".")[0]
-                self.where += _node_filters(alias, n)
+                self.where += _node_filters(ref.alias, n)
             return ref
         if n.virtual:
             return ref_from_edge
@@ -676,13 +793,12 @@ class _Compiler:
             return ref_from_edge
         alias = n.var or self._anon("n")
         self._declare(n.var, "nodes", n.pos)
-        on = self._link(ref_from_edge, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node_id")
-        self._add("nodes", alias, on)
+        ref = _Ref(alias, "node_id")
+        self._add(_table("nodes", alias), self._link(ref_from_edge, ref))
         self.where += _node_filters(alias, n)
-        ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node_id")
         if n.var:
             self.bound[n.var] = ref
-            self.default_cols.append(f"{alias}.node_id AS {n.var}")
+            self.default_cols.append(_aliased(ref.node, n.var))
         if self.anchor is None:
             self.anchor = ref
         return ref
@@ -694,25 +810,30 @@ class _Compiler:
         alias = e.var or self._anon("e")
         if not e.quantified:
             self._declare(e.var, et.table, e.pos)
-            on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}")
-            self._add(et.table, alias, on + _edge_filters(alias, e))
-            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{near}"))
+            at_near = _Ref(alias, near)
+            self._add(_table(et.table, alias), self._link(left, at_near) + _edge_filters(alias, e))
+            self._bind_pending(at_near)
             if e.var:
-                self.default_cols.append(f"{alias}.{et.id} AS {e.var}")
-            ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.{far}")
+                self.default_cols.append(_aliased(_col(alias, et.id), e.var))
+            ref = _Ref(alias, far)
         else:
-            cte = self._recursive_cte(e, left, left_node, mode)
+            relation = self._recursive_cte(e, left, left_node, mode)
             self._declare(e.var, "cte:" + (mode or "reach"), e.pos)
-            on = self._link(left, f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start")
-            self._add(cte, alias, on)
-            self._bind_pending(_Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.start"))
+            at_start = _Ref(alias, "start")
+            source = (
+                _table(relation.name, alias)
+                if isinstance(relation, exp.Table)
+                else _derived(relation, alias)
+            )
+            self._add(source, self._link(left, at_start))
+            self._bind_pending(at_start)
             if e.var:
-                self.default_cols.append(f"{alias}.hops AS {e.var}_hops")
+                self.default_cols.append(_aliased(_col(alias, "hops"), f"{e.var}_hops"))
                 if mode:
-                    self.default_cols.append(f"{alias}.path AS {e.var}_path")
-            ref = _Ref(f"{alias}.corpus", f"{alias}.session_id", f"{alias}.node")
+                    self.default_cols.append(_aliased(_col(alias, "path"), f"{e.var}_path"))
+            ref = _Ref(alias, "node")
         if self.anchor is None:
-            self.anchor = _Ref(ref.corpus, ref.session, ref.node)
+            self.anchor = _Ref(ref.alias, ref.node_col)
         return ref
 
     def _bind_pending(self, ref: _Ref) -> None:
@@ -721,75 +842,137 @@ class _Compiler:
             self._bind_id_only(var, ref)
 
     def _unrolled(
-        self, name: str, e: EdgePat, et: EdgeType, near: str, far: str, seeds: str
-    ) -> str:
+        self,
+        name: str,
+        e: EdgePat,
+        et: EdgeType,
+        near: str,
+        far: str,
+        seeds: tuple[exp.Expr, list[exp.Expr]],
+    ) -> exp.Table:
         """Reachability within a small hop bound as one plain CTE per hop: the frontier at
         hop i is the DISTINCT (start, node) pairs one arc beyond hop i - 1. The same set the
         recursion computes, but ordinary joins that DuckDB pipelines and runs in parallel."""
         arcs = f"{name}_arcs"
+        lo, hi = e.bounds
         arc_filters = _edge_filters("x", e)
-        keys = "x.corpus = r.corpus AND x.session_id = r.session_id"
+        keys: list[exp.Expr] = [_eq(_col("x", "corpus"), _col("r", "corpus"))]
         if self.gt.graph:  # one corpus: filter the arcs once, join on session and node only
-            arc_filters.append(f"x.corpus = {string_literal(self.gt.graph)}")
-            keys = "x.session_id = r.session_id"
+            arc_filters.append(_eq(_col("x", "corpus"), self._graph()))
+            keys = []
+        keys += [_eq(_col("x", "session_id"), _col("r", "session_id"))]
         self.ctes.append(
-            f"{arcs} AS (SELECT DISTINCT x.corpus, x.session_id, x.{near} AS a, "
-            f"x.{far} AS b FROM {et.table} AS x WHERE {' AND '.join(arc_filters)})"
+            _cte(
+                arcs,
+                _select(
+                    _cols("x", ["corpus", "session_id"])
+                    + [_aliased(_col("x", near), "a"), _aliased(_col("x", far), "b")],
+                    [(_table(et.table, "x"), [])],
+                    arc_filters,
+                    distinct=True,
+                ),
+            )
         )
         # the seeds are distinct nodes, so hop 0 is distinct, and so is hop 1 (distinct arcs
         # out of one node each); from hop 2 on, two paths can reach the same node
+        seed_from, seed_where = seeds
         self.ctes.append(
-            f"{name}_0 AS (SELECT n.corpus, n.session_id, n.node_id AS start, "
-            f"n.node_id AS node FROM {seeds})"
-        )
-        for i in range(1, e.hi + 1):
-            distinct = "DISTINCT " if i > 1 else ""
-            self.ctes.append(
-                f"{name}_{i} AS (SELECT {distinct}r.corpus, r.session_id, r.start, "
-                f"x.b AS node FROM {name}_{i - 1} AS r JOIN {arcs} AS x ON "
-                f"{keys} AND x.a = r.node)"
+            _cte(
+                f"{name}_0",
+                _select(
+                    _cols("n", ["corpus", "session_id"])
+                    + [
+                        _aliased(_col("n", "node_id"), "start"),
+                        _aliased(_col("n", "node_id"), "node"),
+                    ],
+                    [(seed_from, [])],
+                    seed_where,
+                ),
             )
-        levels = " UNION ALL ".join(
-            f"SELECT corpus, session_id, start, node, {i} AS hops FROM {name}_{i}"
-            for i in range(e.lo, e.hi + 1)
         )
+        for i in range(1, hi + 1):
+            self.ctes.append(
+                _cte(
+                    f"{name}_{i}",
+                    _select(
+                        _cols("r", ["corpus", "session_id", "start"])
+                        + [_aliased(_col("x", "b"), "node")],
+                        [
+                            (_table(f"{name}_{i - 1}", "r"), []),
+                            (_table(arcs, "x"), keys + [_eq(_col("x", "a"), _col("r", "node"))]),
+                        ],
+                        [],
+                        distinct=i > 1,
+                    ),
+                )
+            )
+        levels = _union_all(
+            [
+                _select(
+                    _cols(None, ["corpus", "session_id", "start", "node"])
+                    + [_aliased(exp.Literal.number(i), "hops")],
+                    [(_table(f"{name}_{i}"), [])],
+                    [],
+                )
+                for i in range(lo, hi + 1)
+            ]
+        )
+        group = _cols(None, ["corpus", "session_id", "start", "node"])
         self.ctes.append(
-            f"{name}(corpus, session_id, start, node, hops) AS ("
-            f"SELECT corpus, session_id, start, node, min(hops) FROM ({levels}) "
-            f"AS _levels GROUP BY corpus, session_id, start, node)"
+            _cte(
+                name,
+                _select(
+                    _cols(None, ["corpus", "session_id", "start", "node"])
+                    + [exp.Min(this=_col(None, "hops"))],
+                    [(_derived(levels, "_levels"), [])],
+                    [],
+                    group_by=group,
+                ),
+                _WALK_COLUMNS,
+            )
         )
-        return name
+        return _table(name)
 
-    def _seeds(self, left: _Ref | None, left_node: NodePat) -> str:
-        """Where a variable-length edge starts, as ``<relation> AS n`` with corpus,
-        session_id, node_id (and its filter).
+    def _seeds(self, left: _Ref | None, left_node: NodePat) -> tuple[exp.Expr, list[exp.Expr]]:
+        """Where a variable-length edge starts: a relation aliased ``n`` with corpus,
+        session_id, node_id, and the conditions on it.
 
         When the pattern before the edge is already bound, the walk starts only from the
         nodes that part of the pattern matched (``SELECT DISTINCT`` of it): a sideways pass
         that keeps ``(p)-[:prompts]->()`` followed by ``-[:next]->{1,3}`` from walking out
         of every node of the lake. Otherwise it starts from every node that can match
         ``left_node``."""
-        graph = [f"n.corpus = {string_literal(self.gt.graph)}"] if self.gt.graph else []
-        if left is not None and self.from_sql:
+        if left is not None and self.sources:
             where = list(self.where)
             if self.gt.graph and self.anchor is not None:
-                where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
-            cond = f" WHERE {' AND '.join(where)}" if where else ""
-            return (
-                f"(SELECT DISTINCT {left.corpus} AS corpus, {left.session} AS session_id, "
-                f"{left.node} AS node_id FROM {' '.join(self.from_sql)}{cond}) AS n"
+                where.append(_eq(self.anchor.corpus, self._graph()))
+            bound = _select(
+                [
+                    _aliased(left.corpus, "corpus"),
+                    _aliased(left.session, "session_id"),
+                    _aliased(left.node, "node_id"),
+                ],
+                [(src.copy(), [c.copy() for c in on]) for src, on in self.sources],
+                where,
+                distinct=True,
             )
+            return _derived(bound, "n"), []
         filters = [
-            f for n in self.node_pats.get(left_node.var, [left_node]) for f in _node_filters("n", n)
-        ] + graph
-        return "nodes AS n" + (f" WHERE {' AND '.join(filters)}" if filters else "")
+            f
+            for n in self.node_pats.get(left_node.var or "", [left_node])
+            for f in _node_filters("n", n)
+        ]
+        if self.gt.graph:
+            filters.append(_eq(_col("n", "corpus"), self._graph()))
+        return _table("nodes", "n"), filters
 
     def _recursive_cte(
         self, e: EdgePat, left: _Ref | None, left_node: NodePat, mode: str | None
-    ) -> str:
+    ) -> exp.Expr:
         """A recursive CTE walking ``e`` from the nodes that can match ``left_node``;
-        return the relation (CTE name or filtered subquery) to join."""
+        return the relation to join: the CTE's name (a Table) or a filtering query."""
         et = EDGE_TYPES[e.etype]
+        lo, hi = e.bounds
         near, far = (et.src, et.dst) if e.outgoing else (et.dst, et.src)
         name = (
             f"_walk{self.k}_{len(self.ctes) + 1}"
@@ -797,92 +980,134 @@ class _Compiler:
             else f"_reach{self.k}_{len(self.ctes) + 1}"
         )
         seeds = self._seeds(left, left_node)
-        step_on = " AND ".join(
-            ["x.corpus = r.corpus", "x.session_id = r.session_id", f"x.{near} = r.node"]
-            + _edge_filters("x", e)
-        )
-        if mode is None and e.hi <= UNROLL_MAX_HOPS:
+        seed_from, seed_where = seeds
+        step_on = [
+            _eq(_col("x", "corpus"), _col("r", "corpus")),
+            _eq(_col("x", "session_id"), _col("r", "session_id")),
+            _eq(_col("x", near), _col("r", "node")),
+        ] + _edge_filters("x", e)
+        within = exp.LT(this=_col("r", "hops"), expression=exp.Literal.number(hi))
+        at_least = exp.GTE(this=_col(None, "hops"), expression=exp.Literal.number(lo))
+        walk = [(_table(name, "r"), []), (_table(et.table, "x"), step_on)]
+        seed_node = _col("n", "node_id")
+        step = exp.Add(this=_col("r", "hops"), expression=exp.Literal.number(1))
+        if mode is None and hi <= UNROLL_MAX_HOPS:
             return self._unrolled(name, e, et, near, far, seeds)
         if mode is None:
-            self.ctes.append(
-                f"{name}(corpus, session_id, start, node, hops) AS ("
-                f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0 FROM {seeds}"
-                f" UNION ALL SELECT DISTINCT r.corpus, r.session_id, r.start, "
-                f"x.{far}, r.hops + 1 FROM {name} AS r JOIN {et.table} AS x ON {step_on} "
-                f"WHERE r.hops < {e.hi})"
+            base = _select(
+                _cols("n", ["corpus", "session_id"])
+                + [seed_node, seed_node.copy(), exp.Literal.number(0)],
+                [(seed_from, [])],
+                seed_where,
             )
-            return (
-                f"(SELECT corpus, session_id, start, node, min(hops) AS hops FROM {name} "
-                f"WHERE hops >= {e.lo} GROUP BY corpus, session_id, start, node)"
+            recurse = _select(
+                _cols("r", ["corpus", "session_id", "start"]) + [_col("x", far), step],
+                walk,
+                [within],
+                distinct=True,
             )
-        guard = ""
+            self.ctes.append(_cte(name, _union_all([base, recurse]), _WALK_COLUMNS))
+            return _select(
+                _cols(None, ["corpus", "session_id", "start", "node"])
+                + [_aliased(exp.Min(this=_col(None, "hops")), "hops")],
+                [(_table(name), [])],
+                [at_least],
+                group_by=_cols(None, ["corpus", "session_id", "start", "node"]),
+            )
+        guard: list[exp.Expr] = []
         if mode in ("ACYCLIC", "ANY SHORTEST", "ALL SHORTEST"):
-            guard = f" AND NOT list_contains(r.path, x.{far})"
+            guard = [
+                exp.Not(this=exp.ArrayContains(this=_col("r", "path"), expression=_col("x", far)))
+            ]
         elif mode == "TRAIL":
-            guard = f" AND NOT list_contains(r.edge_ids, x.{et.id})"
-        self.ctes.append(
-            f"{name}(corpus, session_id, start, node, hops, path, edge_ids) AS ("
-            f"SELECT n.corpus, n.session_id, n.node_id, n.node_id, 0, [n.node_id], "
-            f"CAST([] AS VARCHAR[]) FROM {seeds} UNION ALL "
-            f"SELECT r.corpus, r.session_id, r.start, x.{far}, r.hops + 1, "
-            f"list_append(r.path, x.{far}), list_append(r.edge_ids, x.{et.id}) "
-            f"FROM {name} AS r JOIN {et.table} AS x ON {step_on} WHERE r.hops < {e.hi}{guard})"
+            guard = [
+                exp.Not(
+                    this=exp.ArrayContains(this=_col("r", "edge_ids"), expression=_col("x", et.id))
+                )
+            ]
+        base = _select(
+            _cols("n", ["corpus", "session_id"])
+            + [
+                seed_node,
+                seed_node.copy(),
+                exp.Literal.number(0),
+                exp.Array(expressions=[seed_node.copy()]),
+                exp.Cast(
+                    this=exp.Array(expressions=[]),
+                    to=exp.DataType.build("VARCHAR[]", dialect="duckdb"),
+                ),
+            ],
+            [(seed_from, [])],
+            seed_where,
         )
-        cols = "corpus, session_id, start, node, hops, path, edge_ids"
+        recurse = _select(
+            _cols("r", ["corpus", "session_id", "start"])
+            + [
+                _col("x", far),
+                step,
+                exp.ArrayAppend(this=_col("r", "path"), expression=_col("x", far)),
+                exp.ArrayAppend(this=_col("r", "edge_ids"), expression=_col("x", et.id)),
+            ],
+            walk,
+            [within] + guard,
+        )
+        self.ctes.append(_cte(name, _union_all([base, recurse]), _PATH_COLUMNS))
+        paths = _select(_cols(None, _PATH_COLUMNS), [(_table(name), [])], [at_least])
         if mode in ("WALK", "TRAIL", "ACYCLIC"):
-            return f"(SELECT {cols} FROM {name} WHERE hops >= {e.lo})"
-        order = "hops" if mode == "ALL SHORTEST" else "hops, array_to_string(path, ',')"
-        rank = "rank()" if mode == "ALL SHORTEST" else "row_number()"
-        return (
-            f"(SELECT {cols} FROM (SELECT {cols}, {rank} OVER (PARTITION BY corpus, "
-            f"session_id, start, node ORDER BY {order}) AS _rank FROM {name} "
-            f"WHERE hops >= {e.lo}) AS _ranked WHERE _rank = 1)"
+            return paths
+        order: list[exp.Expr] = [_col(None, "hops")]
+        if mode != "ALL SHORTEST":
+            order.append(
+                exp.ArrayToString(this=_col(None, "path"), expression=exp.Literal.string(","))
+            )
+        rank = exp.Window(
+            this=exp.Rank() if mode == "ALL SHORTEST" else exp.RowNumber(),
+            partition_by=_cols(None, ["corpus", "session_id", "start", "node"]),
+            order=exp.Order(expressions=[exp.Ordered(this=o, nulls_first=False) for o in order]),
+            over="OVER",
+        )
+        paths.set("expressions", paths.expressions + [_aliased(rank, "_rank")])
+        return _select(
+            _cols(None, _PATH_COLUMNS),
+            [(_derived(paths, "_ranked"), [])],
+            [_eq(_col(None, "_rank"), exp.Literal.number(1))],
         )
 
-    def compile(self) -> tuple[exp.Expression, list[str]]:
+    def compile(self) -> tuple[exp.Select, list[exp.CTE]]:
         for path in self.gt.paths:
             els = path.elements
             ref = self.node(els[0], None, first_of_path=len(els) > 1)
             for j in range(1, len(els), 2):
                 far = self.edge(els[j], ref, els[j - 1], path.mode)
                 ref = self.node(els[j + 1], far)
+        assert self.anchor is not None  # a pattern has at least one node
         if self.gt.graph:
-            self.where.append(f"{self.anchor.corpus} = {string_literal(self.gt.graph)}")
+            self.where.append(_eq(self.anchor.corpus, self._graph()))
         self._check_refs()
         self._inline_id_only()
         cols = (
-            [c.sql("duckdb") for c in self.gt.columns]
+            [c.copy() for c in self.gt.columns]
             if self.gt.columns
-            else [f"{self.anchor.corpus} AS corpus", f"{self.anchor.session} AS session_id"]
+            else [
+                _aliased(self.anchor.corpus, "corpus"),
+                _aliased(self.anchor.session, "session_id"),
+            ]
             + self.default_cols
         )
         where = list(self.where)
         if self.gt.where is not None:
-            where.append(f"({self.gt.where.sql('duckdb')})")
-        text = f"SELECT {', '.join(cols)} FROM {' '.join(self.from_sql)}"
-        if where:
-            text += " WHERE " + " AND ".join(where)
-        try:
-            return sqlglot.parse_one(text, read="duckdb"), self.ctes
-        except ParseError:  # a variable named like an SQL keyword, e.g. (select:human)
-            names = ", ".join(sorted(self.var_kind))
-            raise _fail(
-                self.sql,
-                self.gt.start,
-                f"a pattern variable is an SQL keyword "
-                f"(variables: {names}); rename it, e.g. (p:human)",
-            ) from None
+            where.append(exp.Paren(this=self.gt.where.copy()))
+        return _select(cols, self.sources, where), self.ctes
 
     def _inline_id_only(self) -> None:
         """``p.node_id`` of an id-only variable becomes the edge column that holds it."""
 
-        def swap(node):
+        def swap(node: exp.Expr) -> exp.Expr:
             if isinstance(node, exp.Column) and node.table and node.table.lower() in self.id_only:
                 ref = self.bound[node.table.lower()]
-                where = {"corpus": ref.corpus, "session_id": ref.session, "node_id": ref.node}[
+                return {"corpus": ref.corpus, "session_id": ref.session, "node_id": ref.node}[
                     node.name.lower()
                 ]
-                return sqlglot.parse_one(where, read="duckdb")
             return node
 
         if self.gt.where is not None:
@@ -893,8 +1118,7 @@ class _Compiler:
     def _columns_of(self, var: str) -> list[str]:
         kind = self.var_kind[var]
         if kind.startswith("cte:"):
-            base = ["corpus", "session_id", "start", "node", "hops"]
-            return base if kind == "cte:reach" else base + ["path", "edge_ids"]
+            return _WALK_COLUMNS if kind == "cte:reach" else _PATH_COLUMNS
         return list(TABLES[kind].schema.names)
 
     def _check_refs(self) -> None:
@@ -953,7 +1177,7 @@ def compile_patterns(sql: str) -> str:
         raise SqlError(
             f"SQL syntax error around the pattern: {err.get('description', exc)}"
         ) from None
-    all_ctes: list[str] = []
+    all_ctes: list[exp.CTE] = []
     for k, gt in enumerate(parsed):
         select, ctes = _Compiler(sql, gt, k + 1).compile()
         all_ctes += ctes
@@ -964,14 +1188,10 @@ def compile_patterns(sql: str) -> str:
                     exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias)))
                 )
     if all_ctes:
-        cte_tree = sqlglot.parse_one(
-            f"WITH RECURSIVE {', '.join(all_ctes)} SELECT 1", read="duckdb"
-        )
-        new = cte_tree.args["with_"]
         existing = tree.args.get("with_")
         if existing is not None:
-            existing.set("expressions", list(new.expressions) + list(existing.expressions))
+            existing.set("expressions", all_ctes + list(existing.expressions))
             existing.set("recursive", True)
         else:
-            tree.set("with_", new)
+            tree.set("with_", exp.With(expressions=all_ctes, recursive=True))
     return tree.sql("duckdb")
