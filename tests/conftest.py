@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import readme_demo as _readme_demo
 
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.lake import Lake
@@ -34,6 +35,29 @@ FAST_TIER = False
 def pytest_configure(config):
     global FAST_TIER
     FAST_TIER = "not slow" in (config.option.markexpr or "")
+
+
+def pytest_sessionstart(session):
+    """Start the shared README demo now (the xdist controller, or a plain run), so it builds
+    while other tests run; see tests/readme_demo.py."""
+    config = session.config
+    if not hasattr(config, "workerinput") and _readme_demo.wanted(config):
+        _readme_demo.start(_readme_demo.folder(config._tmp_path_factory.getbasetemp()))
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    if not hasattr(config, "workerinput"):
+        _readme_demo.stop(_readme_demo.folder(config._tmp_path_factory.getbasetemp()))
+
+
+@pytest.fixture(scope="session")
+def readme_demo(tmp_path_factory) -> _readme_demo.ReadmeDemo:
+    """`graphlake demo` as the README runs it, with its recording indexed: one run per test
+    run, shared by every worker (tests only read its lake)."""
+    for module in ("lancedb", "rapidocr_onnxruntime"):
+        pytest.importorskip(module, reason="the demo's frames need the vision extra")
+    return _readme_demo.wait(_readme_demo.folder(tmp_path_factory.getbasetemp()))
 
 
 def examples(n: int) -> int:

@@ -59,15 +59,11 @@ def test_demo_without_frames_runs_and_prints_the_headline_analyses(tmp_path):
 
 @pytest.mark.frames
 @pytest.mark.subprocess
-def test_demo_as_the_readme_runs_it(tmp_path):
+def test_demo_as_the_readme_runs_it(readme_demo):
     """`graphlake demo` as a new user runs it, in its own process: with the vision extra the
-    demo recording is sampled, read and embedded, and searched with its workflow."""
-    pytest.importorskip("lancedb", reason="frames need the vision extra")
-    pytest.importorskip("rapidocr_onnxruntime", reason="frames need the vision extra")
-    lake = tmp_path / "lake"
-    out = cli(
-        "demo", "--sessions", "12", "--out", str(tmp_path / "corpus"), lake=lake, subprocess_=True
-    ).stdout
+    demo recording is sampled, read and embedded, and searched with its workflow. (The run is
+    shared with the browser tests: tests/readme_demo.py.)"""
+    lake, out = readme_demo.lake, readme_demo.output
     _check_demo_lake(lake, out)
     assert 'graphlake search frames "summary of sources"' in out
     assert "Summarize sources" in out.split("summary of sources", 1)[1]

@@ -12,7 +12,6 @@ Screenshots land in ``test-artifacts/workbench/`` (or ``$GRAPHLAKE_ARTIFACTS``);
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,7 @@ import pytest
 
 from benchmarks.browser import chrome
 from benchmarks.browser import missing as browser_missing
-from conftest import LiveServer, cli
+from conftest import LiveServer
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("GRAPHLAKE_ARTIFACTS", ROOT / "test-artifacts")) / "workbench"
@@ -45,25 +44,10 @@ pytestmark = [pytest.mark.browser, pytest.mark.frames]
 
 
 @pytest.fixture(scope="module")
-def wb_lake(demo_lake, tmp_path_factory) -> Path:
-    """The demo lake with its recording indexed (text vectors, a sample every 2 minutes plus
-    every scene change), as `graphlake demo` leaves it. Indexing takes minutes: under
-    pytest-xdist the first worker builds it in the run's shared temp folder, under a file
-    lock, and the others wait for it and read the same lake (the tests only read it)."""
-    from filelock import FileLock
-
-    shared = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        shared = shared.parent  # one folder for every worker of this run
-    lake = shared / "workbench-lake"
-    with FileLock(str(shared / "workbench-lake.lock")):
-        if not (lake / "_graphlake" / "lake.json").exists():
-            building = shared / "workbench-lake.building"
-            shutil.rmtree(building, ignore_errors=True)
-            shutil.copytree(demo_lake, building)
-            cli("frames", "index", "--quiet", "--every", "120", lake=building)
-            building.rename(lake)
-    return lake
+def wb_lake(readme_demo) -> Path:
+    """The lake `graphlake demo` leaves, its recording indexed: built once per run and
+    shared with test_demo (tests/readme_demo.py); the tests only read it."""
+    return readme_demo.lake
 
 
 @pytest.fixture(scope="module")
