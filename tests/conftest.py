@@ -51,6 +51,17 @@ def pytest_sessionfinish(session):
         _readme_demo.stop(_readme_demo.folder(config._tmp_path_factory.getbasetemp()))
 
 
+def require_installed(*modules: str, reason: str) -> None:
+    """Skip the calling test module unless ``modules`` are installed, without importing them:
+    ``importorskip`` would import PyTorch (sentence-transformers) or pm4py at collection, in
+    every run, the fast tier included."""
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        pytest.skip(f"{reason} (not installed: {', '.join(missing)})", allow_module_level=True)
+
+
 @pytest.fixture(scope="session")
 def readme_demo(tmp_path_factory) -> _readme_demo.ReadmeDemo:
     """`graphlake demo` as the README runs it, with its recording indexed: one run per test

@@ -21,12 +21,15 @@ from pathlib import Path
 
 import pytest
 
-from conftest import LiveServer, cli
+from conftest import LiveServer, cli, require_installed
 
-pytest.importorskip("av")
-pytest.importorskip("lancedb")
-pytest.importorskip("rapidocr_onnxruntime")
-pytest.importorskip("sentence_transformers")
+require_installed(
+    "av",
+    "lancedb",
+    "rapidocr_onnxruntime",
+    "sentence_transformers",
+    reason="frames need the vision extra",
+)
 
 from graphlake.lake import Lake, LakeRun  # noqa: E402
 from graphlake.query.connection import Connection  # noqa: E402

@@ -4,15 +4,23 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import require_installed
 from graphlake.demo.corpus import write_demo_corpus
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 from graphlake.query.ocel import export_ocel, ocel_document
 
-pm4py = pytest.importorskip("pm4py")
+require_installed("pm4py", reason="the OCEL tests read the export with pm4py (dev extra)")
 
 
-def test_demo_corpus_ocel_loads_in_pm4py(tmp_path):
+@pytest.fixture(scope="module")
+def pm4py():
+    import pm4py
+
+    return pm4py
+
+
+def test_demo_corpus_ocel_loads_in_pm4py(pm4py, tmp_path):
     lake = tmp_path / "lake"
     ingest_path("kolab", write_demo_corpus(tmp_path / "corpus", sessions=10, recording=False), lake)
     counts = export_ocel(lake, tmp_path / "demo.jsonocel", corpus="kolab")
@@ -36,7 +44,7 @@ def test_demo_corpus_ocel_loads_in_pm4py(tmp_path):
     assert sessions["ocel:eid"].nunique() == len(ocel.events)
 
 
-def test_demo_corpus_ocel_sqlite_loads_in_pm4py(demo_lake, tmp_path):
+def test_demo_corpus_ocel_sqlite_loads_in_pm4py(pm4py, demo_lake, tmp_path):
     """The SQLite layout holds the same log as the JSON one, as pm4py reads them."""
     counts = export_ocel(demo_lake, tmp_path / "demo.sqlite")
     export_ocel(demo_lake, tmp_path / "demo.jsonocel")

@@ -19,7 +19,7 @@ import pytest
 
 from benchmarks.browser import chrome
 from benchmarks.browser import missing as browser_missing
-from conftest import LiveServer
+from conftest import LiveServer, require_installed
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = Path(os.environ.get("GRAPHLAKE_ARTIFACTS", ROOT / "test-artifacts")) / "workbench"
@@ -28,8 +28,9 @@ SID = "kolab-7-000000"
 
 if browser_missing():
     pytest.skip(browser_missing(), allow_module_level=True)
-pytest.importorskip("av", reason="the demo recording needs PyAV (vision extra)")
-pytest.importorskip("lancedb", reason="frame search needs the vision extra")
+require_installed(
+    "av", "lancedb", reason="the demo recording and frame search need the vision extra"
+)
 
 from selenium.common.exceptions import (  # noqa: E402
     NoSuchElementException,

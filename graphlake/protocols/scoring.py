@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from collections import Counter
 
-from scipy.stats import spearmanr
-
 #: How the papers' models write the adoption labels, normalised to the class names.
 _ALIASES = {"REJECT/BYPASS": "REJECT", "BYPASS": "REJECT", "REJECT / BYPASS": "REJECT"}
 RATING_BANDS = (("1-2", (1, 2)), ("3", (3,)), ("4", (4,)), ("5", (5,)))
@@ -81,6 +79,8 @@ def ratings(gold: list[int], pred: list[int]) -> dict:
     err = [abs(g - p) for g, p in zip(gold, pred, strict=True)]
     rho = None
     if len(set(gold)) > 1 and len(set(pred)) > 1:
+        from scipy.stats import spearmanr  # about 1.5 s of imports, paid only here
+
         rho = float(spearmanr(gold, pred).statistic)
         rho = None if math.isnan(rho) else rho
     bands = {}
