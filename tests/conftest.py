@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import readme_demo as _readme_demo
+from shared_builds import BUILDS, DEMO, README_DEMO, Built
 
 from graphlake.ingest.base import CollectingEmitter
 from graphlake.lake import Lake
@@ -38,17 +38,20 @@ def pytest_configure(config):
 
 
 def pytest_sessionstart(session):
-    """Start the shared README demo now (the xdist controller, or a plain run), so it builds
-    while other tests run; see tests/readme_demo.py."""
+    """Start the shared builds this run can need (the xdist controller, or a plain run), so
+    they build while the workers collect and test; see tests/shared_builds.py."""
     config = session.config
-    if not hasattr(config, "workerinput") and _readme_demo.wanted(config):
-        _readme_demo.start(_readme_demo.folder(config._tmp_path_factory.getbasetemp()))
+    if not hasattr(config, "workerinput"):
+        for build in BUILDS:
+            if build.wanted(config):
+                build.start(build.folder(config._tmp_path_factory.getbasetemp()))
 
 
 def pytest_sessionfinish(session):
     config = session.config
     if not hasattr(config, "workerinput"):
-        _readme_demo.stop(_readme_demo.folder(config._tmp_path_factory.getbasetemp()))
+        for build in BUILDS:
+            build.stop(build.folder(config._tmp_path_factory.getbasetemp()))
 
 
 def require_installed(*modules: str, reason: str) -> None:
@@ -63,12 +66,11 @@ def require_installed(*modules: str, reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def readme_demo(tmp_path_factory) -> _readme_demo.ReadmeDemo:
+def readme_demo(tmp_path_factory) -> Built:
     """`graphlake demo` as the README runs it, with its recording indexed: one run per test
     run, shared by every worker (tests only read its lake)."""
-    for module in ("lancedb", "rapidocr_onnxruntime"):
-        pytest.importorskip(module, reason="the demo's frames need the vision extra")
-    return _readme_demo.wait(_readme_demo.folder(tmp_path_factory.getbasetemp()))
+    require_installed(*README_DEMO.needs, reason="the demo's frames need the vision extra")
+    return README_DEMO.wait(README_DEMO.folder(tmp_path_factory.getbasetemp()))
 
 
 def examples(n: int) -> int:
@@ -280,20 +282,10 @@ def nx_graph(n: int, edges):
 
 @pytest.fixture(scope="session")
 def demo_lake(tmp_path_factory) -> Path:
-    """A lake holding the demo corpora (12 Kolab sessions, HAS-Bench, Almanac), built once."""
-    from graphlake.demo.almanac_gen import write_almanac_corpus
-    from graphlake.demo.corpus import write_demo_corpus
-    from graphlake.demo.hasbench_gen import write_hasbench_corpus
-    from graphlake.lake.derived import refresh
-    from graphlake.pipeline import ingest_path
-
-    root = tmp_path_factory.mktemp("demo")
-    lake = root / "lake"
-    ingest_path("kolab", write_demo_corpus(root / "corpus", sessions=12, seed=7), lake)
-    ingest_path("hasbench", write_hasbench_corpus(root / "corpus", seed=7), lake)
-    ingest_path("almanac", write_almanac_corpus(root / "corpus", seed=7), lake)
-    refresh(Lake(lake))  # as `graphlake ingest` does: the materialized views are current
-    return lake
+    """A lake holding the demo corpora (12 Kolab sessions with their recording, HAS-Bench,
+    Almanac): built once per run and shared by every worker (tests/shared_builds.py). Tests
+    only read it; one that writes copies it first."""
+    return DEMO.wait(DEMO.folder(tmp_path_factory.getbasetemp())).lake
 
 
 class LiveServer:
