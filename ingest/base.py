@@ -18,6 +18,8 @@ from typing import Any
 
 import orjson
 
+from graphlake.ingest.yaml_bounded import load_yaml, load_yaml_items  # noqa: F401
+
 # the emit contract lives in the schema layer (the lake imports it, not this module);
 # ingestors keep importing it from here
 from graphlake.schema.emit import (  # noqa: F401
@@ -54,14 +56,6 @@ def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:
         return None
     extra = {k: v for k, v in obj.items() if k not in known}
     return to_json(extra) if extra else None
-
-
-def load_yaml(data: bytes | str) -> Any:
-    """Parse YAML safely, with libyaml's C loader when PyYAML has it (about 10x faster).
-    Raises ``yaml.YAMLError`` for invalid YAML."""
-    import yaml
-
-    return yaml.load(data, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from graphlake.ingest.base import (
     file_units,
     iso_time,
     json_lines,
-    load_yaml,
+    load_yaml_items,
     run_row,
     shape_reason,
     stable_id,
@@ -109,8 +109,8 @@ def _tasks(path: Path, out: Emitter) -> None:
     src = str(path)
     text = path.read_bytes()
     try:
-        doc = load_yaml(text)
-    except yaml.YAMLError as exc:
+        items = load_yaml_items(text)  # a list of tasks is read task by task
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         out.reject(
             source_file=src,
             target_table="scenarios",
@@ -120,10 +120,11 @@ def _tasks(path: Path, out: Emitter) -> None:
             raw=text,
         )
         return
-    tasks = doc if isinstance(doc, list) else [doc]
-    for k, task in enumerate(tasks):
+    for k, item in enumerate(items):
         try:
-            rows = _task(task, src)
+            if item.error is not None:
+                raise _Bad(item.error)
+            rows = _task(item.value, src)
         except (_Bad, BadScenario) as exc:
             out.reject(
                 source_file=src,
@@ -131,7 +132,7 @@ def _tasks(path: Path, out: Emitter) -> None:
                 record_kind="task",
                 record_ref=f"$[{k}]",
                 reason=str(exc),
-                raw=task,
+                raw=item.source if item.error is not None else item.value,
             )
             continue
         for table, row in rows:

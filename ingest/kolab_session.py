@@ -438,7 +438,21 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
     """Parse ``folder/graph.json`` and every side file beside it."""
     meta = None
     meta_path = folder / "meta.json"
-    if meta_path.is_file():
+    graph_path = folder / GRAPH_FILE
+    entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    for p in entries:
+        if not within(p, folder):
+            # never read: its bytes would land in the lake as rows or a reject's payload
+            out.reject(
+                source_file=str(p),
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason=f"{p.name} is a link out of the session folder (or to nothing); "
+                "it was not read. Copy the file into the folder to ingest it",
+                raw=str(p),
+            )
+    if meta_path.is_file() and within(meta_path, folder):
         try:
             meta = load_json(meta_path.read_bytes())
         except ValueError as exc:
@@ -450,8 +464,12 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
         if meta is not None and not isinstance(meta, dict):
             ing.reject_file(out, meta_path, "meta.json must be an object")
             meta = None
-    graph = ing.parse_graph_file(folder / GRAPH_FILE, out, meta, fallback_sid=folder.name)
-    others = sorted(p for p in folder.iterdir() if not p.name.startswith(".") and within(p, folder))
+    graph = (
+        ing.parse_graph_file(graph_path, out, meta, fallback_sid=folder.name)
+        if within(graph_path, folder)
+        else None
+    )
+    others = [p for p in entries if within(p, folder)]
     if graph is None:
         for p in others:
             if p.name not in (GRAPH_FILE, "meta.json"):

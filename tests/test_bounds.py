@@ -1,0 +1,102 @@
+"""Bounded inputs: a bomb is a reject that names its limit, its siblings land, and the attack
+runs under a memory ceiling (tests/watchdog.py), never unguarded on the machine."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+import yaml
+from watchdog import run_bounded
+
+from conftest import FIXTURES
+from graphlake.ingest.yaml_bounded import (
+    YamlLimitError,
+    check_expansion,
+    load_yaml,
+    load_yaml_items,
+)
+
+
+def alias_bomb(levels: int = 10, width: int = 9) -> str:
+    """The billion-laughs shape: each level lists the previous one ``width`` times."""
+    lines = ["a0: &a0 [lol]"]
+    for i in range(1, levels):
+        lines.append(f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]")
+    return "\n".join(lines) + "\n"
+
+
+def test_an_alias_bomb_is_refused_before_it_is_expanded():
+    bomb = alias_bomb()
+    assert len(bomb) < 600
+    with pytest.raises(YamlLimitError, match="GRAPHLAKE_YAML_MAX_NODES"):
+        load_yaml(bomb)
+    # the same shape, small enough, loads whole
+    assert load_yaml(alias_bomb(levels=3, width=3))["a2"] == [[["lol"]] * 3] * 3
+
+
+def test_a_circular_alias_and_deep_nesting_are_refused():
+    with pytest.raises(YamlLimitError, match="circular"):
+        load_yaml("loop: &r [1, *r]\n")
+    with pytest.raises(YamlLimitError, match="GRAPHLAKE_YAML_MAX_DEPTH"):
+        load_yaml("[" * 600 + "]" * 600)
+
+
+def test_expansion_counts_shared_nodes_at_every_use(monkeypatch):
+    node = yaml.compose("a: &x [1, 2]\nb: [*x, *x]\n", Loader=yaml.SafeLoader)
+    # mapping + 2 keys + a's list (3) + b's list holding it twice (1 + 3 + 3)
+    assert check_expansion(node) == 1 + 2 + 3 + 7
+    monkeypatch.setenv("GRAPHLAKE_YAML_MAX_NODES", "12")
+    with pytest.raises(YamlLimitError):
+        check_expansion(node)
+
+
+def test_one_bad_item_of_a_list_is_one_error_and_its_siblings_load():
+    text = "- {id: 1}\n- &r [1, *r]\n- {id: 3}\n"
+    items = load_yaml_items(text)
+    assert [i.value for i in items] == [{"id": 1}, None, {"id": 3}]
+    assert "circular" in items[1].error and items[1].source == "&r [1, *r]"
+
+
+def _tasks_with(bad: str) -> str:
+    good = (FIXTURES / "hasbench" / "tasks.yaml").read_text()
+    return good + textwrap.indent(bad, "  ").replace("  ", "- ", 1)
+
+
+_INGEST = """
+import sys
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+ingest_path("hasbench", sys.argv[1], sys.argv[2])
+ids = run_sql("SELECT scenario_id FROM scenarios ORDER BY 1", sys.argv[2]).table.column(0)
+rejects = run_sql("SELECT record_ref, reason, length(raw) AS n FROM rejects", sys.argv[2])
+print(__import__("json").dumps({"ids": ids.to_pylist(), "rejects": rejects.table.to_pylist()}))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize(
+    ("bad", "reason"),
+    [
+        ("task_id: bomb\n" + alias_bomb(), "expands to over"),
+        ("task_id: loop\nloop: &r [1, *r]\n", "circular"),
+    ],
+    ids=["alias-bomb", "circular-alias"],
+)
+def test_a_hasbench_task_bomb_is_a_reject_and_its_siblings_land(tmp_path: Path, bad, reason):
+    """Ingest under a 2 GiB ceiling: before the bound, the 505-byte bomb took 8-23 GiB."""
+    src = tmp_path / "tasks"
+    src.mkdir()
+    (src / "tasks.yaml").write_text(_tasks_with(bad))
+    script = tmp_path / "ingest.py"
+    script.write_text(_INGEST)
+    run = run_bounded(script, str(src), str(tmp_path / "lake"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["ids"] == ["retail_A_001", "retail_B_002"]  # the file's good tasks landed
+    (rej,) = out["rejects"]
+    assert rej["record_ref"] == "$[2]" and reason in rej["reason"]
+    assert rej["n"] < 1000  # the reject keeps the item's source text, not an expansion
+    assert run.peak_bytes < 1 << 30
