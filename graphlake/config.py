@@ -13,6 +13,21 @@ ENV_LAKE = "GRAPHLAKE_LAKE"
 #: (the CLI's ``--max-rows`` / ``--timeout``, ``graphlake.connect(max_rows=, timeout_s=)``).
 DEFAULT_MAX_ROWS = 100_000
 DEFAULT_TIMEOUT_S = 300.0
+#: Memory one DuckDB connection (every statement on it together) may use, and what it may
+#: spill to its temporary folder, unless $GRAPHLAKE_MEMORY_LIMIT / $GRAPHLAKE_TEMP_LIMIT say
+#: otherwise (DuckDB's own default is 80% of RAM: one statement could take the machine).
+DEFAULT_MEMORY_LIMIT = "2GiB"
+DEFAULT_TEMP_LIMIT = "4GiB"
+
+
+def memory_limit() -> str:
+    return os.environ.get("GRAPHLAKE_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT)
+
+
+def temp_limit() -> str:
+    return os.environ.get("GRAPHLAKE_TEMP_LIMIT", DEFAULT_TEMP_LIMIT)
+
+
 #: How query answers can be written (``--format``; graphlake.query.output).
 OUTPUT_FORMATS = ("table", "json", "csv", "parquet")
 

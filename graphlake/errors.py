@@ -51,6 +51,10 @@ class SqlError(GraphlakeError, ValueError):
         self.col = col
 
 
+class QueryMemoryError(SqlError):
+    """A statement needed more memory than its connection's limit and was stopped."""
+
+
 class QueryTimeoutError(GraphlakeError, TimeoutError):
     """A query ran past its time limit and was interrupted."""
 

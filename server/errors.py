@@ -21,6 +21,7 @@ from graphlake.errors import (
     MissingExtraError,
     NamedQueryError,
     NotFoundError,
+    QueryMemoryError,
     QueryTimeoutError,
     SqlError,
     UnknownCorpusError,
@@ -106,6 +107,8 @@ def install(app: FastAPI) -> None:
             if isinstance(exc, StaleCursorError)
             else "bad_cursor"
             if isinstance(exc, CursorError)
+            else "memory_limit"
+            if isinstance(exc, QueryMemoryError)
             else None
         )
         return error_response(status, str(exc), code)

@@ -100,3 +100,60 @@ def test_a_hasbench_task_bomb_is_a_reject_and_its_siblings_land(tmp_path: Path, 
     assert rej["record_ref"] == "$[2]" and reason in rej["reason"]
     assert rej["n"] < 1000  # the reject keeps the item's source text, not an expansion
     assert run.peak_bytes < 1 << 30
+
+
+# ------------------------------------------------------------------ statements
+
+_BOMB_SQL = """
+import json, sys, time
+from graphlake.errors import QueryMemoryError
+from graphlake.query.connection import Connection
+with Connection(sys.argv[1]) as con:
+    start = time.monotonic()
+    try:
+        con.sql("SELECT length(list(x)::VARCHAR) FROM range(3000000000) t(x)")
+        outcome = "ran"
+    except QueryMemoryError as exc:
+        outcome = str(exc)
+    settings = con.execute(
+        "SELECT current_setting('memory_limit') AS m, current_setting('temp_directory') AS t"
+    ).table.to_pylist()[0]
+    print(json.dumps({"outcome": outcome, "s": time.monotonic() - start, **settings}))
+"""
+
+
+@pytest.mark.subprocess
+def test_a_statement_that_grows_past_the_memory_limit_is_stopped(tmp_path, hand_lake):
+    """Before the limit this statement grew a server to 8 GiB in 25 s (DuckDB's default is
+    80% of RAM); now the connection stops it at 2 GiB, under a 3 GiB watchdog."""
+    script = tmp_path / "bomb.py"
+    script.write_text(_BOMB_SQL)
+    run = run_bounded(script, str(hand_lake), ceiling=3 << 30)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "memory limit (2.0 GiB)" in out["outcome"] and "GRAPHLAKE_MEMORY_LIMIT" in out["outcome"]
+    # DuckDB spills into a folder the lake owns, not `.tmp` wherever the process started
+    assert out["t"].startswith(str(hand_lake.resolve() / "_graphlake" / "tmp"))
+
+
+def test_the_sandbox_allows_only_the_snapshots_files(hand_lake, tmp_path):
+    """A statement past the guard (``execute``) can neither read beside the lake's files nor
+    write into the lake's folder (COPY, ATTACH)."""
+    import shutil
+
+    from graphlake.errors import SqlError
+    from graphlake.query.connection import Connection
+
+    hand_lake = shutil.copytree(hand_lake, tmp_path / "lake")
+    (hand_lake / "beside.csv").write_text("a\n1\n")
+    with Connection(hand_lake) as con:
+        for statement in (
+            f"SELECT * FROM read_csv('{hand_lake}/beside.csv')",
+            f"COPY (SELECT 1) TO '{hand_lake}/written.csv'",
+            f"ATTACH '{hand_lake}/new.duckdb' AS x",
+        ):
+            with pytest.raises(SqlError, match="disabled by configuration"):
+                con.execute(statement)
+        assert con.sql("SELECT count(*) AS n FROM nodes").table.to_pylist()[0]["n"] > 0
+    assert not (hand_lake / "written.csv").exists() and not (hand_lake / "new.duckdb").exists()
+    assert not list((hand_lake / "_graphlake" / "tmp").iterdir())  # spill folders removed

@@ -32,9 +32,19 @@ class Catalog:
     con: duckdb.DuckDBPyConnection
     snapshot: Snapshot
     columns: dict[str, list[str]] = field(default_factory=dict)
+    #: every Parquet file the views read (what a sandbox allows, and nothing else)
+    files: list[str] = field(default_factory=list)
+    #: DuckDB's spill folder for this catalog, removed on close
+    temp_dir: str | None = None
+    #: the memory limit the sandbox set, as DuckDB reports it (e.g. "2.0 GiB")
+    memory_limit: str | None = None
 
     def close(self) -> None:
         self.con.close()
+        if self.temp_dir:
+            import shutil
+
+            shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
 def open_catalog(
@@ -54,6 +64,7 @@ def open_catalog(
     con = duckdb.connect(config=config)
     cat = Catalog(con, snap)
     files = {name: lake.files(name, snap) for name in TABLES}
+    cat.files = [f for fs in files.values() for f in fs]
     cat.columns.update(create_table_views(con, files))
     create_macros(con)
     for name, (sql, _doc) in DERIVED_VIEWS.items():
@@ -61,6 +72,7 @@ def open_catalog(
         if kept is not None:
             # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
             body = files_select(kept, derived_schema(name))
+            cat.files += kept
         else:  # computed from the canonical tables (older lake versions, other definitions)
             body = sql
         con.execute(f"CREATE VIEW {name} AS {body}")

@@ -9,11 +9,12 @@ the HTTP server, the CLI) therefore opens a :class:`Connection` once and reuses 
         con.sql("SELECT count(*) FROM adoptions").table
         con.refresh()                              # move to a newer snapshot, if any
 
-DuckDB itself is sandboxed: once the views exist, ``enable_external_access`` is switched off
-with ``allowed_directories`` set to the lake's table folder and the configuration is locked, so
-a statement that slips past the sqlglot guard still cannot read or write a file outside the
-lake, attach a database or turn the sandbox off. The guard stays in front for its helpful
-errors (did-you-mean, read-only).
+DuckDB itself is sandboxed and bounded (:func:`sandbox`): once the views exist,
+``enable_external_access`` is switched off with ``allowed_paths`` set to exactly the snapshot's
+Parquet files, memory and spill are capped and the configuration is locked, so a statement that
+slips past the sqlglot guard still cannot read or write a file outside the lake, attach a
+database, take the machine's memory or turn the sandbox off. The guard stays in front for its
+helpful errors (did-you-mean, read-only).
 
 A connection is safe to share between threads: each thread runs on its own DuckDB cursor over
 the same in-memory catalog. ``refresh()`` and ``close()`` never pull a catalog from under a
@@ -27,13 +28,12 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from graphlake.config import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
-from graphlake.errors import GraphlakeError, QueryTimeoutError, SqlError
+from graphlake.errors import GraphlakeError, QueryMemoryError, QueryTimeoutError, SqlError
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.catalog import Catalog, open_catalog
 from graphlake.query.guard import check, check_length
@@ -51,10 +51,33 @@ class QueryResult:
         self.snapshot = snapshot
 
 
-def sandbox(con: duckdb.DuckDBPyConnection, lake_root: str | os.PathLike) -> None:
-    """Confine ``con`` to reading files under ``lake_root``, for good (configuration locked)."""
-    root = str(Path(lake_root).resolve()).rstrip("/") + "/"
-    con.execute("SET allowed_directories = $dirs", {"dirs": [root]})
+def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
+    """Bound and confine ``cat``'s DuckDB for good (the configuration is locked after):
+
+    * memory: ``memory`` (default :func:`graphlake.config.memory_limit`, 2 GiB) for every
+      statement on the connection together, instead of DuckDB's 80% of RAM;
+    * spill: a temporary folder of its own under ``<lake>/_graphlake/tmp`` (the system's
+      when the lake is read-only), capped at :func:`graphlake.config.temp_limit`, removed
+      when the catalog closes; not ``.tmp`` in whatever folder the process started in;
+    * files: only the Parquet files of the snapshot's views can be read (``allowed_paths``);
+      DuckDB also allows its own temporary folder, which is why that folder is the lake's.
+    """
+    import tempfile
+
+    from graphlake.config import memory_limit, temp_limit
+
+    try:
+        parent = lake.meta_dir / "tmp"
+        parent.mkdir(parents=True, exist_ok=True)
+        cat.temp_dir = tempfile.mkdtemp(prefix="duckdb-", dir=parent)
+    except OSError:  # a lake on a read-only mount: spill to the system's temporary folder
+        cat.temp_dir = tempfile.mkdtemp(prefix="graphlake-duckdb-")
+    con = cat.con
+    con.execute("SET memory_limit = $m", {"m": memory or memory_limit()})
+    cat.memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    con.execute("SET temp_directory = $t", {"t": cat.temp_dir})
+    con.execute("SET max_temp_directory_size = $s", {"s": temp_limit()})
+    con.execute("SET allowed_paths = $paths", {"paths": sorted(set(cat.files))})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
 
@@ -105,7 +128,7 @@ class Connection:
     def _open(self, version: int | None) -> None:
         cat = open_catalog(self.lake, version, threads=self._threads)
         if self._sandboxed:
-            sandbox(cat.con, self.lake.root)
+            sandbox(cat, self.lake)
         with self._lock:
             self._generation += 1
             old, self._pin = self._pin, _Pinned(cat, self._generation)
@@ -195,6 +218,15 @@ class Connection:
                 pin.cursors.append(cur)
             local.cursor, local.generation = cur, pin.generation
         return local.cursor
+
+    def _discard_cursor(self, pin: _Pinned, cur: duckdb.DuckDBPyConnection) -> None:
+        """Drop this thread's cursor after a failed statement: DuckDB can leave it holding an
+        unfinished result (after an out-of-memory stop, say), refusing the next statement."""
+        self._local.generation = None
+        with self._lock:
+            if cur in pin.cursors:
+                pin.cursors.remove(cur)
+        cur.close()
 
     def check(self, statement: str, *, deadline: float | None = None) -> str:
         """The statement as DuckDB will run it (patterns compiled), or a :class:`SqlError`.
@@ -305,13 +337,22 @@ class Connection:
                 rows += batch.num_rows
             table = pa.Table.from_batches(batches, schema=reader.schema)
         except duckdb.InterruptException:
+            self._discard_cursor(pin, cur)
             if timed_out.is_set():
                 raise QueryTimeoutError(
                     f"query ran past its {_limit_s or timeout_s:g} s limit and was stopped; "
                     "narrow it (WHERE, LIMIT) or raise the time limit"
                 ) from None
             raise
+        except duckdb.OutOfMemoryException:
+            self._discard_cursor(pin, cur)
+            raise QueryMemoryError(
+                f"query needed more than its memory limit ({pin.cat.memory_limit}) and was "
+                "stopped; narrow it (WHERE, fewer columns, no huge lists) or raise "
+                "$GRAPHLAKE_MEMORY_LIMIT"
+            ) from None
         except duckdb.Error as exc:
+            self._discard_cursor(pin, cur)
             raise SqlError(f"DuckDB: {exc}") from None
         finally:
             if timer:
