@@ -74,7 +74,7 @@ def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
         cat.temp_dir = tempfile.mkdtemp(prefix="graphlake-duckdb-")
     con = cat.con
     con.execute("SET memory_limit = $m", {"m": memory or memory_limit()})
-    cat.memory_limit = con.execute("SELECT current_setting('memory_limit')").fetchone()[0]
+    (cat.memory_limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("?",)
     con.execute("SET temp_directory = $t", {"t": cat.temp_dir})
     con.execute("SET max_temp_directory_size = $s", {"s": temp_limit()})
     con.execute("SET allowed_paths = $paths", {"paths": sorted(set(cat.files))})
