@@ -13,13 +13,28 @@ WITH RECURSIVE links AS (
          AND p.response_node = c.source_node
     WHERE p.source_node IS NOT NULL AND p.source_node <> c.source_node
 ),
+link_nodes AS (
+    SELECT corpus, session_id, node FROM links
+    UNION
+    SELECT corpus, session_id, parent FROM links
+),
+sized_links AS (
+    -- n: the requests in the session's refinement graph. An ancestor is n - 1 links away at
+    -- most (a path without repeats), so the walk stops there: a loop of refinements ends
+    -- after n steps, not after the cap of 64, with the same (node, ancestor) pairs
+    SELECT l.*, s.n
+    FROM links l
+    JOIN (SELECT corpus, session_id, count(*) AS n FROM link_nodes GROUP BY corpus, session_id) s
+      ON s.corpus = l.corpus AND s.session_id = l.session_id
+),
 up (corpus, session_id, node, ancestor, hops) AS (
     SELECT DISTINCT corpus, session_id, node, node, 0 FROM links
     UNION ALL
     SELECT DISTINCT u.corpus, u.session_id, u.node, l.parent, u.hops + 1
     FROM up u
-    JOIN links l ON l.corpus = u.corpus AND l.session_id = u.session_id AND l.node = u.ancestor
-    WHERE u.hops < 64
+    JOIN sized_links l ON l.corpus = u.corpus AND l.session_id = u.session_id
+         AND l.node = u.ancestor
+    WHERE u.hops < 64 AND u.hops < l.n - 1
 ),
 roots AS (
     -- a start is an ancestor that was no one's response; a loop of refinements with no start
