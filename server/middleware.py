@@ -30,10 +30,6 @@ async def _send_error(send, status: int, message: str, headers=()) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
-    pass
-
-
 #: Paths anyone may read: the workbench page and its scripts (no lake data).
 PUBLIC_PATHS = ("/",)
 PUBLIC_PREFIX = "/static/"
@@ -78,28 +74,33 @@ class GuardMiddleware:
                 f"request body of {int(length)} bytes is over "
                 f"the {self.max_body}-byte limit (--max-body)",
             )
-        seen = 0
-        started = False
-
-        async def counted_receive():
-            nonlocal seen
-            msg = await receive()
-            if msg["type"] == "http.request":
-                seen += len(msg.get("body", b""))
+        if length is None and scope.get("method") in ("POST", "PUT", "PATCH"):
+            # a chunked body states no length: read it here, up to the limit, so an oversized
+            # one is the documented 413 (raised inside the app, FastAPI answers 400)
+            body, more = [], True
+            seen = 0
+            while more:
+                msg = await receive()
+                if msg["type"] != "http.request":
+                    return  # the client went away
+                body.append(msg.get("body", b""))
+                seen += len(body[-1])
+                more = msg.get("more_body", False)
                 if seen > self.max_body:
-                    raise _TooLarge
-            return msg
+                    return await _send_error(
+                        send,
+                        413,
+                        f"request body is over the {self.max_body}-byte limit (--max-body)",
+                    )
+            whole = b"".join(body)
+            replayed = False
 
-        async def tracked_send(msg):
-            nonlocal started
-            if msg["type"] == "http.response.start":
-                started = True
-            await send(msg)
+            async def replay():
+                nonlocal replayed
+                if replayed:
+                    return await receive()
+                replayed = True
+                return {"type": "http.request", "body": whole, "more_body": False}
 
-        try:
-            await self.app(scope, counted_receive, tracked_send)
-        except _TooLarge:
-            if not started:
-                await _send_error(
-                    send, 413, f"request body is over the {self.max_body}-byte limit (--max-body)"
-                )
+            return await self.app(scope, replay, send)
+        return await self.app(scope, receive, send)

@@ -125,10 +125,10 @@ with Connection(sys.argv[1]) as con:
 @pytest.mark.subprocess
 def test_a_statement_that_grows_past_the_memory_limit_is_stopped(tmp_path, hand_lake):
     """Before the limit this statement grew a server to 8 GiB in 25 s (DuckDB's default is
-    80% of RAM); now the connection stops it at 2 GiB, under a 3 GiB watchdog."""
+    80% of RAM); now the connection stops it at 2 GiB, under a 4 GiB watchdog."""
     script = tmp_path / "bomb.py"
     script.write_text(_BOMB_SQL)
-    run = run_bounded(script, str(hand_lake), ceiling=3 << 30)
+    run = run_bounded(script, str(hand_lake), ceiling=4 << 30)
     assert run.returncode == 0, run.stderr[-3000:]
     out = json.loads(run.stdout.strip().splitlines()[-1])
     assert "memory limit (2.0 GiB)" in out["outcome"] and "GRAPHLAKE_MEMORY_LIMIT" in out["outcome"]
@@ -157,3 +157,31 @@ def test_the_sandbox_allows_only_the_snapshots_files(hand_lake, tmp_path):
         assert con.sql("SELECT count(*) AS n FROM nodes").table.to_pylist()[0]["n"] > 0
     assert not (hand_lake / "written.csv").exists() and not (hand_lake / "new.duckdb").exists()
     assert not list((hand_lake / "_graphlake" / "tmp").iterdir())  # spill folders removed
+
+
+# ------------------------------------------------------------------ clients
+
+
+def test_a_chunked_body_over_the_limit_is_a_413_and_one_under_it_is_read(hand_lake):
+    """A chunked body states no length: it is counted as it arrives (FastAPI answered 400)."""
+    import httpx
+
+    from conftest import LiveServer
+    from graphlake.server import Settings
+
+    def chunks(total: int):
+        statement = b'{"sql": "SELECT 1 AS one", "pad": "'
+        yield statement
+        for _ in range(total // 1000):
+            yield b"x" * 1000
+        yield b'"}'
+
+    with (
+        LiveServer(Settings(lake=hand_lake, max_body_bytes=20_000)) as srv,
+        httpx.Client(base_url=srv.url, timeout=60) as c,
+    ):
+        headers = {"content-type": "application/json"}
+        big = c.post("/sql", content=chunks(50_000), headers=headers)
+        assert big.status_code == 413 and big.json()["error"]["code"] == "too_large"
+        small = c.post("/sql", content=chunks(5_000), headers=headers)
+        assert small.status_code == 200 and small.json()["rows"] == [[1]]

@@ -70,15 +70,28 @@ def _ddl(schema: pa.Schema) -> str:
     return ", ".join(f"`{f.name}` {_SPARK_TYPES[f.type]}" for f in schema)
 
 
+#: (spark session, every table's files) -> the view -> columns map registered last
+_registered: dict[tuple, dict[str, list[str]]] = {}
+
+
 def register_lake(spark, lake: Lake, version: int | None = None) -> dict[str, list[str]]:
-    """Create Spark temp views for ``lake`` at ``version``; return the view -> columns map."""
+    """Create Spark temp views for ``lake`` at ``version``; return the view -> columns map.
+
+    Temp views belong to the session, and a Parquet file of the lake never changes: when the
+    views already read exactly these files they are kept (registering analyses every table
+    and derived view, 1-2 s a call)."""
     snap = lake.snapshot(version)
+    files = {name: lake.files(name, snap) for name in TABLES}
+    key = (id(spark), tuple((name, tuple(fs)) for name, fs in files.items()))
+    with _lock:
+        if key in _registered:
+            return _registered[key]
+        _registered.clear()  # the session's views are about to show another snapshot
     columns: dict[str, list[str]] = {}
     for name, spec in TABLES.items():
-        files = lake.files(name, snap)
         ddl = _ddl(spec.schema)
-        if files:
-            df = spark.read.schema(ddl).parquet(*files)
+        if files[name]:
+            df = spark.read.schema(ddl).parquet(*files[name])
         else:
             df = spark.createDataFrame([], ddl)
         df.createOrReplaceTempView(name)
@@ -86,6 +99,8 @@ def register_lake(spark, lake: Lake, version: int | None = None) -> dict[str, li
     for name, (sql, _doc) in DERIVED_VIEWS.items():
         spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS {to_spark(sql)}")
         columns[name] = spark.table(name).columns
+    with _lock:
+        _registered[key] = columns
     return columns
 
 
