@@ -872,6 +872,22 @@ def serve(
     workers: Annotated[
         int, typer.Option("--workers", help="uvicorn worker processes (each opens the lake once).")
     ] = 1,
+    sql_workers: Annotated[
+        int,
+        typer.Option(
+            "--sql-workers",
+            help="Statements (/sql, /queries) one worker runs at once, in a pool of their own: "
+            "long statements never hold the threads other routes need.",
+        ),
+    ] = 4,
+    sql_queue: Annotated[
+        int,
+        typer.Option(
+            "--sql-queue",
+            help="Statements that may wait for a free SQL slot; beyond them HTTP 503 with "
+            "Retry-After.",
+        ),
+    ] = 32,
     preload_rows: Annotated[
         int,
         typer.Option(
@@ -937,6 +953,8 @@ def serve(
                     "query_timeout_s": timeout,
                     "max_body_bytes": max_body,
                     "preload_rows": preload_rows,
+                    "sql_workers": sql_workers,
+                    "sql_queue": sql_queue,
                 }
             ),
         }

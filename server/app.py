@@ -26,6 +26,7 @@ from graphlake.server.routers import (
     workbench,
 )
 from graphlake.server.settings import Settings
+from graphlake.server.sql_pool import SqlPool
 from graphlake.server.state import State, new_benchmarks
 
 DESCRIPTION = """
@@ -50,6 +51,7 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         if settings.preload_rows:  # before the first request, not during it
             state.current.bench.sessions.preload()
         yield
+        app.state.sql_pool.close()
         if connection is None:
             state.current.con.close()
 
@@ -63,10 +65,11 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         # every route may answer these, always in the one error shape (server/errors.py)
         responses={
             status: {"model": ErrorResponse}
-            for status in (400, 401, 404, 408, 409, 413, 422, 500, 501)
+            for status in (400, 401, 404, 408, 409, 413, 422, 500, 501, 503)
         },
     )
     app.state.graphlake = state
+    app.state.sql_pool = SqlPool(settings.sql_workers, settings.sql_queue)
     errors.install(app)
     # routes are matched in order: after health (the load benchmark's ceiling) comes the
     # evaluation hot path

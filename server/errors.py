@@ -27,6 +27,7 @@ from graphlake.errors import (
     UnknownCorpusError,
 )
 from graphlake.protocols.spec import ProtocolError
+from graphlake.server.sql_pool import ServiceBusyError
 
 log = logging.getLogger("graphlake.server")
 
@@ -42,6 +43,7 @@ _CODES = {
     422: "invalid_request",
     500: "internal",
     501: "not_implemented",
+    503: "busy",
 }
 
 
@@ -73,6 +75,8 @@ def _status(exc: GraphlakeError) -> int:
         return 408
     if isinstance(exc, MissingExtraError):
         return 501
+    if isinstance(exc, ServiceBusyError):
+        return 503
     if isinstance(exc, StaleCursorError):
         return 409
     if isinstance(exc, NotFoundError | LakeVersionError | UnknownCorpusError):
@@ -111,7 +115,8 @@ def install(app: FastAPI) -> None:
             if isinstance(exc, QueryMemoryError)
             else None
         )
-        return error_response(status, str(exc), code)
+        headers = {"Retry-After": "1"} if status == 503 else None
+        return error_response(status, str(exc), code, headers=headers)
 
     @app.exception_handler(Exception)
     async def _bug(request: Request, exc: Exception):

@@ -21,6 +21,8 @@ class Settings:
     version_record: Path | None = None  # --workers N: the file all workers follow (State)
     clip_cache_bytes: int = 1 << 30  # clips kept under <lake>/_graphlake/cache/clips, oldest
     # dropped beyond this
+    sql_workers: int = 4  # statements (/sql, /queries) running at once, in their own pool
+    sql_queue: int = 32  # statements waiting beyond those; more are refused (HTTP 503)
 
 
 def is_loopback(host: str) -> bool:

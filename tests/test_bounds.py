@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,71 @@ def test_a_chunked_body_over_the_limit_is_a_413_and_one_under_it_is_read(hand_la
         assert big.status_code == 413 and big.json()["error"]["code"] == "too_large"
         small = c.post("/sql", content=chunks(5_000), headers=headers)
         assert small.status_code == 200 and small.json()["rows"] == [[1]]
+
+
+def test_the_sql_pool_refuses_past_its_queue_and_abandons_what_it_cannot_interrupt(monkeypatch):
+    import asyncio
+    import threading
+
+    from graphlake.errors import QueryTimeoutError
+    from graphlake.server import sql_pool
+    from graphlake.server.sql_pool import ServiceBusyError, SqlPool
+
+    monkeypatch.setattr(sql_pool, "GRACE_S", 0.0)
+    release = threading.Event()
+    pool = SqlPool(workers=1, queue=1)
+
+    async def scenario():
+        stuck = asyncio.ensure_future(pool.run(release.wait, timeout_s=0.2))
+        queued = asyncio.ensure_future(pool.run(lambda: "ran", timeout_s=0.1))
+        deadline = time.monotonic() + 60
+        while pool.busy() < 2:  # both admitted: one running, one waiting
+            assert time.monotonic() < deadline and not stuck.done() and not queued.done()
+            await asyncio.sleep(0.01)
+        with pytest.raises(ServiceBusyError, match="try again"):
+            await pool.run(lambda: "never", timeout_s=1)
+        with pytest.raises(QueryTimeoutError) as waited:
+            await queued
+        assert "abandoned" not in str(waited.value)  # cancelled before it started
+        with pytest.raises(QueryTimeoutError, match="abandoned"):
+            await stuck
+        assert pool.busy() == 1  # the abandoned call still holds its slot
+        release.set()
+        while pool.busy():
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.01)
+        assert await pool.run(lambda: "ran", timeout_s=1) == "ran"
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        release.set()
+        pool.close()
+
+
+def test_health_answers_while_long_statements_fill_the_sql_pool(hand_lake):
+    import concurrent.futures
+
+    import httpx
+
+    from conftest import LiveServer
+    from graphlake.server import Settings
+
+    settings = Settings(lake=hand_lake, sql_workers=1, sql_queue=1, query_timeout_s=10.0)
+    long_sql = {"sql": "SELECT count(*) AS n FROM range(100000000000) t(x) WHERE x % 7 = 3"}
+    with (
+        LiveServer(settings) as srv,
+        httpx.Client(base_url=srv.url, timeout=120) as c,
+        concurrent.futures.ThreadPoolExecutor(2) as clients,
+    ):
+        pool = srv.app.state.sql_pool
+        running = [clients.submit(c.post, "/sql", json=long_sql) for _ in range(2)]
+        deadline = time.monotonic() + 120
+        while pool.busy() < 2:  # both admitted: one running, one waiting
+            assert time.monotonic() < deadline, "the statements never started"
+            time.sleep(0.01)
+        busy = c.post("/sql", json={"sql": "SELECT 1"})
+        assert busy.status_code == 503 and busy.headers["retry-after"] == "1"
+        assert busy.json()["error"]["code"] == "busy"
+        assert c.get("/health").json()["status"] == "ok"  # not queued behind the statements
+        assert [r.result().status_code for r in running] == [408, 408]

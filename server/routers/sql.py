@@ -56,14 +56,28 @@ def answer(request: Request, state: Serving, result) -> Response:
     )
 
 
+def _statement(request: Request, state: Serving, sql: str, params) -> Response:
+    s = state.settings
+    result = state.con.sql(sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
+    return answer(request, state, result)
+
+
+async def _in_pool(request: Request, state: Serving, sql: str, params) -> Response:
+    """Run a statement in the server's SQL pool (server/sql_pool.py), never in the thread
+    pool the other routes share."""
+    pool = request.app.state.sql_pool
+    return await pool.run(
+        _statement, request, state, sql, params, timeout_s=state.settings.query_timeout_s
+    )
+
+
 @router.post("/sql", response_model=SqlResponse, responses=_BINARY)
-def run_sql(request: Request, state: StateDep, body: SqlRequest):
+async def run_sql(request: Request, state: StateDep, body: SqlRequest):
     """Run one read-only statement over the lake views, with bound ``params``. Writes, file
     access and other databases are refused (400); answers stop at the server's row limit
-    (``truncated``) and statements at its time limit (408)."""
-    s = state.settings
-    result = state.con.sql(body.sql, body.params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
-    return answer(request, state, result)
+    (``truncated``) and statements at its time limit (408); when every SQL slot is taken the
+    answer is 503 with ``Retry-After``."""
+    return await _in_pool(request, state, body.sql, body.params)
 
 
 def _info(q) -> dict:
@@ -104,13 +118,13 @@ def get_query(name: str):
 
 
 @router.post("/queries/{name}", response_model=SqlResponse, responses=_BINARY, tags=["queries"])
-def run_query(request: Request, state: StateDep, name: str, body: NamedQueryRequest | None = None):
+async def run_query(
+    request: Request, state: StateDep, name: str, body: NamedQueryRequest | None = None
+):
     """Run a named query; ``params`` are checked against its declared types."""
     q = _named(name)
     given = {
         k: (None if v is None else str(v))
         for k, v in ((body.params if body else None) or {}).items()
     }
-    s = state.settings
-    result = state.con.sql(q.sql, q.bind(given), max_rows=s.max_rows, timeout_s=s.query_timeout_s)
-    return answer(request, state, result)
+    return await _in_pool(request, state, q.sql, q.bind(given))
