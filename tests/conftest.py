@@ -80,10 +80,13 @@ def examples(n: int) -> int:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Every test of a slow tier is also ``slow``."""
+    """Every test of a slow tier is also ``slow``. Tests that read the README demo run last:
+    it builds in the background from the session's start (tests/shared_builds.py), so the
+    workers test everything else meanwhile instead of waiting for it."""
     for item in items:
         if any(item.get_closest_marker(t) for t in SLOW_TIERS):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=lambda item: "readme_demo" in getattr(item, "fixturenames", ()))
 
 
 @pytest.hookimpl(hookwrapper=True)
