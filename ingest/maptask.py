@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
@@ -40,6 +41,16 @@ LAYER = re.compile(r"^(?P<dialogue>[^.]+)\.(?P<side>[gf])\.(?P<layer>timed-units
 SIDE_OF = {"g": "giver", "f": "follower"}
 #: An NXT child reference: file#id(first) or file#id(first)..id(last)
 HREF = re.compile(r"#id\(([^)]+)\)(?:\.\.id\(([^)]+)\))?")
+
+
+def _element_text(el, limit: int = 1 << 16) -> str:
+    """An element's XML for a reject, at most ``limit`` characters; an element nested too
+    deep to serialise (ElementTree recurses) is named instead of costing the file."""
+    try:
+        text = ET.tostring(el, encoding="unicode")
+    except RecursionError:
+        return f"<{el.tag} ...> nested too deep to keep (its attributes: {dict(el.attrib)})"
+    return text if len(text) <= limit else text[:limit] + f"... [cut at {limit} characters]"
 
 
 @register("maptask")
@@ -495,16 +506,18 @@ class _Release:
             record_ref=ref,
             reason=f"{self.sid}: {reason}",
             session_id=self.sid,
-            raw=ET.tostring(el, encoding="unicode"),
+            raw=_element_text(el),
         )
 
     @staticmethod
     def _times(el) -> tuple[float, float] | None:
+        """Finite start and end with end >= start, else None (``inf`` would overflow the
+        millisecond sequence number and cost the whole file)."""
         try:
             a, b = float(el.get("start")), float(el.get("end"))
         except (TypeError, ValueError):
             return None
-        return (a, b) if b >= a else None
+        return (a, b) if math.isfinite(a) and math.isfinite(b) and b >= a else None
 
     def _timed_units(self, path: Path, root, side: str) -> list[float]:
         ends = []

@@ -254,3 +254,37 @@ def test_health_answers_while_long_statements_fill_the_sql_pool(hand_lake):
         assert busy.json()["error"]["code"] == "busy"
         assert c.get("/health").json()["status"] == "ok"  # not queued behind the statements
         assert [r.result().status_code for r in running] == [408, 408]
+
+
+# ------------------------------------------------------------------ one bad record
+
+
+def test_one_bad_map_task_unit_is_a_reject_and_its_siblings_land(tmp_path):
+    """``start="inf"`` overflowed the sequence number and a unit nesting 2,000 elements broke
+    its own reject: each cost the whole file ("nothing of it was ingested")."""
+    import shutil
+
+    from graphlake.pipeline import ingest_path
+    from graphlake.query import run_sql
+
+    def event_ids(lake):
+        sql = "SELECT event_id FROM events WHERE session_id = 'q8y' ORDER BY 1"
+        return set(run_sql(sql, lake, max_rows=None).table.column(0).to_pylist())
+
+    ingest_path("maptask", FIXTURES / "maptask_release", tmp_path / "clean")
+    src = shutil.copytree(FIXTURES / "maptask_release", tmp_path / "src")
+    units = src / "Data" / "timed-units" / "q8y.g.timed-units.xml"
+    text = units.read_text(encoding="latin-1")
+    text = text.replace('id="q8yg.4" start="1.61"', 'id="q8yg.4" start="inf"')
+    deep = "<w>" * 2000 + "</w>" * 2000
+    text = text.replace(
+        '<tu id="q8yg.5" start="1.80" end="1.92" utt="2">the</tu>',
+        f'<tu id="q8yg.5" start="1.92" end="1.80" utt="2">the{deep}</tu>',
+    )
+    units.write_text(text, encoding="latin-1")
+    ingest_path("maptask", src, tmp_path / "bad")
+    assert event_ids(tmp_path / "bad") == event_ids(tmp_path / "clean") - {"q8yg.4", "q8yg.5"}
+    rejects = run_sql("SELECT record_ref, raw FROM rejects", tmp_path / "bad").table.to_pylist()
+    refs = {r["record_ref"]: r["raw"] for r in rejects}
+    assert {"id(q8yg.4)", "id(q8yg.5)"} <= set(refs)
+    assert "nested too deep" in refs["id(q8yg.5)"]
