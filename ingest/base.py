@@ -9,6 +9,8 @@ rows in memory for tests and notebooks.
 from __future__ import annotations
 
 import abc
+import codecs
+import io
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -48,6 +50,62 @@ def load_json(data: bytes | str) -> Any:
         except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
             pass  # orjson's own message says what is wrong (e.g. nested too deep)
         raise
+
+
+class RepairedUtf8(io.RawIOBase):
+    """A binary file read as UTF-8 with each invalid byte replaced by U+FFFD, for streaming
+    parsers (ijson): one bad byte in one record must not cost every record of the file.
+    ``replaced`` counts the bytes replaced so far and ``first_bad`` is the file offset of the
+    first, so the reader can say so in a reject."""
+
+    CHUNK = 1 << 16
+
+    def __init__(self, path: Path):
+        self._fh = Path(path).open("rb")
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
+        self._pending = b""
+        self._offset = 0  # bytes of the file handed to the decoder so far
+        self.replaced = 0
+        self.first_bad: int | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def _decode(self, chunk: bytes, final: bool) -> str:
+        out = []
+        while True:
+            try:
+                out.append(self._decoder.decode(chunk, final=final))
+                return "".join(out)
+            except UnicodeDecodeError as exc:
+                # exc.object is the decoder's carried-over bytes plus this chunk: keep what
+                # precedes the bad bytes, replace them, go on after them with a fresh decoder
+                good = exc.object[: exc.start]
+                out.append(good.decode("utf-8"))
+                out.append("\ufffd" * (exc.end - exc.start))
+                if self.first_bad is None:
+                    self.first_bad = self._offset - len(exc.object) + exc.start
+                self.replaced += exc.end - exc.start
+                chunk = exc.object[exc.end :]
+                self._decoder.reset()
+
+    def readinto(self, buffer) -> int:
+        while not self._pending:
+            chunk = self._fh.read(self.CHUNK)
+            self._offset += len(chunk)
+            # the decoder keeps an incomplete trailing sequence for the next chunk
+            text = self._decode(chunk, final=not chunk)
+            self._pending = text.encode("utf-8")
+            if not chunk:
+                break
+        n = min(len(buffer), len(self._pending))
+        buffer[:n] = self._pending[:n]
+        self._pending = self._pending[n:]
+        return n
+
+    def close(self) -> None:
+        self._fh.close()
+        super().close()
 
 
 def attrs_json(obj: dict, known: frozenset[str] | set[str]) -> str | None:

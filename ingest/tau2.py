@@ -33,6 +33,7 @@ from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
     Ingestor,
+    RepairedUtf8,
     SourceUnit,
     attrs_json,
     data_files,
@@ -47,7 +48,8 @@ from graphlake.ingest.base import (
 from graphlake.ingest.base import RecordError as _Bad
 
 RESULTS_NAME = "results.json"
-#: What ijson raises where a file stops being JSON (truncation, NaN, bad bytes).
+#: What ijson raises where a file stops being JSON (truncation, NaN). Bytes that are not
+#: UTF-8 are replaced as they are read (RepairedUtf8), so they cost no simulation.
 BROKEN_JSON = (ijson.JSONError, UnicodeDecodeError)
 SIMULATIONS_DIR = "simulations"
 SIM_KNOWN = frozenset(
@@ -158,7 +160,21 @@ class Tau2Ingestor(Ingestor):
             info = info if isinstance(info, dict) else {}
             domain = _obj(info.get("environment_info")).get("domain_name")
             self._tasks(unit.path, "tasks.item", out, domain)
-            ids, keys = self._ids_and_keys(unit.path)
+            ids, keys, stream = self._ids_and_keys(unit.path)
+            if stream.replaced:
+                with unit.path.open("rb") as fh:
+                    fh.seek(max(0, (stream.first_bad or 0) - 200))
+                    around = fh.read(400)
+                out.reject(
+                    source_file=src,
+                    target_table="events",
+                    record_kind="encoding",
+                    record_ref=f"byte {stream.first_bad}",
+                    reason=f"{stream.replaced} byte(s) are not UTF-8 (the first at byte "
+                    f"{stream.first_bad}); each was read as U+FFFD and every simulation "
+                    "landed. Re-encode the file as UTF-8 and re-ingest for the exact text",
+                    raw=around,
+                )
             run = self._run(
                 unit.path,
                 unit.path.stem,
@@ -202,7 +218,7 @@ class Tau2Ingestor(Ingestor):
     # -- file shape and streaming ------------------------------------------------------------
     @staticmethod
     def _shape(path: Path) -> str:
-        with path.open("rb") as fh:
+        with RepairedUtf8(path) as fh:
             for prefix, event, value in ijson.parse(fh):
                 if prefix == "" and event == "start_array":
                     return "tasks"
@@ -215,7 +231,7 @@ class Tau2Ingestor(Ingestor):
         """The first value at ``prefix``; None when absent or past a point where the file
         stops being valid JSON (the simulations pass reports that)."""
         try:
-            with path.open("rb") as fh:
+            with RepairedUtf8(path) as fh:
                 for item in ijson.items(fh, prefix, use_float=True):
                     return item
         except BROKEN_JSON:
@@ -226,7 +242,7 @@ class Tau2Ingestor(Ingestor):
     def _items(path: Path, prefix: str, *, to_the_break: bool = False):
         """(index, value) at ``prefix``, streamed. ``to_the_break``: stop quietly where the
         file stops being valid JSON instead of raising."""
-        with path.open("rb") as fh:
+        with RepairedUtf8(path) as fh:
             try:
                 yield from enumerate(ijson.items(fh, prefix, use_float=True))
             except BROKEN_JSON:
@@ -234,11 +250,12 @@ class Tau2Ingestor(Ingestor):
                     raise
 
     @staticmethod
-    def _ids_and_keys(path: Path) -> tuple[list[str], list[str]]:
+    def _ids_and_keys(path: Path) -> tuple[list[str], list[str], RepairedUtf8]:
         """The simulation ids (for the run identity) and the top-level keys, in one
-        streaming pass over parse events: no simulation is built in memory."""
+        streaming pass over parse events: no simulation is built in memory. The stream comes
+        back too: it says whether bytes that are not UTF-8 were replaced."""
         ids, keys = [], []
-        with path.open("rb") as fh:
+        with RepairedUtf8(path) as fh:
             try:
                 for prefix, event, value in ijson.parse(fh):
                     if prefix == "simulations.item.id" and event == "string":
@@ -247,7 +264,7 @@ class Tau2Ingestor(Ingestor):
                         keys.append(value)
             except BROKEN_JSON:
                 pass  # what came before the break; the simulations pass reports it
-        return ids, keys
+        return ids, keys, fh
 
     # -- runs --------------------------------------------------------------------------------
     @staticmethod

@@ -288,3 +288,25 @@ def test_one_bad_map_task_unit_is_a_reject_and_its_siblings_land(tmp_path):
     refs = {r["record_ref"]: r["raw"] for r in rejects}
     assert {"id(q8yg.4)", "id(q8yg.5)"} <= set(refs)
     assert "nested too deep" in refs["id(q8yg.5)"]
+
+
+def test_a_byte_that_is_not_utf8_costs_no_tau2_simulation(tmp_path):
+    """One invalid byte in one simulation dropped every simulation of the file; now each such
+    byte reads as U+FFFD, every simulation lands, and one reject says where the bytes were."""
+    from graphlake.pipeline import ingest_path
+    from graphlake.query import run_sql
+
+    def sessions(lake):
+        sql = "SELECT session_id FROM sessions ORDER BY 1"
+        return run_sql(sql, lake, max_rows=None).table.column(0).to_pylist()
+
+    clean = FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json"
+    ingest_path("tau2", clean, tmp_path / "clean")
+    data = clean.read_bytes()
+    at = data.index(b'"termination_reason": "') + len(b'"termination_reason": "')
+    bad = tmp_path / "results.json"
+    bad.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+    ingest_path("tau2", bad, tmp_path / "bad")
+    assert sessions(tmp_path / "bad") == sessions(tmp_path / "clean")
+    (rej,) = run_sql("SELECT record_kind, reason FROM rejects", tmp_path / "bad").table.to_pylist()
+    assert rej["record_kind"] == "encoding" and f"first at byte {at}" in rej["reason"]
