@@ -440,8 +440,9 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
     meta_path = folder / "meta.json"
     graph_path = folder / GRAPH_FILE
     entries = sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+    others = [p for p in entries if within(p, folder)]  # links resolved once per entry
     for p in entries:
-        if not within(p, folder):
+        if p not in others:
             # never read: its bytes would land in the lake as rows or a reject's payload
             out.reject(
                 source_file=str(p),
@@ -452,7 +453,7 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
                 "it was not read. Copy the file into the folder to ingest it",
                 raw=str(p),
             )
-    if meta_path.is_file() and within(meta_path, folder):
+    if meta_path in others and meta_path.is_file():
         try:
             meta = load_json(meta_path.read_bytes())
         except ValueError as exc:
@@ -466,10 +467,9 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
             meta = None
     graph = (
         ing.parse_graph_file(graph_path, out, meta, fallback_sid=folder.name)
-        if within(graph_path, folder)
+        if graph_path in others
         else None
     )
-    others = [p for p in entries if within(p, folder)]
     if graph is None:
         for p in others:
             if p.name not in (GRAPH_FILE, "meta.json"):
