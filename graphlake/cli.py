@@ -888,6 +888,23 @@ def serve(
             "Retry-After.",
         ),
     ] = 32,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            help="Open connections one worker keeps. Past it, the connection that has "
+            "waited longest for its request's headers is closed; if every one has a request "
+            "running, the new one gets HTTP 503.",
+        ),
+    ] = 1024,
+    client_timeout: Annotated[
+        float,
+        typer.Option(
+            "--client-timeout",
+            help="Seconds a client has to send a request's headers, and then its body: "
+            "slow or silent connections are closed, a late body gets HTTP 408.",
+        ),
+    ] = 10.0,
     preload_rows: Annotated[
         int,
         typer.Option(
@@ -933,7 +950,18 @@ def serve(
     _check_port_free(host, port)
     import uvicorn
 
+    from graphlake.server.connections import raise_descriptor_limit, uvicorn_options
+    from graphlake.server.settings import Settings
     from graphlake.server.state import write_version_record
+
+    fitting = raise_descriptor_limit(max_connections)
+    if fitting < max_connections:
+        err_console.print(
+            f"graphlake: the open-file limit fits {fitting} connections, not "
+            f"{max_connections}: serving with --max-connections {fitting} "
+            "(raise it with `ulimit -n`)"
+        )
+        max_connections = fitting
 
     record = None
     if workers > 1:  # the workers follow one record of the version they serve (server/state.py)
@@ -941,24 +969,25 @@ def serve(
         record.parent.mkdir(parents=True, exist_ok=True)
         write_version_record(record, start_version)
 
+    config = {
+        "version": start_version,
+        "version_record": str(record) if record else None,
+        "token": token,
+        "max_rows": max_rows,
+        "query_timeout_s": timeout,
+        "max_body_bytes": max_body,
+        "preload_rows": preload_rows,
+        "sql_workers": sql_workers,
+        "sql_queue": sql_queue,
+        "max_connections": max_connections,
+        "client_timeout_s": client_timeout,
+    }
     os.environ.update(
-        {
-            "GRAPHLAKE_SERVE_LAKE": str(lk.root),
-            "GRAPHLAKE_SERVE_CONFIG": json.dumps(
-                {
-                    "version": start_version,
-                    "version_record": str(record) if record else None,
-                    "token": token,
-                    "max_rows": max_rows,
-                    "query_timeout_s": timeout,
-                    "max_body_bytes": max_body,
-                    "preload_rows": preload_rows,
-                    "sql_workers": sql_workers,
-                    "sql_queue": sql_queue,
-                }
-            ),
-        }
+        {"GRAPHLAKE_SERVE_LAKE": str(lk.root), "GRAPHLAKE_SERVE_CONFIG": json.dumps(config)}
     )
+    # every worker imports the protocol class by name with the same settings (server/main.py)
+    options = uvicorn_options(Settings(lake=lk.root, **{**config, "version_record": None}))
+    options["http"] = "graphlake.server.main:protocol"
     err_console.print(
         f"graphlake: serving {lk.root} on http://{host}:{port} "
         f"(docs at /docs{', token required' if token else ''})\n"
@@ -972,6 +1001,7 @@ def serve(
             workers=workers,
             log_level="warning",
             access_log=False,
+            **options,
         )
     finally:
         if record is not None:

@@ -89,6 +89,9 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         )
 
     app.add_middleware(
-        GuardMiddleware, token=settings.token, max_body_bytes=settings.max_body_bytes
+        GuardMiddleware,
+        token=settings.token,
+        max_body_bytes=settings.max_body_bytes,
+        body_timeout_s=settings.client_timeout_s,
     )
     return app

@@ -23,6 +23,22 @@ class Settings:
     # dropped beyond this
     sql_workers: int = 4  # statements (/sql, /queries) running at once, in their own pool
     sql_queue: int = 32  # statements waiting beyond those; more are refused (HTTP 503)
+    max_connections: int = 1024  # open connections; past it the one waiting longest for its
+    # headers is closed, or the new one refused (HTTP 503) if every one has a request running
+    client_timeout_s: float = 10.0  # a request's headers, and then its body, must arrive
+    # within this (slow or silent clients are closed; a late body is HTTP 408)
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        """The settings ``graphlake serve`` hands every worker process it starts (uvicorn
+        imports the app by name, so they travel as environment variables)."""
+        import json
+        import os
+
+        config = json.loads(os.environ.get("GRAPHLAKE_SERVE_CONFIG", "{}"))
+        if config.get("version_record"):
+            config["version_record"] = Path(config["version_record"])
+        return cls(lake=Path(os.environ["GRAPHLAKE_SERVE_LAKE"]), **config)
 
 
 def is_loopback(host: str) -> bool:

@@ -303,6 +303,7 @@ class LiveServer:
         import uvicorn
 
         from graphlake.server import create_app
+        from graphlake.server.connections import uvicorn_options
 
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
@@ -316,6 +317,7 @@ class LiveServer:
             port=self.port,
             log_level="warning",
             access_log=False,
+            **uvicorn_options(settings),  # the client bounds `graphlake serve` runs with
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -188,6 +188,95 @@ def test_a_chunked_body_over_the_limit_is_a_413_and_one_under_it_is_read(hand_la
         assert small.status_code == 200 and small.json()["rows"] == [[1]]
 
 
+def _slow_clients(url: str, count: int) -> list:
+    """``count`` connections that each send half a request's headers and then nothing."""
+    import socket
+
+    port = int(url.rsplit(":", 1)[1])
+    socks = []
+    for _ in range(count):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=60)
+        sock.sendall(b"GET /health HTTP/1.1\r\nHost: attacker\r\nX-Pad: ")
+        socks.append(sock)
+    return socks
+
+
+def _closed_by_server(sock, deadline: float) -> bool:
+    """True once the server has closed ``sock`` (EOF, or a reset); waits until ``deadline``."""
+    import select
+
+    while time.monotonic() < deadline:
+        readable, _, _ = select.select([sock], [], [], 0.5)
+        if readable:
+            try:
+                return sock.recv(4096) == b"" or sock.recv(4096) == b""
+            except ConnectionResetError:
+                return True
+    return False
+
+
+def test_slow_clients_are_closed_and_health_gets_in_past_the_connection_cap(hand_lake):
+    """Slowloris: half-sent headers held 1,100 sockets until descriptors ran out. Past the cap
+    the client waiting longest for its headers is evicted, so /health still gets in; every
+    slow client is closed at the headers deadline; the open connections never pass the cap."""
+    import httpx
+
+    from conftest import LiveServer
+    from graphlake.server import Settings
+
+    settings = Settings(lake=hand_lake, max_connections=32, client_timeout_s=3.0)
+    with LiveServer(settings) as srv:
+        open_now = srv.server.server_state.connections
+        attackers = _slow_clients(srv.url, 200)
+        try:
+            assert len(open_now) <= 32
+            with httpx.Client(base_url=srv.url, timeout=60) as c:
+                assert c.get("/health").json()["status"] == "ok"
+            deadline = time.monotonic() + 120
+            assert all(_closed_by_server(s, deadline) for s in attackers)
+            while open_now:  # every slow client gone, none left holding a socket
+                assert time.monotonic() < deadline, f"{len(open_now)} connections stay open"
+                time.sleep(0.05)
+        finally:
+            for sock in attackers:
+                sock.close()
+
+
+def test_a_trickled_body_is_a_408_and_a_full_house_of_running_requests_a_503(hand_lake):
+    import socket
+
+    import httpx
+
+    from conftest import Gate, LiveServer
+    from graphlake.server import Settings
+
+    settings = Settings(lake=hand_lake, max_connections=2, client_timeout_s=1.0)
+    with LiveServer(settings, wrap=Gate) as srv:
+        gate = srv.server.config.app
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=60) as slow:
+            slow.sendall(
+                b"POST /sql HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                b'content-length: 100\r\n\r\n{"sql": '
+            )  # the headers, then a body that never comes
+            answer = slow.makefile("rb").read()
+        assert answer.startswith(b"HTTP/1.1 408") and b"--client-timeout" in answer
+
+        gate.hold("^/health")  # two requests in progress fill the cap of two
+        import concurrent.futures
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            held = [pool.submit(httpx.get, srv.url + "/health", timeout=120) for _ in range(2)]
+            deadline = time.monotonic() + 120
+            while gate.pending < 2:
+                assert time.monotonic() < deadline, "the held requests never arrived"
+                time.sleep(0.01)
+            refused = httpx.get(srv.url + "/openapi.json", timeout=60)
+            assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+            assert "--max-connections" in refused.json()["error"]["message"]
+            gate.release()
+            assert [h.result().status_code for h in held] == [200, 200]
+
+
 def test_the_sql_pool_refuses_past_its_queue_and_abandons_what_it_cannot_interrupt(monkeypatch):
     import asyncio
     import threading
