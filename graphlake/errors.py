@@ -19,6 +19,21 @@ class LakeVersionError(LakeError, LookupError):
     """A read asked for a lake version that does not exist."""
 
 
+class SnapshotGoneError(LakeVersionError):
+    """The files of the lake version a reader was pinned to were deleted while it read
+    (``graphlake lake compact --vacuum``). A connection that follows the newest version
+    reopens there by itself; one pinned on purpose raises this. Over HTTP: 503, retry."""
+
+    def __init__(self, message: str, version: int):
+        super().__init__(message)
+        self.version = version
+
+
+class SnapshotMovedWarning(UserWarning):
+    """A connection reopened at a newer lake version because its own version's files were
+    deleted by a vacuum: what it reads from now on is that version."""
+
+
 class LakeNotFoundError(LakeError, FileNotFoundError):
     """A read named a lake directory that no writer ever created."""
 

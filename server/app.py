@@ -43,7 +43,9 @@ every error is `{"error": {"status", "code", "message"}}`.
 
 def create_app(settings: Settings, *, connection: Connection | None = None) -> FastAPI:
     """The app over ``settings.lake`` (or an open ``connection``), pinned to one snapshot."""
-    con = connection or Connection(settings.lake, settings.version)
+    # the State moves the service between versions (POST /refresh, after a vacuum), not the
+    # connection by itself: every part of an answer comes from one version
+    con = connection or Connection(settings.lake, settings.version, follow=False)
     state = State(settings, con, new_benchmarks(settings, con))
 
     @asynccontextmanager

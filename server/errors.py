@@ -23,6 +23,7 @@ from graphlake.errors import (
     NotFoundError,
     QueryMemoryError,
     QueryTimeoutError,
+    SnapshotGoneError,
     SqlError,
     UnknownCorpusError,
 )
@@ -75,7 +76,7 @@ def _status(exc: GraphlakeError) -> int:
         return 408
     if isinstance(exc, MissingExtraError):
         return 501
-    if isinstance(exc, ServiceBusyError):
+    if isinstance(exc, ServiceBusyError | SnapshotGoneError):
         return 503
     if isinstance(exc, StaleCursorError):
         return 409
@@ -98,6 +99,22 @@ def install(app: FastAPI) -> None:
             where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
             parts.append(f"{where}: {e.get('msg')}")
         return error_response(422, "invalid request: " + "; ".join(parts))
+
+    @app.exception_handler(SnapshotGoneError)
+    async def _gone(request: Request, exc: SnapshotGoneError):
+        """A vacuum deleted the served version's files while this request read them: move
+        the service to the newest version now (the next request would anyway) and say so."""
+        from starlette.concurrency import run_in_threadpool
+
+        state = request.app.state.graphlake
+        await run_in_threadpool(state.refresh)
+        return error_response(
+            503,
+            f"{exc}. This server now serves lake version {state.current.con.version}: "
+            "send the request again",
+            "lake_moved",
+            headers={"Retry-After": "0"},
+        )
 
     @app.exception_handler(GraphlakeError)
     async def _domain(request: Request, exc: GraphlakeError):

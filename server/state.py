@@ -3,6 +3,7 @@ Routers get it with ``Depends(get_state)``; tests build their own with ``create_
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -17,6 +18,8 @@ from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
 from graphlake.server.clips import ClipCache
 from graphlake.server.settings import Settings
+
+log = logging.getLogger("graphlake.server")
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,13 @@ class State:
     one small record of the lake version the service reads (``settings.version_record``).
     ``POST /refresh`` in any worker moves that worker and writes the record; every other worker
     sees the record change (a stat, at most once a second, on its next request) and moves to
-    the same version, so all workers answer from one lake version."""
+    the same version, so all workers answer from one lake version.
+
+    A vacuum (``graphlake lake compact --vacuum``) that deletes the files of the version a
+    worker serves moves that worker to the newest version before its next request: the vacuum
+    writes its record before deleting anything, and every request stats that record (about
+    a microsecond). A request already running when the files go answers 503 ``lake_moved``
+    (retry at once), and the worker moves on the same way."""
 
     #: Seconds between two looks at the shared version record.
     FOLLOW_EVERY_S = 1.0
@@ -51,6 +60,7 @@ class State:
         self._record = settings.version_record
         self._record_seen: int | None = None  # its mtime when last read
         self._next_look = 0.0
+        self._vacuum_seen: int | None = self._vacuum_mtime()
 
     def refresh(self) -> bool:
         """Move to the newest lake snapshot (``POST /refresh``), and tell the other workers."""
@@ -68,7 +78,7 @@ class State:
             old = self.current
             if version == old.con.version:
                 return False
-            con = Connection(old.con.lake, version)
+            con = Connection(old.con.lake, version, follow=False)  # State moves it
             bench = new_benchmarks(self.settings, con)
             if self.settings.preload_rows:
                 bench.sessions.preload()
@@ -78,9 +88,37 @@ class State:
         grace.start()
         return True
 
+    def _vacuum_mtime(self) -> int | None:
+        try:
+            return self.current.con.lake.vacuum_path.stat().st_mtime_ns
+        except FileNotFoundError:
+            return None
+
+    def vacuum_due(self) -> int | None:
+        """The newest version, when a vacuum since the last look leaves the served version
+        unreadable (its files are being deleted); else None."""
+        seen = self._vacuum_mtime()
+        if seen == self._vacuum_seen:
+            return None
+        self._vacuum_seen = seen
+        lake = self.current.con.lake
+        record = lake.vacuum_record() or {}
+        newest = lake.snapshot(None).lake_version
+        serving = self.current.con.version
+        if serving < record.get("readable_from", 0) and serving != newest:
+            log.warning(
+                "lake version %s was vacuumed: serving version %s from now on", serving, newest
+            )
+            return newest
+        return None
+
     def due(self) -> int | None:
-        """The version the shared record names when another worker moved there, else None.
-        Costs a clock read, and a stat once a second."""
+        """The version to move to before this request: the newest after a vacuum took the
+        served one, or the one the shared record names when another worker moved there; else
+        None. Costs a stat, and one more once a second under --workers N."""
+        vacuumed = self.vacuum_due()
+        if vacuumed is not None:
+            return vacuumed
         if self._record is None or time.monotonic() < self._next_look:
             return None
         self._next_look = time.monotonic() + self.FOLLOW_EVERY_S

@@ -343,3 +343,107 @@ def test_a_staging_folder_killed_while_being_made_is_still_cleaned(lake):
     alive.mkdir()
     assert sorted(lake.clean_staging()) == [dead.name]
     assert alive.exists() and made.exists()
+
+
+# ------------------------------------------------------------------ readers across a vacuum
+
+
+def _vacuum_all_but_newest(lake) -> None:
+    """What `graphlake lake compact --vacuum --retain-hours 0` does: one file per table,
+    and every other version's files deleted."""
+    compact(lake, vacuum=True, retain_hours=0)
+
+
+def test_a_connection_follows_the_lake_past_a_vacuum_of_its_version(lake, tmp_path):
+    """A reader opened on the newest version lost its files to a retain-0 vacuum: it failed
+    102 of 118 reads until reopened. It now reopens at the newest version, saying so once."""
+    import warnings
+
+    from graphlake.errors import SnapshotMovedWarning
+    from graphlake.query.connection import Connection
+
+    _three_runs(lake, tmp_path)
+    with Connection(lake) as con:
+        read_at = con.version
+        assert con.sql("SELECT count(*) FROM nodes").table.column(0)[0].as_py() == 21
+        _vacuum_all_but_newest(lake)
+        with pytest.warns(SnapshotMovedWarning, match=f"lake version {read_at} were deleted"):
+            assert con.sql("SELECT count(*) FROM nodes").table.column(0)[0].as_py() == 21
+        assert con.version == lake.snapshot().lake_version > read_at
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # said once; later reads are plain reads
+            assert con.rows("SELECT count(*) AS n FROM edges")[0]["n"] > 0
+
+
+def test_a_connection_pinned_to_a_vacuumed_version_says_what_to_do(lake, tmp_path):
+    from graphlake.errors import SnapshotGoneError
+    from graphlake.query.connection import Connection
+
+    _three_runs(lake, tmp_path)
+    with Connection(lake, lake.snapshot().lake_version) as con:
+        pinned = con.version
+        _vacuum_all_but_newest(lake)
+        with pytest.raises(SnapshotGoneError, match=f"version {pinned} .* can no longer be read"):
+            con.sql("SELECT count(*) FROM nodes")
+        assert con.version == pinned  # pinned on purpose: it does not move by itself
+
+
+def test_opening_a_connection_while_a_vacuum_deletes_its_version(lake, tmp_path, monkeypatch):
+    """The newest version was resolved, then its files went before the views were made: the
+    connection opens at the newer version instead of failing with DuckDB's raw error."""
+    from graphlake.query import connection
+
+    _three_runs(lake, tmp_path)
+    real, calls = connection.open_catalog, []
+
+    def vacuum_in_between(lk, version, **kw):
+        calls.append(version)
+        if len(calls) == 1:
+            _vacuum_all_but_newest(lake)
+        return real(lk, version, **kw)
+
+    monkeypatch.setattr(connection, "open_catalog", vacuum_in_between)
+    with connection.Connection(lake) as con:
+        assert con.version == lake.snapshot().lake_version == calls[-1] > calls[0]
+        assert con.rows("SELECT count(*) AS n FROM nodes")[0]["n"] == 21
+
+
+def test_a_server_moves_past_a_vacuum_of_the_version_it_serves(lake, tmp_path):
+    """A running server answered 400 on /sql, /sessions and /workbench/sessions after a
+    retain-0 vacuum until POST /refresh. It now moves to the newest version before the next
+    request; one already reading when the files went gets 503 `lake_moved` and can retry."""
+    import httpx
+
+    from conftest import LiveServer
+    from graphlake.server import Settings
+
+    _three_runs(lake, tmp_path)
+    count_sql = {"sql": "SELECT count(*) AS n FROM nodes"}
+    with (
+        LiveServer(Settings(lake=lake.root, preload_rows=0)) as srv,
+        httpx.Client(base_url=srv.url, timeout=120) as c,
+    ):
+        served = c.get("/health").json()["lake_version"]
+        _vacuum_all_but_newest(lake)
+        assert c.post("/sql", json=count_sql).json()["rows"] == [[21]]
+        assert c.get("/sessions").status_code == 200
+        assert c.get("/workbench/sessions").status_code == 200
+        assert c.get("/health").json()["lake_version"] == lake.snapshot().lake_version > served
+
+        # a request already reading when the files go: hide the vacuum from the check the
+        # next request makes, as if it had started before the vacuum record was written
+        state = srv.app.state.graphlake
+        before = state.current.con.version
+        folder = tmp_path / "more"
+        shutil.copytree(HAND, folder)
+        (folder / "graph.json").write_text(
+            (folder / "graph.json").read_text().replace('"hand-1"', '"hand-7"')
+        )
+        ingest_path("kolab", folder, lake)  # the server stays on its version until told
+        _vacuum_all_but_newest(lake)
+        state._vacuum_seen = state._vacuum_mtime()
+        gone = c.post("/sql", json=count_sql)
+        assert gone.status_code == 503 and gone.headers["retry-after"] == "0"
+        assert gone.json()["error"]["code"] == "lake_moved"
+        assert c.post("/sql", json=count_sql).json()["rows"] == [[28]]
+        assert state.current.con.version == lake.snapshot().lake_version > before

@@ -208,14 +208,15 @@ class Lake:
 
     # -- vacuum record -------------------------------------------------------------------------
     @property
-    def _vacuum_path(self) -> Path:
+    def vacuum_path(self) -> Path:
+        """The vacuum record (a reader that watches its mtime learns of a vacuum at once)."""
         return self.meta_dir / "vacuum.json"
 
     def vacuum_record(self) -> dict | None:
         """The last vacuum: when, with what retention, and the oldest lake version whose files
         it kept (``readable_from``); None when the lake was never vacuumed."""
         try:
-            return json.loads(self._vacuum_path.read_text())
+            return json.loads(self.vacuum_path.read_text())
         except (FileNotFoundError, ValueError):
             return None
 
@@ -232,14 +233,14 @@ class Lake:
         previous = self.vacuum_record()
         if previous:  # what an earlier vacuum removed stays removed
             readable_from = max(readable_from, previous["readable_from"])
-        tmp = self._vacuum_path.with_suffix(".tmp")
+        tmp = self.vacuum_path.with_suffix(".tmp")
         tmp.write_text(
             json.dumps(
                 {"at": at.isoformat(), "retain_hours": retain_hours, "readable_from": readable_from}
             )
             + "\n"
         )
-        os.replace(tmp, self._vacuum_path)
+        os.replace(tmp, self.vacuum_path)
         return readable_from
 
     def files(self, table: str, snap: Snapshot) -> list[str]:

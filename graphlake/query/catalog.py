@@ -47,6 +47,14 @@ class Catalog:
             shutil.rmtree(self.temp_dir, ignore_errors=True)
 
 
+def snapshot_files(lake: Lake, snap: Snapshot) -> list[str]:
+    """Every Parquet file a catalog of ``snap`` reads: its tables' and its kept views'."""
+    files = [f for name in TABLES for f in lake.files(name, snap)]
+    for name in MATERIALIZED:
+        files += current_files(lake, name, snap) or []
+    return files
+
+
 def open_catalog(
     lake: Lake,
     version: int | None = None,

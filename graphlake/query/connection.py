@@ -16,6 +16,11 @@ slips past the sqlglot guard still cannot read or write a file outside the lake,
 database, take the machine's memory or turn the sandbox off. The guard stays in front for its
 helpful errors (did-you-mean, read-only).
 
+A vacuum (``graphlake lake compact --vacuum``) may delete the files of the snapshot a
+connection reads. A connection that follows the newest version (opened without ``version``)
+then reopens at the newest one, warns with :class:`SnapshotMovedWarning` and runs the
+statement again; one pinned to a version on purpose raises :class:`SnapshotGoneError`.
+
 A connection is safe to share between threads: each thread runs on its own DuckDB cursor over
 the same in-memory catalog. ``refresh()`` and ``close()`` never pull a catalog from under a
 running statement: every statement holds the catalog it started on (a reference count), and a
@@ -27,17 +32,30 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 from collections import OrderedDict
 
 import duckdb
 import pyarrow as pa
 
 from graphlake.config import DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
-from graphlake.errors import GraphlakeError, QueryMemoryError, QueryTimeoutError, SqlError
+from graphlake.errors import (
+    GraphlakeError,
+    LakeVersionError,
+    QueryMemoryError,
+    QueryTimeoutError,
+    SnapshotGoneError,
+    SnapshotMovedWarning,
+    SqlError,
+)
 from graphlake.lake import Lake, Snapshot
-from graphlake.query.catalog import Catalog, open_catalog
+from graphlake.query.catalog import Catalog, open_catalog, snapshot_files
 from graphlake.query.guard import check, check_length
 from graphlake.query.pattern import compile_patterns
+
+#: What DuckDB raises when a file a view reads is gone: IO (not found) or, in the sandbox,
+#: permission (a path that no longer resolves is not among the allowed ones).
+_FILE_ERRORS = (duckdb.IOException, duckdb.PermissionException)
 
 
 class QueryResult:
@@ -113,11 +131,16 @@ class Connection:
         *,
         sandboxed: bool = True,
         threads: int | None = None,
+        follow: bool | None = None,
     ):
+        """``follow`` (default: when ``version`` is None) reopens at the newest version when
+        a vacuum deletes this one's files; otherwise that is a :class:`SnapshotGoneError`."""
         self.lake = as_lake(lake)
+        self._follow = version is None if follow is None else follow
         self._sandboxed = sandboxed
         self._threads = threads
         self._lock = threading.Lock()
+        self._reopen_lock = threading.Lock()
         self._local = threading.local()
         self._pin: _Pinned | None = None
         self._generation = 0
@@ -126,13 +149,48 @@ class Connection:
 
     # ---------------------------------------------------------------- lifecycle
     def _open(self, version: int | None) -> None:
-        cat = open_catalog(self.lake, version, threads=self._threads)
+        cat = self._open_catalog(version)
         if self._sandboxed:
             sandbox(cat, self.lake)
         with self._lock:
             self._generation += 1
             old, self._pin = self._pin, _Pinned(cat, self._generation)
         self._retire(old)
+
+    def _open_catalog(self, version: int | None) -> Catalog:
+        """The catalog at ``version``; a vacuum deleting its files while the views are made
+        means the newest version (a few tries) or a :class:`SnapshotGoneError`."""
+        for attempt in range(3):
+            snap = self.lake.snapshot(version)
+            try:
+                return open_catalog(self.lake, snap.lake_version, threads=self._threads)
+            except LakeVersionError as exc:  # the vacuum's record came first: unreadable now
+                gone: SnapshotGoneError | None = SnapshotGoneError(str(exc), snap.lake_version)
+            except _FILE_ERRORS:
+                gone = self._gone_error(snap.lake_version, snapshot_files(self.lake, snap))
+                if gone is None:
+                    raise
+            if not self._follow or attempt == 2:
+                assert gone is not None
+                raise gone from None
+            version = None
+        raise AssertionError("unreachable")
+
+    def _gone_error(self, version: int, files: list[str]) -> SnapshotGoneError | None:
+        """The error to raise when some of ``version``'s ``files`` are gone (None when they
+        are all there: the failure was something else)."""
+        if all(os.path.exists(f) for f in files):
+            return None
+        try:
+            self.lake.snapshot(version)
+            why = f"the files of lake version {version} of {self.lake.root} were deleted"
+        except LakeVersionError as exc:
+            why = str(exc)
+        return SnapshotGoneError(
+            f"{why}; open the newest version (graphlake.connect(lake) follows it, "
+            "POST /refresh moves a server)",
+            version,
+        )
 
     def _retire(self, pin: _Pinned | None) -> None:
         """No new statement starts on ``pin``; it closes now if idle, else after its last."""
@@ -276,13 +334,13 @@ class Connection:
         covers checking and running together: what the guard spends, the query cannot.
         """
         start = time.monotonic()
-        pin = self._acquire()  # checked and run on one catalog, even across a refresh
-        try:
+
+        def work(pin: _Pinned) -> QueryResult:  # checked and run on one catalog
             sql = self._check(pin, statement, start + timeout_s if timeout_s else None)
             left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
             return self._run(pin, sql, params, max_rows, left, timeout_s)
-        finally:
-            self._release(pin)
+
+        return self._on_pin(work)
 
     def execute(
         self,
@@ -294,11 +352,36 @@ class Connection:
         _limit_s: float | None = None,
     ) -> QueryResult:
         """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited)."""
-        pin = self._acquire()
-        try:
-            return self._run(pin, sql, params, max_rows, timeout_s, _limit_s)
-        finally:
-            self._release(pin)
+        return self._on_pin(lambda pin: self._run(pin, sql, params, max_rows, timeout_s, _limit_s))
+
+    def _on_pin(self, work):
+        """``work(pin)`` on the current catalog, which stays open while it runs. When a vacuum
+        deleted that catalog's files and this connection follows the newest version, it
+        reopens there (once, whichever thread gets there first) and runs ``work`` again."""
+        for attempt in range(3):
+            pin = self._acquire()
+            try:
+                return work(pin)
+            except SnapshotGoneError:
+                if not self._follow or attempt == 2:
+                    raise
+            finally:
+                self._release(pin)
+            self._reopen_after(pin)
+        raise AssertionError("unreachable")
+
+    def _reopen_after(self, gone: _Pinned) -> None:
+        with self._reopen_lock:
+            if self._pin is not gone:
+                return  # another thread already moved on, or the connection was closed
+            old = gone.cat.snapshot.lake_version
+            self._open(None)
+        warnings.warn(
+            f"the files of lake version {old} were deleted (graphlake lake compact "
+            f"--vacuum): this connection now reads version {self.version}",
+            SnapshotMovedWarning,
+            stacklevel=4,
+        )
 
     def _run(
         self,
@@ -353,6 +436,10 @@ class Connection:
             ) from None
         except duckdb.Error as exc:
             self._discard_cursor(pin, cur)
+            if isinstance(exc, _FILE_ERRORS):  # a vacuum may have deleted the files
+                gone = self._gone_error(snapshot.lake_version, pin.cat.files)
+                if gone is not None:
+                    raise gone from None
             raise SqlError(f"DuckDB: {exc}") from None
         finally:
             if timer:
