@@ -250,6 +250,12 @@ def print_refresh_report(rep) -> None:
         f"materialized views refreshed for {which} in {rep.seconds:.1f} s ({made}); "
         f"committed lake version {rep.snapshot.lake_version}"
     )
+    if rep.crowded:
+        err_console.print(
+            f"note: {rep.crowded:,} session{'' if rep.crowded == 1 else 's'} left out of "
+            "co_occurrences: more overlapping pairs than $GRAPHLAKE_CO_OCCURRENCE_CAP allows "
+            "(see the co_occurrence_overflow view; window_nodes() reads their overlaps)"
+        )
 
 
 def print_ingest_report(corpus, stats, snap, lk) -> None:

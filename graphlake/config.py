@@ -28,6 +28,24 @@ def temp_limit() -> str:
     return os.environ.get("GRAPHLAKE_TEMP_LIMIT", DEFAULT_TEMP_LIMIT)
 
 
+#: Ordered pairs of overlapping node occurrences one session may have in ``co_occurrences``
+#: (a session of n mutually overlapping nodes has n(n-1)): past it the session is listed in
+#: ``co_occurrence_overflow`` instead. Part of the views' definition: a lake refreshed with
+#: another value recomputes them.
+DEFAULT_CO_OCCURRENCE_CAP = 1_000_000
+
+
+def co_occurrence_cap() -> int:
+    value = os.environ.get("GRAPHLAKE_CO_OCCURRENCE_CAP", "")
+    try:
+        return int(value) if value else DEFAULT_CO_OCCURRENCE_CAP
+    except ValueError:
+        raise ValueError(
+            f"$GRAPHLAKE_CO_OCCURRENCE_CAP={value!r} is not a whole number of pairs; "
+            "unset it for the default (1,000,000)"
+        ) from None
+
+
 #: How query answers can be written (``--format``; graphlake.query.output).
 OUTPUT_FORMATS = ("table", "json", "csv", "parquet")
 

@@ -19,6 +19,7 @@ from graphlake.ingest.yaml_bounded import (
     load_yaml,
     load_yaml_items,
 )
+from graphlake.lake import Lake
 
 
 def alias_bomb(levels: int = 10, width: int = 9) -> str:
@@ -399,3 +400,85 @@ def test_a_byte_that_is_not_utf8_costs_no_tau2_simulation(tmp_path):
     assert sessions(tmp_path / "bad") == sessions(tmp_path / "clean")
     (rej,) = run_sql("SELECT record_kind, reason FROM rejects", tmp_path / "bad").table.to_pylist()
     assert rej["record_kind"] == "encoding" and f"first at byte {at}" in rej["reason"]
+
+
+# ------------------------------------------------------------------ derived data
+
+
+def _crowded_session(folder: Path, session: str, nodes: int) -> Path:
+    """A Kolab session whose ``nodes`` nodes all run over the same ten minutes."""
+    folder.mkdir(parents=True)
+    graph = {
+        "session_id": session,
+        "steps": [
+            {
+                "key": "s1",
+                "step_name": "everything at once",
+                "nodes": [
+                    {
+                        "id": f"n{i}",
+                        "actor_type": "user",
+                        "label": f"node {i}",
+                        "time": [f"00:00:{i % 60:02d}-00:10:00"],
+                    }
+                    for i in range(nodes)
+                ],
+            }
+        ],
+    }
+    (folder / "graph.json").write_text(json.dumps(graph))
+    return folder
+
+
+def test_a_crowded_session_is_left_out_of_co_occurrences_and_listed(tmp_path):
+    """15,000 mutually overlapping Kolab nodes gave 225 million co_occurrences rows and a
+    130 s refresh. A session past the pair cap is left out and listed with its exact count;
+    the other sessions of the lake keep their rows."""
+    from graphlake.lake.derived import refresh
+    from graphlake.pipeline import ingest_path
+    from graphlake.query.connection import Connection
+
+    corpus = tmp_path / "corpus"
+    _crowded_session(corpus / "small", "small-1", 10)  # 90 pairs
+    _crowded_session(corpus / "crowd", "crowd-1", 1_200)  # 1,438,800 ordered pairs
+    lake = tmp_path / "lake"
+    ingest_path("kolab", corpus, lake)
+    report = refresh(Lake(lake))
+    with Connection(lake) as con:
+        listed = con.rows("SELECT * FROM co_occurrence_overflow")
+        kept = con.rows(
+            "SELECT session_id, count(*) AS n FROM co_occurrences GROUP BY ALL ORDER BY ALL"
+        )
+    assert listed == [
+        {
+            "corpus": "kolab",
+            "session_id": "crowd-1",
+            "occurrences": 1_200,
+            "overlapping_pairs": 1_200 * 1_199,
+            "cap": 1_000_000,
+        }
+    ]
+    assert kept == [{"session_id": "small-1", "n": 90}]
+    assert report.rows["co_occurrences"] == 90 and report.crowded == 1
+
+
+def test_the_pair_count_matches_the_pairs_co_occurrences_forms(demo_lake):
+    """The sweep counts pairs without forming them; with no cap it must give, for every
+    session, exactly the rows co_occurrences has."""
+    from graphlake.query.connection import Connection
+    from graphlake.schema.views import DERIVED_VIEWS
+
+    uncapped = DERIVED_VIEWS["co_occurrence_overflow"][0].replace("co_occurrence_cap()", "-1")
+    with Connection(demo_lake) as con:
+        counted = {
+            (r["corpus"], r["session_id"]): r["overlapping_pairs"]
+            for r in con.execute(uncapped, max_rows=None, timeout_s=None).table.to_pylist()
+        }
+        formed = {
+            (r["corpus"], r["session_id"]): r["n"]
+            for r in con.rows(
+                "SELECT corpus, session_id, count(*) AS n FROM co_occurrences GROUP BY ALL"
+            )
+        }
+    assert formed and len(counted) >= len(formed)
+    assert {k: v for k, v in counted.items() if v} == formed

@@ -49,7 +49,14 @@ from graphlake.schema.duckdb_views import (
     string_literal,
 )
 from graphlake.schema.graph_macros import MACROS
-from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED, depends_on, standalone_sql
+from graphlake.schema.views import (
+    DERIVED_VIEWS,
+    MATERIALIZED,
+    VIEW_ORDER,
+    depends_on,
+    reads,
+    standalone_sql,
+)
 
 #: Delta table configuration keys: the definition a table was computed with, and the versions
 #: of the canonical tables it was computed from (JSON).
@@ -99,6 +106,9 @@ class RefreshReport:
     rows: dict[str, int] = field(default_factory=dict)
     sessions: int | None = None  # None: every session (a full recomputation)
     seconds: float = 0.0
+    #: sessions left out of co_occurrences for having more overlapping pairs than the cap
+    #: (listed in the co_occurrence_overflow view)
+    crowded: int = 0
 
 
 def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> RefreshReport:
@@ -142,7 +152,7 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
         )
         try:
             versions = dict(base.table_versions)
-            made = _recompute(con, lake, base, changed, target)
+            made = _recompute(con, lake, base, changed, target, report)
             versions.update({name: v for name, (_n, v) in made.items()})
         finally:
             con.close()
@@ -215,6 +225,7 @@ def _recompute(
     base: Snapshot,
     changed: set[tuple[str, str]] | None,
     target: str,
+    report: RefreshReport,
 ) -> dict[str, tuple[int, int]]:
     """Write each view's rows for ``changed`` sessions (None: all); {view: (rows, version)}."""
 
@@ -241,7 +252,7 @@ def _recompute(
             _delete_sessions(lake, name, base, changed)
         # the views before this one read the rows just written, not a recomputation
         done = {dep: _files(lake, dep, v) for dep, (_n, v) in out.items()}
-        n, _v = _append(lake, name, _compute(con, name, files, done, chunks), schema)
+        n, _v = _append(lake, name, _compute(con, name, files, done, chunks, report), schema)
         dt = DeltaTable(str(lake.table_path(name)))
         dt.alter.set_table_properties({INPUTS_KEY: target}, raise_if_not_exists=False)
         out[name] = (n, DeltaTable(str(lake.table_path(name))).version())
@@ -281,6 +292,7 @@ def _compute(
     files: dict[str, list[str]],
     done: dict[str, list[str]],
     chunks: list[str],
+    report: RefreshReport,
 ):
     """Batches of view ``name``, one group of sessions at a time."""
 
@@ -291,6 +303,12 @@ def _compute(
                 f"CREATE OR REPLACE VIEW {dep} AS "
                 f"{files_select(dep_files, derived_schema(dep), where)}"
             )
+        for dep in VIEW_ORDER:  # the views it reads that are not kept: from their SQL, once
+            if dep in reads(name) and dep not in done:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {dep} AS {DERIVED_VIEWS[dep][0]}")
+        if name == "co_occurrences":  # the sessions it leaves out: said, not silent
+            counted = con.sql("SELECT count(*) FROM co_occurrence_overflow").fetchall()
+            report.crowded += counted[0][0]
         reader = con.sql(DERIVED_VIEWS[name][0]).to_arrow_reader(100_000)
         try:
             yield from reader

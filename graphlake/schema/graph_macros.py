@@ -26,6 +26,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from graphlake.config import co_occurrence_cap
+
 
 @dataclass(frozen=True)
 class Macro:
@@ -138,6 +140,14 @@ MACROS: dict[str, Macro] = {
             ("c", "s", "max_len"),
             _CYCLES,
             doc="simple cycles of at most max_len nodes, each once, starting at its least node",
+        ),
+        Macro(
+            "co_occurrence_cap",
+            (),
+            str(co_occurrence_cap()),
+            table=False,
+            doc="ordered pairs of overlapping occurrences a session may have in co_occurrences "
+            "($GRAPHLAKE_CO_OCCURRENCE_CAP); sessions past it are in co_occurrence_overflow",
         ),
         Macro(
             "allen",

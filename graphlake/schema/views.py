@@ -16,6 +16,7 @@ from importlib import resources
 VIEW_ORDER = (
     "adoptions",
     "adoption_chains",
+    "co_occurrence_overflow",
     "co_occurrences",
     "session_metrics",
     "session_process",
@@ -63,15 +64,15 @@ def depends_on(name: str) -> frozenset[str]:
 
 
 @cache
-def _reads(name: str) -> frozenset[str]:
+def reads(name: str) -> frozenset[str]:
     """Derived views that ``name`` reads, directly or through each other."""
     direct = {t for t in _direct(name) if t in DERIVED_VIEWS}
-    return frozenset(direct.union(*map(_reads, direct)))
+    return frozenset(direct.union(*map(reads, direct)))
 
 
 def standalone_sql(name: str) -> str:
     """The view's SQL with every derived view it reads inlined as a CTE, so it reads only the
     canonical tables: the view computed from scratch, whatever the lake has materialized."""
-    ctes = [f"{dep} AS ({DERIVED_VIEWS[dep][0]}\n)" for dep in VIEW_ORDER if dep in _reads(name)]
+    ctes = [f"{dep} AS ({DERIVED_VIEWS[dep][0]}\n)" for dep in VIEW_ORDER if dep in reads(name)]
     with_ = f"WITH {', '.join(ctes)}\n" if ctes else ""
     return f"{with_}SELECT * FROM ({DERIVED_VIEWS[name][0]}\n)"
