@@ -28,6 +28,31 @@ def temp_limit() -> str:
     return os.environ.get("GRAPHLAKE_TEMP_LIMIT", DEFAULT_TEMP_LIMIT)
 
 
+#: The largest ``attrs`` (a record's fields without a column, as JSON) a row may carry; a
+#: record past it is a reject naming the limit. And the most characters of its raw record a
+#: reject keeps (past it, cut, with a note of the full length).
+DEFAULT_MAX_ATTRS_BYTES = 1 << 20
+DEFAULT_MAX_REJECT_RAW = 1 << 20
+
+
+def _int_env(name: str, default: int) -> int:
+    value = os.environ.get(name, "")
+    try:
+        return int(value) if value else default
+    except ValueError:
+        raise ValueError(
+            f"${name}={value!r} is not a whole number; unset it for the default ({default:,})"
+        ) from None
+
+
+def max_attrs_bytes() -> int:
+    return _int_env("GRAPHLAKE_MAX_ATTRS_BYTES", DEFAULT_MAX_ATTRS_BYTES)
+
+
+def max_reject_raw() -> int:
+    return _int_env("GRAPHLAKE_MAX_REJECT_RAW", DEFAULT_MAX_REJECT_RAW)
+
+
 #: Ordered pairs of overlapping node occurrences one session may have in ``co_occurrences``
 #: (a session of n mutually overlapping nodes has n(n-1)): past it the session is listed in
 #: ``co_occurrence_overflow`` instead. Part of the views' definition: a lake refreshed with
@@ -36,14 +61,7 @@ DEFAULT_CO_OCCURRENCE_CAP = 1_000_000
 
 
 def co_occurrence_cap() -> int:
-    value = os.environ.get("GRAPHLAKE_CO_OCCURRENCE_CAP", "")
-    try:
-        return int(value) if value else DEFAULT_CO_OCCURRENCE_CAP
-    except ValueError:
-        raise ValueError(
-            f"$GRAPHLAKE_CO_OCCURRENCE_CAP={value!r} is not a whole number of pairs; "
-            "unset it for the default (1,000,000)"
-        ) from None
+    return _int_env("GRAPHLAKE_CO_OCCURRENCE_CAP", DEFAULT_CO_OCCURRENCE_CAP)
 
 
 #: How query answers can be written (``--format``; graphlake.query.output).

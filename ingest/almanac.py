@@ -24,6 +24,7 @@ from graphlake.ingest.base import (
     SourceUnit,
     attrs_json,
     file_units,
+    head_bytes,
     iso_time,
     json_lines,
     load_json,
@@ -80,7 +81,7 @@ class AlmanacIngestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason="not an Almanac file: expected session .jsonl or map .json",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
 
 

@@ -25,16 +25,17 @@ from graphlake.ingest.yaml_bounded import load_yaml, load_yaml_items  # noqa: F4
 # the emit contract lives in the schema layer (the lake imports it, not this module);
 # ingestors keep importing it from here
 from graphlake.schema.emit import (  # noqa: F401
-    RAW_LIMIT,
     CollectingEmitter,
     Emitter,
     EmitterBase,
     IngestStats,
     RecordError,
+    head_bytes,
     raw_text,
     run_row,
     source_run,
     stable_id,
+    tail_bytes,
     to_json,
 )
 

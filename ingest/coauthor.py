@@ -37,6 +37,7 @@ from graphlake.ingest.base import (
     RecordError,
     SourceUnit,
     file_units,
+    head_bytes,
     json_lines,
     shape_reason,
     to_json,
@@ -132,7 +133,7 @@ class CoAuthorIngestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason="not a CoAuthor log: expected a .jsonl file",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
             return
         _Session(unit.path, out).run()
@@ -200,7 +201,7 @@ class _Session:
                 record_kind="file",
                 record_ref="$",
                 reason="no usable events: nothing to ingest",
-                raw=self.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(self.path),
                 session_id=self.sid,
             )
             return

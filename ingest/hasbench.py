@@ -30,6 +30,7 @@ from graphlake.ingest.base import (
     SourceUnit,
     attrs_json,
     file_units,
+    head_bytes,
     iso_time,
     json_lines,
     load_yaml_items,
@@ -100,7 +101,7 @@ class HasBenchIngestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason="not a HAS-Bench file: expected task .yaml or a .jsonl trace",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
 
 

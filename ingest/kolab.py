@@ -16,7 +16,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, Ingestor, SourceUnit, load_json, parse_isolated, within
+from graphlake.ingest.base import (
+    Emitter,
+    Ingestor,
+    SourceUnit,
+    head_bytes,
+    load_json,
+    parse_isolated,
+    within,
+)
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
 
 GRAPH_FILE = "graph.json"
@@ -118,7 +126,7 @@ class KolabIngestor(Ingestor):
 
     @staticmethod
     def reject_file(out: Emitter, path: Path, reason: str, table: str = "sessions") -> None:
-        raw = path.read_bytes()[: 1 << 20] if path.is_file() else str(path)
+        raw = head_bytes(path) if path.is_file() else str(path)
         out.reject(
             source_file=str(path),
             target_table=table,

@@ -27,7 +27,15 @@ from collections import defaultdict
 from pathlib import Path
 
 from graphlake.ingest import register
-from graphlake.ingest.base import Emitter, Ingestor, SourceUnit, data_files, load_json, to_json
+from graphlake.ingest.base import (
+    Emitter,
+    Ingestor,
+    SourceUnit,
+    data_files,
+    head_bytes,
+    load_json,
+    to_json,
+)
 from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
@@ -123,7 +131,7 @@ class MapTaskIngestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason=reason,
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
 
 

@@ -31,6 +31,7 @@ from graphlake.ingest.base import (
     SourceUnit,
     attrs_json,
     file_units,
+    head_bytes,
     json_lines,
     load_yaml,
     shape_reason,
@@ -98,7 +99,7 @@ class MarbleIngestor(Ingestor):
                 src,
                 "$",
                 "not a MARBLE file: expected .jsonl tasks or a .yaml scenario config",
-                unit.path.read_bytes()[: 1 << 20],
+                head_bytes(unit.path),
             )
 
     @staticmethod

@@ -38,10 +38,12 @@ from graphlake.ingest.base import (
     attrs_json,
     data_files,
     file_units,
+    head_bytes,
     iso_time,
     load_json,
     run_row,
     shape_reason,
+    tail_bytes,
     to_json,
     within,
 )
@@ -138,7 +140,7 @@ class Tau2Ingestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason="not a tau2 file: expected a .json results or tasks file",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
             return
         try:
@@ -150,7 +152,7 @@ class Tau2Ingestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
             return
         if shape == "tasks":
@@ -198,7 +200,7 @@ class Tau2Ingestor(Ingestor):
                     target_table="sessions",
                     record_kind="file",
                     record_ref="$.simulations",
-                    raw=unit.path.read_bytes()[-(1 << 16) :],
+                    raw=tail_bytes(unit.path, 1 << 16),
                     reason=f"the file stops being valid JSON inside 'simulations' "
                     f"({type(exc).__name__}: {str(exc)[:200]}); the {landed} "
                     "simulation(s) before that point landed, the rest did not. Fix "
@@ -212,7 +214,7 @@ class Tau2Ingestor(Ingestor):
                 record_ref="$",
                 reason="neither a tau2 results file (an object with "
                 "'simulations') nor a task file (a list of tasks)",
-                raw=unit.path.read_bytes()[: 1 << 20],
+                raw=head_bytes(unit.path),
             )
 
     # -- file shape and streaming ------------------------------------------------------------
@@ -327,7 +329,7 @@ class Tau2Ingestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                raw=meta_path.read_bytes()[: 1 << 20],
+                raw=head_bytes(meta_path),
             )
             return
         if not isinstance(meta, dict):
@@ -378,7 +380,7 @@ class Tau2Ingestor(Ingestor):
                     record_kind="simulation",
                     record_ref="$",
                     reason=f"not valid JSON ({exc}); fix it and re-ingest",
-                    raw=f.read_bytes()[: 1 << 20],
+                    raw=head_bytes(f),
                     session_id=f.stem,
                 )
                 continue

@@ -4,6 +4,7 @@ runs under a memory ceiling (tests/watchdog.py), never unguarded on the machine.
 from __future__ import annotations
 
 import json
+import shutil
 import textwrap
 import time
 from pathlib import Path
@@ -344,6 +345,47 @@ def test_health_answers_while_long_statements_fill_the_sql_pool(hand_lake):
         assert busy.json()["error"]["code"] == "busy"
         assert c.get("/health").json()["status"] == "ok"  # not queued behind the statements
         assert [r.result().status_code for r in running] == [408, 408]
+
+
+# ------------------------------------------------------------------ serialised payloads
+
+
+def test_a_record_whose_attrs_pass_the_limit_is_a_reject_naming_it(tmp_path, monkeypatch):
+    """Attributes were serialised whatever their size. Past $GRAPHLAKE_MAX_ATTRS_BYTES the
+    record is a reject that names the limit, on the bulk path (Kolab's Arrow batches) and
+    the row path alike; its siblings land; the reject's raw text is cut with a note."""
+    import pyarrow as pa
+
+    from conftest import HAND
+    from graphlake.pipeline import ingest_path
+    from graphlake.query.connection import Connection
+    from graphlake.schema.emit import CollectingEmitter
+
+    monkeypatch.setenv("GRAPHLAKE_MAX_ATTRS_BYTES", "5000")
+    monkeypatch.setenv("GRAPHLAKE_MAX_REJECT_RAW", "3000")
+    folder = tmp_path / "hand"
+    shutil.copytree(HAND, folder)
+    graph = json.loads((folder / "graph.json").read_text())
+    graph["steps"][0]["nodes"][1]["transcript"] = "word " * 2_000  # 10 KB without a column
+    (folder / "graph.json").write_text(json.dumps(graph))
+    lake = tmp_path / "lake"
+    ingest_path("kolab", folder, lake)
+    with Connection(lake) as con:
+        nodes = {r["node_id"] for r in con.rows("SELECT node_id FROM nodes")}
+        (reject,) = con.rows("SELECT * FROM rejects WHERE target_table = 'nodes'")
+    assert nodes == {"seg1a/n1", "seg1a/n3", "seg1a/n4", "seg2a/n1", "seg2a/n2", "seg2a/n3"}
+    assert reject["record_ref"] == "node_id=seg1a/n2" and "GRAPHLAKE_MAX_ATTRS_BYTES" in reject["reason"]
+    assert len(reject["raw"]) < 3_300 and "$GRAPHLAKE_MAX_REJECT_RAW" in reject["raw"]
+
+    em = CollectingEmitter("kolab")
+    em.row("events", {"event_id": "e1", "session_id": "s", "attrs": json.dumps({"x": "y" * 6000})})
+    em.row("events", {"event_id": "e2", "session_id": "s", "attrs": '{"x": 1}'})
+    em.rows(
+        "events",
+        pa.table({"event_id": ["e3", "e4"], "attrs": ["z" * 6000, None], "_unit": [0, 0]}),
+    )
+    assert [r["event_id"] for r in em.tables["events"]] == ["e2", "e4"]
+    assert [r["record_ref"] for r in em.tables["rejects"]] == ["event_id=e1", "event_id=e3"]
 
 
 # ------------------------------------------------------------------ one bad record

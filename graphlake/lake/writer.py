@@ -44,7 +44,7 @@ from deltalake.transaction import AddAction
 from graphlake.lake.store import Lake, Snapshot
 from graphlake.schema import TABLES
 from graphlake.schema.duckdb_views import string_list, string_literal
-from graphlake.schema.emit import RAW_LIMIT, EmitterBase, IngestStats, source_run
+from graphlake.schema.emit import EmitterBase, IngestStats, head_bytes, source_run
 
 UNIT = "_unit"
 UNITS_DIR = "_units"
@@ -101,6 +101,7 @@ class StagingEmitter(EmitterBase):
 
     def rows(self, table: str, rows: pa.Table) -> None:
         """Stage an Arrow batch as its own Parquet part, without touching rows in Python."""
+        rows = self.within_limits(table, rows)
         if rows.num_rows == 0:
             return
         self.accepted[table] += rows.num_rows
@@ -347,7 +348,7 @@ class LakeRun:
                 continue
             losers.append((sid, unit))
             path = Path(source)
-            raw = path.read_bytes()[:RAW_LIMIT] if path.is_file() else source
+            raw = head_bytes(path) if path.is_file() else source
             em.reject(
                 source_file=source,
                 target_table="sessions",

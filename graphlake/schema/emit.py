@@ -19,6 +19,9 @@ from typing import Any, Protocol
 
 import orjson
 import pyarrow as pa
+import pyarrow.compute as pc
+
+from graphlake.config import max_attrs_bytes, max_reject_raw
 
 
 class _Unit(Protocol):
@@ -28,7 +31,21 @@ class _Unit(Protocol):
     def path(self) -> Path: ...
 
 
-RAW_LIMIT = 1 << 20  # rejects keep at most 1 MiB of the raw record
+def head_bytes(path: Path, limit: int | None = None) -> bytes:
+    """The first bytes of a file a reject keeps (never the whole file read to cut it)."""
+    with open(path, "rb") as fh:
+        return fh.read(max_reject_raw() if limit is None else limit)
+
+
+def tail_bytes(path: Path, size: int) -> bytes:
+    """The last ``size`` bytes of a file (where a truncated file's damage is)."""
+    with open(path, "rb") as fh:
+        fh.seek(max(0, fh.seek(0, 2) - size))
+        return fh.read()
+
+
+#: The columns that name a row, in the order a reject's ``record_ref`` looks for them.
+_ROW_KEYS = ("node_id", "event_id", "edge_id", "annotation_id", "media_id", "session_id", "run_id")
 
 
 def to_json(value: Any) -> str:
@@ -60,8 +77,12 @@ def raw_text(value: Any) -> str:
             text = to_json(value)
         except RecordError:  # nested too deep to write back: say so rather than fail
             text = f"<{type(value).__name__} nested too deep to write as JSON>"
-    if len(text) > RAW_LIMIT:
-        text = text[:RAW_LIMIT] + f"... [truncated, {len(text)} characters in all]"
+    limit = max_reject_raw()
+    if len(text) > limit:
+        text = (
+            text[:limit] + f"... [cut: {len(text):,} characters in all, a reject keeps "
+            f"{limit:,} ($GRAPHLAKE_MAX_REJECT_RAW); the source file has the rest]"
+        )
     return text
 
 
@@ -150,6 +171,7 @@ class EmitterBase:
         self.default_run = default_run
         self._default_run_emitted = False
         self.failed_units: list[int] = []
+        self.max_attrs = max_attrs_bytes()
 
     def _store(self, table: str, row: dict) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -163,11 +185,50 @@ class EmitterBase:
         return self.default_run["run_id"]
 
     def row(self, table: str, row: dict) -> None:
+        attrs = row.get("attrs")
+        if (
+            attrs is not None
+            and len(attrs) > self.max_attrs
+            and len(attrs.encode()) > self.max_attrs
+        ):
+            return self._reject_oversized(table, row, len(attrs.encode()))
         row["corpus"] = self.corpus
         if table == "sessions" and row.get("run_id") is None and self.default_run:
             row["run_id"] = self._use_default_run()
         self.accepted[table] += 1
         self._store(table, row)
+
+    def _reject_oversized(self, table: str, row: dict, size: int) -> None:
+        """A record whose attrs are past the limit: a reject naming it (a row with its attrs
+        cut would lose what was cut without a word)."""
+        key = next((k for k in _ROW_KEYS if row.get(k) is not None), None)
+        self.reject(
+            source_file=str(row.get("source_file") or ""),
+            target_table=table,
+            record_kind="row",
+            record_ref=f"{key}={row[key]}" if key else "$",
+            raw=row,
+            session_id=row.get("session_id"),
+            reason=f"its fields without a column (attrs) are {size:,} bytes as JSON, over the "
+            f"limit of {self.max_attrs:,}; raise $GRAPHLAKE_MAX_ATTRS_BYTES and re-ingest to "
+            "keep the record (the raw text here is cut at $GRAPHLAKE_MAX_REJECT_RAW)",
+        )
+
+    def within_limits(self, table: str, rows: pa.Table) -> pa.Table:
+        """``rows`` without those whose attrs are past the limit, each of which becomes a
+        reject (checked on the column at once: the bulk paths never unpack rows)."""
+        if "attrs" not in rows.column_names or rows.num_rows == 0:
+            return rows
+        sizes = pc.binary_length(rows.column("attrs"))
+        over = pc.fill_null(pc.greater(sizes, self.max_attrs), False)
+        if not pc.any(over).as_py():
+            return rows
+        was = self.unit
+        for row in rows.filter(over).to_pylist():
+            self.unit = row.pop("_unit", was)
+            self._reject_oversized(table, row, len(row["attrs"].encode()))
+        self.unit = was
+        return rows.filter(pc.invert(over))
 
     def rows(self, table: str, rows: pa.Table) -> None:
         """Many rows at once, as an Arrow table with the canonical columns plus ``_unit``
@@ -185,7 +246,7 @@ class EmitterBase:
         self._drop_unit(index)
         path = unit.path
         raw = (
-            path.read_bytes()[:RAW_LIMIT]
+            head_bytes(path)
             if path.is_file()
             else "\n".join(sorted(str(p.relative_to(path)) for p in path.rglob("*"))[:1000])
         )
