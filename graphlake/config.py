@@ -35,7 +35,7 @@ DEFAULT_MAX_ATTRS_BYTES = 1 << 20
 DEFAULT_MAX_REJECT_RAW = 1 << 20
 
 
-def _int_env(name: str, default: int) -> int:
+def int_env(name: str, default: int) -> int:
     value = os.environ.get(name, "")
     try:
         return int(value) if value else default
@@ -46,11 +46,11 @@ def _int_env(name: str, default: int) -> int:
 
 
 def max_attrs_bytes() -> int:
-    return _int_env("GRAPHLAKE_MAX_ATTRS_BYTES", DEFAULT_MAX_ATTRS_BYTES)
+    return int_env("GRAPHLAKE_MAX_ATTRS_BYTES", DEFAULT_MAX_ATTRS_BYTES)
 
 
 def max_reject_raw() -> int:
-    return _int_env("GRAPHLAKE_MAX_REJECT_RAW", DEFAULT_MAX_REJECT_RAW)
+    return int_env("GRAPHLAKE_MAX_REJECT_RAW", DEFAULT_MAX_REJECT_RAW)
 
 
 #: Ordered pairs of overlapping node occurrences one session may have in ``co_occurrences``
@@ -61,7 +61,7 @@ DEFAULT_CO_OCCURRENCE_CAP = 1_000_000
 
 
 def co_occurrence_cap() -> int:
-    return _int_env("GRAPHLAKE_CO_OCCURRENCE_CAP", DEFAULT_CO_OCCURRENCE_CAP)
+    return int_env("GRAPHLAKE_CO_OCCURRENCE_CAP", DEFAULT_CO_OCCURRENCE_CAP)
 
 
 #: How query answers can be written (``--format``; graphlake.query.output).

@@ -51,6 +51,19 @@ SIDE_OF = {"g": "giver", "f": "follower"}
 HREF = re.compile(r"#id\(([^)]+)\)(?:\.\.id\(([^)]+)\))?")
 
 
+#: The timed units all moves of a dialogue may span together: SPAN_FACTOR times its units
+#: plus SPAN_SLACK. Moves partition a speaker's words (about 1x); thousands of moves that each
+#: span the whole dialogue would copy units x moves ids and words into the lake.
+SPAN_FACTOR_ENV = "GRAPHLAKE_MOVE_SPAN_FACTOR"
+SPAN_SLACK = 10_000
+
+
+def span_factor() -> int:
+    from graphlake.config import int_env
+
+    return int_env(SPAN_FACTOR_ENV, 4)
+
+
 def _element_text(el, limit: int = 1 << 16) -> str:
     """An element's XML for a reject, at most ``limit`` characters; an element nested too
     deep to serialise (ElementTree recurses) is named instead of costing the file."""
@@ -471,6 +484,8 @@ class _Release:
         self.sid, self.out = sid, out
         self.units: dict[str, dict] = {}  # timed-unit id -> its event row
         self.order: dict[str, list[str]] = defaultdict(list)  # file name -> unit ids in order
+        self.position: dict[str, dict[str, int]] = defaultdict(dict)  # file -> id -> index
+        self.spanned = 0  # timed units the moves read so far have spanned, all together
 
     def read(self, layers: tuple[Path, ...]) -> list[float]:
         """Read the timed units first (moves point into them); return every end time."""
@@ -565,6 +580,7 @@ class _Release:
                 ),
             }
             self.units[uid] = row
+            self.position[path.name].setdefault(uid, len(self.order[path.name]))
             self.order[path.name].append(uid)
             self.out.row("events", row)
             ends.append(times[1])
@@ -572,9 +588,27 @@ class _Release:
 
     def _moves(self, path: Path, root, side: str) -> list[float]:
         ends = []
+        factor = span_factor()
+        budget = factor * len(self.units) + SPAN_SLACK
         for k, el in enumerate(e for e in root.iter() if _local(e.tag) == "move"):
             mid = el.get("id") or f"{path.name}#move{k}"
-            words = self._span(el)
+            spans = self._span(el)
+            size = sum(hi - lo for _name, lo, hi in spans)
+            if self.spanned + size > budget:
+                self._reject(
+                    path,
+                    "move",
+                    f"id({mid})",
+                    f"move {mid} spans {size:,} timed units, and the dialogue's moves would "
+                    f"span {self.spanned + size:,} in all, over {budget:,} ({SPAN_FACTOR_ENV} = "
+                    f"{factor} times its {len(self.units):,} timed units, plus "
+                    f"{SPAN_SLACK:,}): moves that overlap that much grow as moves x units. "
+                    f"Raise {SPAN_FACTOR_ENV} if the file is right",
+                    el,
+                )
+                continue
+            self.spanned += size
+            words = [self.units[u] for name, lo, hi in spans for u in self.order[name][lo:hi]]
             times = self._times(el) or ((words[0]["t"], words[-1]["t_end"]) if words else None)
             if times is None:
                 self._reject(
@@ -632,20 +666,21 @@ class _Release:
             ends.append(times[1])
         return ends
 
-    def _span(self, move) -> list[dict]:
-        """The timed units a move's NXT child references name, in order."""
-        words: list[dict] = []
+    def _span(self, move) -> list[tuple[str, int, int]]:
+        """The timed units a move's NXT child references name, in order, as (file, start,
+        stop) slices of that file's units: sized before anything is copied."""
+        spans = []
         for child in (e for e in move if _local(e.tag) == "child"):
             href = child.get("href") or ""
             m = HREF.search(href)
             if not m:
                 continue
             name = href.split("#", 1)[0]
-            ids = self.order.get(name, [])
-            first, last = m[1], m[2] or m[1]
-            if first in ids and last in ids:
-                words += [self.units[u] for u in ids[ids.index(first) : ids.index(last) + 1]]
-        return words
+            where = self.position.get(name, {})
+            first, last = where.get(m[1]), where.get(m[2] or m[1])
+            if first is not None and last is not None and first <= last:
+                spans.append((name, first, last + 1))
+        return spans
 
 
 def _local(tag: str) -> str:

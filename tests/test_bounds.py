@@ -374,7 +374,10 @@ def test_a_record_whose_attrs_pass_the_limit_is_a_reject_naming_it(tmp_path, mon
         nodes = {r["node_id"] for r in con.rows("SELECT node_id FROM nodes")}
         (reject,) = con.rows("SELECT * FROM rejects WHERE target_table = 'nodes'")
     assert nodes == {"seg1a/n1", "seg1a/n3", "seg1a/n4", "seg2a/n1", "seg2a/n2", "seg2a/n3"}
-    assert reject["record_ref"] == "node_id=seg1a/n2" and "GRAPHLAKE_MAX_ATTRS_BYTES" in reject["reason"]
+    assert (
+        reject["record_ref"] == "node_id=seg1a/n2"
+        and "GRAPHLAKE_MAX_ATTRS_BYTES" in reject["reason"]
+    )
     assert len(reject["raw"]) < 3_300 and "$GRAPHLAKE_MAX_REJECT_RAW" in reject["raw"]
 
     em = CollectingEmitter("kolab")
@@ -420,6 +423,48 @@ def test_one_bad_map_task_unit_is_a_reject_and_its_siblings_land(tmp_path):
     refs = {r["record_ref"]: r["raw"] for r in rejects}
     assert {"id(q8yg.4)", "id(q8yg.5)"} <= set(refs)
     assert "nested too deep" in refs["id(q8yg.5)"]
+
+
+_MAPTASK = """
+import json, sys
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+ingest_path("maptask", sys.argv[1], sys.argv[2])
+counts = run_sql("SELECT kind, count(*) AS n FROM events GROUP BY ALL ORDER BY ALL", sys.argv[2])
+rejects = run_sql("SELECT count(*) AS n, max(reason) AS reason FROM rejects", sys.argv[2])
+print(json.dumps({"events": counts.table.to_pylist(), **rejects.table.to_pylist()[0]}))
+"""
+
+
+@pytest.mark.subprocess
+def test_map_task_moves_that_all_span_the_dialogue_stay_linear(tmp_path):
+    """Every move copied its span's unit ids and words: 10,000 moves over 40,000 units (3.1 MB
+    of XML) needed over 8 GiB. The moves of a dialogue may span four times its units in all;
+    past that a move is a reject naming the limit, and the units and other moves land."""
+    units, moves = 8_000, 3_000
+    data = tmp_path / "src" / "Data"
+    (data / "timed-units").mkdir(parents=True)
+    (data / "moves").mkdir()
+    root = '<nite:root xmlns:nite="http://nite.sourceforge.net/">'
+    (data / "timed-units" / "q1x.g.timed-units.xml").write_text(
+        root
+        + "".join(f'<tu id="u{i}" start="{i}" end="{i + 0.5}">w{i}</tu>' for i in range(units))
+        + "</nite:root>"
+    )
+    span = '<nite:child href="q1x.g.timed-units.xml#id(u0)..id(u7999)"/>'
+    (data / "moves" / "q1x.g.moves.xml").write_text(
+        root
+        + "".join(f'<move id="m{i}" label="explain">{span}</move>' for i in range(moves))
+        + "</nite:root>"
+    )
+    script = tmp_path / "maptask.py"
+    script.write_text(_MAPTASK)
+    run = run_bounded(script, str(tmp_path / "src"), str(tmp_path / "lake"), ceiling=1 << 30)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    kept = (4 * units + 10_000) // units  # whole spans within the budget
+    assert out["events"] == [{"kind": "move", "n": kept}, {"kind": "word", "n": units}]
+    assert out["n"] == moves - kept and "GRAPHLAKE_MOVE_SPAN_FACTOR" in out["reason"]
 
 
 def test_a_byte_that_is_not_utf8_costs_no_tau2_simulation(tmp_path):
