@@ -45,6 +45,16 @@ def int_env(name: str, default: int) -> int:
         ) from None
 
 
+#: Files a reader must hold whole (one JSON, YAML or XML document: a Kolab graph, a Map Task
+#: layer, a task list) may be this large; peak memory is about 25 times a file's size.
+#: Line-oriented and streamed formats (JSON Lines, tau2 results) have no such limit.
+DEFAULT_MAX_FILE_BYTES = 64 << 20
+
+
+def max_file_bytes() -> int:
+    return int_env("GRAPHLAKE_MAX_FILE_BYTES", DEFAULT_MAX_FILE_BYTES)
+
+
 def max_attrs_bytes() -> int:
     return int_env("GRAPHLAKE_MAX_ATTRS_BYTES", DEFAULT_MAX_ATTRS_BYTES)
 

@@ -11,6 +11,11 @@ class GraphlakeError(Exception):
     """Base class: anything graphlake reports to a user deliberately."""
 
 
+class InputLimitError(GraphlakeError):
+    """An input past a documented limit (a file too large to read whole, say): the message
+    names the limit and the variable that raises it. The reader rejects that input alone."""
+
+
 class LakeError(GraphlakeError):
     """The lake directory is missing, locked, or at an unknown version."""
 

@@ -28,6 +28,7 @@ from graphlake.ingest.base import (
     iso_time,
     json_lines,
     load_json,
+    read_whole,
     shape_reason,
     to_json,
 )
@@ -358,7 +359,7 @@ class _Session:
 
 
 def _map(path: Path, out: Emitter) -> None:
-    data = path.read_bytes()
+    data = read_whole(path)
     try:
         m = load_json(data)
     except ValueError as exc:

@@ -32,6 +32,7 @@ from graphlake.schema.emit import (  # noqa: F401
     RecordError,
     head_bytes,
     raw_text,
+    read_whole,
     run_row,
     source_run,
     stable_id,

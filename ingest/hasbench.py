@@ -34,6 +34,7 @@ from graphlake.ingest.base import (
     iso_time,
     json_lines,
     load_yaml_items,
+    read_whole,
     run_row,
     shape_reason,
     stable_id,
@@ -108,7 +109,7 @@ class HasBenchIngestor(Ingestor):
 # -- task YAML -> scenarios ----------------------------------------------------------------------
 def _tasks(path: Path, out: Emitter) -> None:
     src = str(path)
-    text = path.read_bytes()
+    text = read_whole(path)
     try:
         items = load_yaml_items(text)  # a list of tasks is read task by task
     except (yaml.YAMLError, UnicodeDecodeError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphlake.errors import InputLimitError
 from graphlake.ingest import register
 from graphlake.ingest.base import (
     Emitter,
@@ -23,6 +24,7 @@ from graphlake.ingest.base import (
     head_bytes,
     load_json,
     parse_isolated,
+    read_whole,
     within,
 )
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
@@ -140,7 +142,12 @@ class KolabIngestor(Ingestor):
         self, path: Path, out: Emitter, meta: dict | None, fallback_sid: str | None = None
     ) -> ParsedGraph | None:
         try:
-            obj = load_json(path.read_bytes())
+            data = read_whole(path)
+        except InputLimitError as exc:
+            self.reject_file(out, path, str(exc))
+            return None
+        try:
+            obj = load_json(data)
         except ValueError as exc:
             self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
             return None

@@ -103,9 +103,16 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
     A bad file makes PyArrow reject the whole buffer, so the batch is bisected until the
     offending files are isolated (a few extra reads per bad file).
     """
+    from graphlake.config import max_file_bytes
+
+    limit = max_file_bytes()
     blobs = []
     bad: list[int] = []
     for k, p in enumerate(paths):
+        if p.stat().st_size > limit:  # the record path rejects it, naming the limit
+            bad.append(k)
+            blobs.append(b"")
+            continue
         # raw newlines in valid JSON are whitespace, so one object per line is always possible
         blob = p.read_bytes().replace(b"\r", b" ").replace(b"\n", b" ").strip()
         # only objects go to PyArrow: a top-level null, array, string or number can crash

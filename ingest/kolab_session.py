@@ -19,11 +19,14 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from graphlake.errors import InputLimitError
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
     attrs_json,
+    head_bytes,
     load_json,
+    read_whole,
     shape_reason,
     to_json,
     within,
@@ -91,7 +94,11 @@ class _Reader:
         )
 
     def read_json_file(self, path: Path, table: str):
-        data = path.read_bytes()
+        try:
+            data = read_whole(path)
+        except InputLimitError as exc:
+            self.reject(path, table, "file", "$", str(exc), head_bytes(path))
+            return None
         try:
             return load_json(data)
         except ValueError as exc:
@@ -363,7 +370,7 @@ class _Reader:
 
     # -- documents and media ---------------------------------------------------------------
     def document(self, path: Path, kind: str) -> None:
-        text = path.read_bytes().decode("utf-8", errors="replace")
+        text = read_whole(path).decode("utf-8", errors="replace")
         self.out.row(
             "documents",
             {
@@ -455,7 +462,7 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
             )
     if meta_path in others and meta_path.is_file():
         try:
-            meta = load_json(meta_path.read_bytes())
+            meta = load_json(read_whole(meta_path))
         except ValueError as exc:
             ing.reject_file(
                 out,

@@ -34,6 +34,7 @@ from graphlake.ingest.base import (
     data_files,
     head_bytes,
     load_json,
+    read_whole,
     to_json,
 )
 from graphlake.ingest.base import RecordError as _Bad
@@ -149,7 +150,7 @@ class MapTaskIngestor(Ingestor):
 
 
 def _read_json(path: Path, out: Emitter, table: str):
-    data = path.read_bytes()
+    data = read_whole(path)
     try:
         obj = load_json(data)
     except ValueError as exc:
@@ -418,7 +419,7 @@ class _Dialogue:
 
 
 def _landmarks(path: Path, out: Emitter) -> None:
-    text = path.read_bytes().decode("utf-8", errors="replace")
+    text = read_whole(path).decode("utf-8", errors="replace")
     reader = csv.DictReader(io.StringIO(text))
     if not reader.fieldnames or not {"id", "map"} <= set(reader.fieldnames):
         out.reject(
@@ -505,7 +506,7 @@ class _Release:
         return ends
 
     def _parse(self, path: Path):
-        data = path.read_bytes()
+        data = read_whole(path)
         try:
             return ET.fromstring(data)
         except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError: the XML

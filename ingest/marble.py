@@ -34,6 +34,7 @@ from graphlake.ingest.base import (
     head_bytes,
     json_lines,
     load_yaml,
+    read_whole,
     shape_reason,
     to_json,
 )
@@ -86,7 +87,7 @@ class MarbleIngestor(Ingestor):
                 except SHAPE_ERRORS as exc:  # one odd line is one reject, not a lost file
                     bad(lineno, shape_reason(exc), line)
         elif unit.kind == "yaml":
-            text = unit.path.read_bytes()
+            text = read_whole(unit.path)
             try:
                 task = load_yaml(text)
             except yaml.YAMLError as exc:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import ijson
 
+from graphlake.errors import InputLimitError
 from graphlake.ingest import register
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
@@ -41,6 +42,7 @@ from graphlake.ingest.base import (
     head_bytes,
     iso_time,
     load_json,
+    read_whole,
     run_row,
     shape_reason,
     tail_bytes,
@@ -321,7 +323,7 @@ class Tau2Ingestor(Ingestor):
         """A run folder: ``results.json`` metadata, then each ``simulations/<id>.json``."""
         meta_path = folder / RESULTS_NAME
         try:
-            meta = load_json(meta_path.read_bytes())
+            meta = load_json(read_whole(meta_path))
         except ValueError as exc:
             out.reject(
                 source_file=str(meta_path),
@@ -372,7 +374,17 @@ class Tau2Ingestor(Ingestor):
             )
         for f in files:
             try:
-                sim = load_json(f.read_bytes())
+                sim = load_json(read_whole(f))
+            except InputLimitError as exc:
+                out.reject(
+                    source_file=str(f),
+                    target_table="sessions",
+                    record_kind="simulation",
+                    record_ref="$",
+                    reason=str(exc),
+                    raw=head_bytes(f),
+                )
+                continue
             except ValueError as exc:
                 out.reject(
                     source_file=str(f),

@@ -391,6 +391,58 @@ def test_a_record_whose_attrs_pass_the_limit_is_a_reject_naming_it(tmp_path, mon
     assert [r["record_ref"] for r in em.tables["rejects"]] == ["event_id=e1", "event_id=e3"]
 
 
+def test_a_file_too_large_to_read_whole_is_a_reject_naming_the_limit(tmp_path, monkeypatch):
+    """Whole-document readers held any file: a 0.73 GiB Kolab graph needed over 8 GiB. Past
+    $GRAPHLAKE_MAX_FILE_BYTES the file is a reject (never read), a graph file and a session
+    folder's graph.json alike, and the other sessions land."""
+    from graphlake.pipeline import ingest_path
+    from graphlake.query.connection import Connection
+
+    corpus = tmp_path / "corpus"
+    _crowded_session(corpus / "small", "small-1", 5)
+    _crowded_session(corpus / "big", "big-1", 300)
+    big_file = corpus / "loose-big.json"
+    big_file.write_text((corpus / "big" / "graph.json").read_text().replace("big-1", "big-2"))
+    size = big_file.stat().st_size
+    monkeypatch.setenv("GRAPHLAKE_MAX_FILE_BYTES", str(size - 1))
+    lake = tmp_path / "lake"
+    ingest_path("kolab", corpus, lake)
+    with Connection(lake) as con:
+        sessions = [r["session_id"] for r in con.rows("SELECT session_id FROM sessions")]
+        rejects = con.rows("SELECT source_file, reason, length(raw) AS n FROM rejects ORDER BY 1")
+    assert sessions == ["small-1"]
+    assert [Path(r["source_file"]).name for r in rejects] == ["graph.json", "loose-big.json"]
+    for r in rejects:
+        assert f"over the {size - 1:,}-byte limit" in r["reason"]
+        assert "GRAPHLAKE_MAX_FILE_BYTES" in r["reason"] and r["n"] <= size
+
+
+_HUGE_KOLAB = """
+import sys
+from graphlake.pipeline import ingest_path
+from graphlake.query import run_sql
+ingest_path("kolab", sys.argv[1], sys.argv[2])
+print(run_sql("SELECT reason FROM rejects", sys.argv[2]).table.column(0).to_pylist())
+"""
+
+
+@pytest.mark.subprocess
+def test_a_kolab_file_past_the_default_limit_costs_no_memory(tmp_path):
+    """A 70 MB graph (the default limit is 64 MiB) under a 1 GiB ceiling: rejected unread."""
+    folder = tmp_path / "corpus" / "s1"
+    folder.mkdir(parents=True)
+    with open(folder / "graph.json", "w") as fh:
+        fh.write('{"session_id": "huge", "title": "')
+        for _ in range(70):
+            fh.write("x" * 1_000_000)
+        fh.write('", "steps": []}')
+    script = tmp_path / "huge.py"
+    script.write_text(_HUGE_KOLAB)
+    run = run_bounded(script, str(tmp_path / "corpus"), str(tmp_path / "lake"), ceiling=1 << 30)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "GRAPHLAKE_MAX_FILE_BYTES" in run.stdout and run.peak_bytes < 600 << 20
+
+
 # ------------------------------------------------------------------ one bad record
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +22,8 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphlake.config import max_attrs_bytes, max_reject_raw
+from graphlake.config import max_attrs_bytes, max_file_bytes, max_reject_raw
+from graphlake.errors import InputLimitError
 
 
 class _Unit(Protocol):
@@ -35,6 +37,24 @@ def head_bytes(path: Path, limit: int | None = None) -> bytes:
     """The first bytes of a file a reject keeps (never the whole file read to cut it)."""
     with open(path, "rb") as fh:
         return fh.read(max_reject_raw() if limit is None else limit)
+
+
+def read_whole(path: Path) -> bytes:
+    """The bytes of a file a reader must hold whole (one JSON, YAML or XML document), or
+    :class:`InputLimitError` past ``$GRAPHLAKE_MAX_FILE_BYTES`` (read up to the limit only, so
+    a file that grows while read cannot get past it)."""
+    limit = max_file_bytes()
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        data = fh.read(limit + 1) if size <= limit else b""
+    if size > limit or len(data) > limit:
+        raise InputLimitError(
+            f"{Path(path).name} is {max(size, len(data)):,} bytes, over the {limit:,}-byte "
+            "limit for files read whole ($GRAPHLAKE_MAX_FILE_BYTES; reading one takes about "
+            "25 times its size in memory): split it, or raise the limit on a machine with "
+            "the memory for it"
+        )
+    return data
 
 
 def tail_bytes(path: Path, size: int) -> bytes:
@@ -251,16 +271,22 @@ class EmitterBase:
             else "\n".join(sorted(str(p.relative_to(path)) for p in path.rglob("*"))[:1000])
         )
         was, self.unit = self.unit, -1  # the reject itself is not the failed unit's row
+        if isinstance(exc, InputLimitError):  # not a failure of the reader: a limit, named
+            reason = f"{exc}; nothing of it was ingested, the rest of the run was"
+        else:
+            reason = (
+                f"graphlake's {self.corpus} reader failed "
+                f"on this {'file' if path.is_file() else 'folder'} ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); nothing of it was ingested, the rest of the run was. "
+                "Fix the file, or report it with this reject"
+            )
         self.reject(
             source_file=str(path),
             target_table="sessions",
             record_kind="file",
             record_ref="$",
             raw=raw,
-            reason=f"graphlake's {self.corpus} reader failed "
-            f"on this {'file' if path.is_file() else 'folder'} ({type(exc).__name__}: "
-            f"{str(exc)[:300]}); nothing of it was ingested, the rest of the run was. "
-            "Fix the file, or report it with this reject",
+            reason=reason,
         )
         self.unit = was
 
