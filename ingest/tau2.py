@@ -375,23 +375,15 @@ class Tau2Ingestor(Ingestor):
         for f in files:
             try:
                 sim = load_json(read_whole(f))
-            except InputLimitError as exc:
+            except (InputLimitError, ValueError) as exc:  # one simulation, not the run
                 out.reject(
                     source_file=str(f),
                     target_table="sessions",
                     record_kind="simulation",
                     record_ref="$",
-                    reason=str(exc),
-                    raw=head_bytes(f),
-                )
-                continue
-            except ValueError as exc:
-                out.reject(
-                    source_file=str(f),
-                    target_table="sessions",
-                    record_kind="simulation",
-                    record_ref="$",
-                    reason=f"not valid JSON ({exc}); fix it and re-ingest",
+                    reason=str(exc)
+                    if isinstance(exc, InputLimitError)
+                    else f"not valid JSON ({exc}); fix it and re-ingest",
                     raw=head_bytes(f),
                     session_id=f.stem,
                 )
