@@ -86,9 +86,13 @@ def fingerprint(lake: Path) -> dict[str, list]:
 
 
 def leftovers(lake: Path) -> list[str]:
-    """Staging folders still present (a finished, repaired lake has none)."""
+    """Staging folders and data files no lake version reads, still present (a finished,
+    repaired lake has none)."""
+    from graphlake.lake import Lake
+
     staging = lake / "_graphlake" / "staging"
-    return sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
+    folders = sorted(p.name for p in staging.iterdir()) if staging.is_dir() else []
+    return folders + [f"{f.parent.name}/{f.name}" for f in Lake(lake).unread_files()]
 
 
 @dataclass

@@ -686,8 +686,9 @@ def lake_compact(
 @lake_app.command("repair")
 def lake_repair(lake: LakeOpt = None):
     """Clean what killed writers left: table commits no lake version pins (rolled back),
-    staging folders of runs whose process is gone, and data files no table version
-    references; then finishes a refresh of the materialized views that was cut short. Every
+    staging folders of runs whose process is gone, data files no lake version reads (a
+    compaction killed before its version, say) and DuckDB spill folders of readers that were
+    killed; then finishes a refresh of the materialized views that was cut short. Every
     ingest, refresh and compaction does the cleaning first; run it by hand after a crash to
     get the space back now. Nothing a reader can see changes."""
     lk = _lake(lake)
@@ -699,8 +700,9 @@ def lake_repair(lake: LakeOpt = None):
         done = lk.repair(lk.snapshot(), full=True)
     console.print(
         f"lake {lk.root}: {len(done['rolled_back'])} tables rolled back, "
-        f"{len(done['staging_removed'])} staging folders and "
-        f"{len(done['files_removed'])} unreferenced files removed",
+        f"{len(done['staging_removed'])} staging folders, "
+        f"{len(done['files_removed'])} unreferenced files and "
+        f"{len(done['spill_removed'])} spill folders of killed readers removed",
         highlight=False,
     )
     rep = _refresh(lk)  # a refresh killed half-way is finished (nothing when views are current)

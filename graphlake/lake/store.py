@@ -312,7 +312,29 @@ class Lake:
         (`lake repair`)."""
         rolled, staging = self.roll_back_orphans(snap), self.clean_staging()
         files = self.remove_untracked_files() if full or rolled or staging else []
-        return {"rolled_back": rolled, "staging_removed": staging, "files_removed": files}
+        spill = self.clean_spill()
+        return {
+            "rolled_back": rolled,
+            "staging_removed": staging,
+            "files_removed": files,
+            "spill_removed": spill,
+        }
+
+    def clean_spill(self) -> list[str]:
+        """Remove DuckDB spill folders (``_graphlake/tmp/duckdb-<pid>@<host>-*``, see
+        ``graphlake.query.connection.sandbox``) whose reader process is gone from this host: a
+        killed server's temporary files, up to GRAPHLAKE_TEMP_LIMIT each."""
+        removed = []
+        folder = self.meta_dir / "tmp"
+        if not folder.is_dir():
+            return removed
+        host = socket.gethostname()
+        for spill in folder.iterdir():
+            m = re.match(r"duckdb-(\d+)@(.+)-[^-]+$", spill.name)
+            if m and m.group(2) == host and not _alive(int(m.group(1))):
+                shutil.rmtree(spill, ignore_errors=True)
+                removed.append(spill.name)
+        return removed
 
     @property
     def staging_dir(self) -> Path:
@@ -366,26 +388,34 @@ class Lake:
         return removed
 
     def remove_untracked_files(self) -> list[str]:
-        """Delete data files in a table's folder that no version of its Delta log adds,
-        removes or holds: left by a commit killed between moving its files in and writing
-        the log entry. Only safe under the write lock (no commit is in flight)."""
+        """Delete data files in a table's folder that no lake version reads: left by a commit
+        killed between moving its files in and writing the log entry (no log names them), or
+        by one killed after its table commit but before the lake version that would pin it
+        (a compaction's new files: the roll-back restores the pinned files, and the orphan's
+        stay behind). Only safe under the write lock (no commit is in flight)."""
         removed = []
+        for f in self.unread_files():
+            f.unlink()
+            removed.append(f"{f.parent.name}/{f.name}")
+        return removed
+
+    def unread_files(self) -> list[Path]:
+        """Data files in the tables' folders that neither a lake version nor a table's
+        latest version reads (what :meth:`remove_untracked_files` deletes)."""
+        pinned: dict[str, set[int]] = {}
+        for snap in self.snapshots():
+            for name, version in snap.table_versions.items():
+                if version is not None:
+                    pinned.setdefault(name, set()).add(version)
+        unread = []
         for name in (*TABLES, *MATERIALIZED):
             path = self.table_path(name)
             if not DeltaTable.is_deltatable(str(path)):
                 continue
-            known = {Path(u).name for u in DeltaTable(str(path)).file_uris()}
-            for log in (path / "_delta_log").glob("*.json"):
-                for line in log.read_text().splitlines():
-                    action = json.loads(line) if line.strip() else {}
-                    for kind in ("add", "remove"):
-                        if kind in action:
-                            known.add(Path(action[kind]["path"]).name)
-            for f in path.glob("*.parquet"):
-                if f.name not in known:
-                    f.unlink()
-                    removed.append(f"{name}/{f.name}")
-        return removed
+            keep = {Path(u).name for u in DeltaTable(str(path)).file_uris()}
+            keep |= _files_of_versions(path / "_delta_log", pinned.get(name, set()))
+            unread += sorted(f for f in path.glob("*.parquet") if f.name not in keep)
+        return unread
 
     def roll_back_orphans(self, snap: Snapshot) -> list[str]:
         """Undo table commits that no snapshot pins (a crashed run); return the tables fixed."""
@@ -446,3 +476,28 @@ class Lake:
         )
         write_deltalake(str(self._snapshots_path), row, mode="append")
         return snap
+
+
+def _files_of_versions(log: Path, versions: set[int]) -> set[str]:
+    """The data files a Delta table holds at any of ``versions``, by replaying its JSON log
+    from version 0. When the log cannot be replayed from the start (its early entries were
+    checkpointed away), every file any entry names, so that nothing readable is deleted."""
+    entries = sorted(log.glob("*.json"), key=lambda p: p.stem)
+    named: set[str] = set()
+    active: set[str] = set()
+    held: set[str] = set()
+    complete = bool(entries) and int(entries[0].stem) == 0
+    for entry in entries:
+        for line in entry.read_text().splitlines():
+            action = json.loads(line) if line.strip() else {}
+            if "add" in action:
+                name = Path(action["add"]["path"]).name
+                active.add(name)
+                named.add(name)
+            if "remove" in action:
+                name = Path(action["remove"]["path"]).name
+                active.discard(name)
+                named.add(name)
+        if int(entry.stem) in versions:
+            held |= active
+    return held if complete else named

@@ -30,6 +30,7 @@ replaced or closed catalog is closed, with its cursors, when its last statement 
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import warnings
@@ -87,7 +88,10 @@ def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
     try:
         parent = lake.meta_dir / "tmp"
         parent.mkdir(parents=True, exist_ok=True)
-        cat.temp_dir = tempfile.mkdtemp(prefix="duckdb-", dir=parent)
+        # named for its process, so `lake repair` can remove what a killed reader left
+        cat.temp_dir = tempfile.mkdtemp(
+            prefix=f"duckdb-{os.getpid()}@{socket.gethostname()}-", dir=parent
+        )
     except OSError:  # a lake on a read-only mount: spill to the system's temporary folder
         cat.temp_dir = tempfile.mkdtemp(prefix="graphlake-duckdb-")
     con = cat.con
