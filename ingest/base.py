@@ -43,15 +43,70 @@ from graphlake.schema.emit import (  # noqa: F401
 
 def load_json(data: bytes | str) -> Any:
     """Parse JSON fast with orjson; fall back to the standard library for what orjson refuses
-    but JSON allows (integers beyond 64 bits). Raises ``ValueError`` for invalid JSON."""
+    but Python's JSON writers produce (integers beyond 64 bits, NaN and Infinity, 1e999), and
+    to ijson, which builds values without recursion, for a document nested deeper than either
+    parser's recursion allows (the caller then rejects the record that holds it, not the
+    whole document). Raises ``ValueError`` for invalid JSON."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError:
         try:
             return json.loads(data)
-        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-            pass  # orjson's own message says what is wrong (e.g. nested too deep)
+        except RecursionError:
+            deep = _load_iteratively(data)
+            if deep is not _NOTHING:
+                return deep
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            pass  # orjson's own message says what is wrong
         raise
+
+
+_NOTHING = object()
+
+
+def _load_iteratively(data: bytes | str) -> Any:
+    import ijson
+
+    raw = data.encode() if isinstance(data, str) else data
+    try:
+        return next(iter(ijson.items(io.BytesIO(raw), "", use_float=True)), _NOTHING)
+    except (ijson.JSONError, UnicodeDecodeError):
+        return _NOTHING
+
+
+def reject_encoding(
+    out: Emitter, path: Path, table: str, replaced: int, first: int | None, landed: str
+) -> None:
+    """The one reject that says a file's bytes that are not UTF-8 were read as U+FFFD (where
+    the first was, and 400 bytes around it) while ``landed`` (e.g. "every simulation")
+    landed."""
+    with Path(path).open("rb") as fh:
+        fh.seek(max(0, (first or 0) - 200))
+        around = fh.read(400)
+    out.reject(
+        source_file=str(path),
+        target_table=table,
+        record_kind="encoding",
+        record_ref=f"byte {first}",
+        reason=f"{replaced} byte(s) are not UTF-8 (the first at byte {first}); each was read "
+        f"as U+FFFD and {landed} landed. Re-encode the file as UTF-8 and re-ingest for the "
+        "exact text",
+        raw=around,
+    )
+
+
+def repair_utf8(data: bytes) -> tuple[bytes, int, int | None]:
+    """``data`` with every byte that is not UTF-8 replaced by U+FFFD, how many were, and the
+    offset of the first (0 and None when it was all UTF-8): a document with one bad byte is
+    read, and the caller says where the byte was, instead of losing every record in it."""
+    try:
+        data.decode("utf-8")
+        return data, 0, None
+    except UnicodeDecodeError as exc:
+        first = exc.start
+    text = data.decode("utf-8", errors="replace")
+    replaced = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+    return text.encode("utf-8"), max(replaced, 1), first
 
 
 class RepairedUtf8(io.RawIOBase):

@@ -25,6 +25,8 @@ from graphlake.ingest.base import (
     load_json,
     parse_isolated,
     read_whole,
+    reject_encoding,
+    repair_utf8,
     within,
 )
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
@@ -127,6 +129,21 @@ class KolabIngestor(Ingestor):
             )
 
     @staticmethod
+    def _repaired(path: Path, data: bytes, out: Emitter):
+        """The graph read with its bytes that are not UTF-8 as U+FFFD, and one reject saying
+        where they were (one bad byte in one label lost the whole session); None when that
+        is not what was wrong."""
+        fixed, replaced, first = repair_utf8(data)
+        if not replaced:
+            return None
+        try:
+            obj = load_json(fixed)
+        except ValueError:
+            return None
+        reject_encoding(out, path, "nodes", replaced, first, "the graph")
+        return obj
+
+    @staticmethod
     def reject_file(out: Emitter, path: Path, reason: str, table: str = "sessions") -> None:
         raw = head_bytes(path) if path.is_file() else str(path)
         out.reject(
@@ -149,6 +166,8 @@ class KolabIngestor(Ingestor):
         try:
             obj = load_json(data)
         except ValueError as exc:
-            self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
-            return None
+            obj = self._repaired(path, data, out)
+            if obj is None:
+                self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
+                return None
         return GraphParser(out, str(path)).parse(obj, fallback_sid or path.stem, meta)

@@ -418,6 +418,17 @@ class GraphParser:
                 self.sid,
             )
             return None
+        try:  # written before the node is registered: one that cannot be is a reject alone
+            attrs = attrs_json(node, NODE_KNOWN)
+            texts = {
+                k: _text(node.get(k))
+                for k in ("actor", "label", "detail", "softwares", "source_steps")
+            }
+        except RecordError as exc:
+            self.reject(
+                "nodes", "node", ref, f"node {local} in step {seg.key}: {exc}", node, self.sid
+            )
+            return None
         n = Node(f"{seg.key}/{local}", local, seg.key, atype)
         times = node.get("time")
         if isinstance(times, str):
@@ -472,15 +483,15 @@ class GraphParser:
             "local_id": local,
             "step_id": seg.key,
             "actor_type": atype,
-            "actor": _text(actor),
-            "label": _text(node.get("label")),
-            "detail": _text(node.get("detail")),
-            "software": _text(node.get("softwares")),
-            "source_steps": _text(node.get("source_steps")),
+            "actor": texts["actor"],
+            "label": texts["label"],
+            "detail": texts["detail"],
+            "software": texts["softwares"],
+            "source_steps": texts["source_steps"],
             "t_start": min(o[1] for o in occ) if occ else None,
             "t_end": max(o[2] for o in occ) if occ else None,
             "n_occurrences": len(occ),
-            "attrs": attrs_json(node, NODE_KNOWN),
+            "attrs": attrs,
         }
         return n
 

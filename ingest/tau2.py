@@ -43,6 +43,7 @@ from graphlake.ingest.base import (
     iso_time,
     load_json,
     read_whole,
+    reject_encoding,
     run_row,
     shape_reason,
     tail_bytes,
@@ -166,18 +167,8 @@ class Tau2Ingestor(Ingestor):
             self._tasks(unit.path, "tasks.item", out, domain)
             ids, keys, stream = self._ids_and_keys(unit.path)
             if stream.replaced:
-                with unit.path.open("rb") as fh:
-                    fh.seek(max(0, (stream.first_bad or 0) - 200))
-                    around = fh.read(400)
-                out.reject(
-                    source_file=src,
-                    target_table="events",
-                    record_kind="encoding",
-                    record_ref=f"byte {stream.first_bad}",
-                    reason=f"{stream.replaced} byte(s) are not UTF-8 (the first at byte "
-                    f"{stream.first_bad}); each was read as U+FFFD and every simulation "
-                    "landed. Re-encode the file as UTF-8 and re-ingest for the exact text",
-                    raw=around,
+                reject_encoding(
+                    out, unit.path, "events", stream.replaced, stream.first_bad, "every simulation"
                 )
             run = self._run(
                 unit.path,
@@ -433,25 +424,41 @@ class Tau2Ingestor(Ingestor):
 
     # -- simulations -> sessions, participants, events, annotations --------------------------
     def _simulations(self, path: Path, info: dict, run: str, out: Emitter) -> None:
+        """Every simulation, streamed. Where the stream breaks on what Python's own JSON
+        writer produces but JSON does not allow (NaN, Infinity, 1e999 in one simulation),
+        the file is read whole instead (within GRAPHLAKE_MAX_FILE_BYTES) and the simulations
+        after the break land too; a file that is not JSON even then raises to the caller."""
         first: dict[str, int] = {}  # simulation id -> where it was first read
-        for k, sim in self._items(path, "simulations.item"):
-            sid = sim.get("id") if isinstance(sim, dict) else None
-            if isinstance(sid, str) and sid in first:
-                out.reject(
-                    source_file=str(path),
-                    target_table="sessions",
-                    record_kind="simulation",
-                    record_ref=f"$.simulations[{k}]",
-                    raw=sim,
-                    session_id=sid,
-                    reason=f"simulation id {sid!r} is used again here; the one at "
-                    f"$.simulations[{first[sid]}] was ingested and this one was not. "
-                    "Give every simulation its own id and re-ingest",
-                )
-                continue
-            if isinstance(sid, str):
-                first[sid] = k
-            self._one_simulation(sim, info, run, str(path), f"$.simulations[{k}]", out)
+        done = 0
+        try:
+            for k, sim in self._items(path, "simulations.item"):
+                self._simulation_at(k, sim, first, path, info, run, out)
+                done = k + 1
+        except BROKEN_JSON:
+            rest = _whole_simulations(path)
+            if rest is None:
+                raise
+            for k, sim in enumerate(rest[done:], start=done):
+                self._simulation_at(k, sim, first, path, info, run, out)
+
+    def _simulation_at(self, k, sim, first, path: Path, info: dict, run: str, out) -> None:
+        sid = sim.get("id") if isinstance(sim, dict) else None
+        if isinstance(sid, str) and sid in first:
+            out.reject(
+                source_file=str(path),
+                target_table="sessions",
+                record_kind="simulation",
+                record_ref=f"$.simulations[{k}]",
+                raw=sim,
+                session_id=sid,
+                reason=f"simulation id {sid!r} is used again here; the one at "
+                f"$.simulations[{first[sid]}] was ingested and this one was not. "
+                "Give every simulation its own id and re-ingest",
+            )
+            return
+        if isinstance(sid, str):
+            first[sid] = k
+        self._one_simulation(sim, info, run, str(path), f"$.simulations[{k}]", out)
 
     def _one_simulation(self, sim, info: dict, run: str, src: str, ref: str, out: Emitter) -> None:
         try:
@@ -855,3 +862,14 @@ def _num(v) -> float | None:
     if isinstance(v, bool):
         return 1.0 if v else 0.0
     return float(v) if isinstance(v, int | float) else None
+
+
+def _whole_simulations(path: Path) -> list | None:
+    """The simulations of a results file parsed whole by the tolerant reader (NaN,
+    Infinity, huge numbers), or None when it is too large for that or not JSON even so."""
+    try:
+        doc = load_json(read_whole(path))
+    except (InputLimitError, ValueError):
+        return None
+    sims = doc.get("simulations") if isinstance(doc, dict) else None
+    return sims if isinstance(sims, list) else None

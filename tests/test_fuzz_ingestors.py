@@ -285,3 +285,110 @@ def test_maptask_survives_mutated_xml(data, tmp_path_factory):
         text = text[: data.draw(st.integers(0, len(text)))]
     target.write_text(text)
     _run("maptask", root)
+
+
+# ------------------------------------------------------------------ one bad record, siblings
+
+#: The shapes of one bad record (issue 21): put into one record's line as an extra field.
+BAD_VALUES = {
+    "nan": b"NaN",
+    "infinity": b"-Infinity",
+    "huge-number": b"[1e999, 123456789012345678901234567890]",
+    "deep": b"[" * 3000 + b"]" * 3000,
+    "bad-byte": b'"caf\xe9 \xff\xfe"',
+}
+BAD_SHAPES = {name: b'"_bad": ' + value + b", " for name, value in BAD_VALUES.items()}
+
+
+def _row_keys(em) -> set[tuple[str, str]]:
+    from graphlake.schema.emit import _ROW_KEYS
+
+    keys = set()
+    for table, rows in em.tables.items():
+        if table == "rejects":
+            continue
+        for row in rows:
+            key = next((k for k in _ROW_KEYS if row.get(k) is not None), None)
+            keys.add((table, f"{key}={row.get(key)}"))
+    return keys
+
+
+def _collect(corpus: str, root: Path):
+    """Every unit parsed as the pipeline does (a reader's failure is its unit's reject)."""
+    from graphlake.ingest.base import parse_isolated
+    from graphlake.schema.emit import CollectingEmitter
+
+    ing = ingest.get(corpus)
+    em = CollectingEmitter(corpus)
+    for index, unit in enumerate(ing.units(root)):
+        parse_isolated(ing.parse, unit, em, index)
+    return em
+
+
+def _with_line(source: Path, root: Path, k: int, line: bytes) -> Path:
+    """``source``'s folder copied under ``root``, with line ``k`` of ``source`` replaced."""
+    shutil.copytree(source.parent, root)
+    lines = source.read_bytes().split(b"\n")
+    lines[k] = line
+    (root / source.name).write_bytes(b"\n".join(lines))
+    return root
+
+
+#: Line-oriented sources, and a Kolab session folder's chat log.
+LINE_SOURCES = {**JSONL_CORPORA, "kolab": HAND / "chat.jsonl"}
+
+
+@pytest.mark.parametrize("shape", sorted(BAD_SHAPES))
+@pytest.mark.parametrize("corpus", sorted(LINE_SOURCES))
+def test_one_bad_record_keeps_every_sibling(corpus, shape, tmp_path):
+    """One record with a non-finite number, absurd nesting or bytes that are not UTF-8 is
+    that record's reject at most: everything that lands when the record is not there at all
+    (its line left blank: line numbers stay) lands with it in place, and no file is lost."""
+    source = LINE_SOURCES[corpus]
+    lines = source.read_bytes().split(b"\n")
+    k = [i for i, line in enumerate(lines) if line.strip().startswith(b"{")][1]
+    bad = lines[k].strip()
+    bad = b"{" + BAD_SHAPES[shape] + bad[1:]
+    without = _collect(corpus, _with_line(source, tmp_path / "without", k, b""))
+    withbad = _collect(corpus, _with_line(source, tmp_path / "bad", k, bad))
+    assert _row_keys(without) <= _row_keys(withbad)
+    assert len(without.tables["events"] or without.tables["sessions"]) > 0
+    assert not [r for r in withbad.tables["rejects"] if r["record_kind"] == "file"]
+
+
+def _document_with(doc, bad: bytes | None, where) -> bytes:
+    """``doc`` as JSON with the record ``where(doc)`` returns removed (``bad`` None) or
+    carrying the bad value as an extra field."""
+    doc = json.loads(json.dumps(doc))
+    parent, key = where(doc)
+    if bad is None:
+        del parent[key]
+        return json.dumps(doc).encode()
+    parent[key]["_bad"] = "__BAD__"
+    return json.dumps(doc).encode().replace(b'"__BAD__"', bad)
+
+
+DOCUMENTS = {
+    # one simulation of a tau2 results file; one node of a Kolab graph
+    "tau2": (
+        FIXTURES / "tau2_runs" / "mock_llm_agent_3trials.json",
+        lambda d: (d["simulations"], 1),
+    ),
+    "kolab": (HAND / "graph.json", lambda d: (d["steps"][1]["nodes"], 0)),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(BAD_VALUES))
+@pytest.mark.parametrize("corpus", sorted(DOCUMENTS))
+def test_one_bad_record_in_a_document_keeps_every_sibling(corpus, shape, tmp_path):
+    """As above, for records inside one JSON document: a tau2 simulation, a Kolab node."""
+    source, where = DOCUMENTS[corpus]
+    doc = json.loads(source.read_text())
+    runs = {}
+    for name, bad in (("without", None), ("bad", BAD_VALUES[shape])):
+        root = tmp_path / name
+        shutil.copytree(source.parent, root)
+        (root / source.name).write_bytes(_document_with(doc, bad, where))
+        runs[name] = _collect(corpus, root)
+    assert _row_keys(runs["without"]) <= _row_keys(runs["bad"])
+    assert not [r for r in runs["bad"].tables["rejects"] if r["record_kind"] == "file"]
