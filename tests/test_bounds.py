@@ -519,6 +519,27 @@ def test_map_task_moves_that_all_span_the_dialogue_stay_linear(tmp_path):
     assert out["n"] == moves - kept and "GRAPHLAKE_MOVE_SPAN_FACTOR" in out["reason"]
 
 
+def test_an_xml_entity_bomb_is_a_reject_and_the_other_dialogues_land(tmp_path):
+    """A billion-laughs DTD in one Map Task layer: expat's amplification limit stops it at
+    once (no entity is expanded past it), that file is a reject, the other dialogue lands."""
+    from graphlake.pipeline import ingest_path
+    from graphlake.query import run_sql
+
+    src = shutil.copytree(FIXTURES / "maptask_release", tmp_path / "src")
+    entities = '<!ENTITY a0 "xxxxxxxxxx">' + "".join(
+        f'<!ENTITY a{i} "{f"&a{i - 1};" * 10}">' for i in range(1, 10)
+    )
+    (src / "Data" / "timed-units" / "q9x.f.timed-units.xml").write_text(
+        f'<?xml version="1.0"?><!DOCTYPE r [{entities}]>'
+        '<r><tu id="q9xf.1" start="0" end="1">&a9;</tu></r>'
+    )
+    ingest_path("maptask", src, tmp_path / "lake")
+    sessions = run_sql("SELECT DISTINCT session_id FROM events ORDER BY 1", tmp_path / "lake")
+    assert "q8y" in sessions.table.column(0).to_pylist()
+    reasons = run_sql("SELECT reason FROM rejects", tmp_path / "lake").table.column(0)
+    assert any("amplification" in r for r in reasons.to_pylist())
+
+
 def test_a_byte_that_is_not_utf8_costs_no_tau2_simulation(tmp_path):
     """One invalid byte in one simulation dropped every simulation of the file; now each such
     byte reads as U+FFFD, every simulation lands, and one reject says where the bytes were."""
