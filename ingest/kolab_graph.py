@@ -14,6 +14,7 @@ from datetime import datetime
 
 from graphlake.ingest.base import Emitter, RecordError, attrs_json, iso_time, to_json
 from graphlake.ingest.timefmt import TimeFormatError, format_clock, parse_clock, parse_range
+from graphlake.schema.emit import attrs_limit_reason
 
 SESSION_KNOWN = frozenset({"session_id", "participant_id", "title", "goal", "steps"})
 STEP_KNOWN = frozenset(
@@ -424,6 +425,9 @@ class GraphParser:
                 k: _text(node.get(k))
                 for k in ("actor", "label", "detail", "softwares", "source_steps")
             }
+            size = len(attrs.encode()) if attrs and 4 * len(attrs) > self.out.max_attrs else 0
+            if size > self.out.max_attrs:  # its occurrences must not land without it
+                raise RecordError(attrs_limit_reason(size, self.out.max_attrs))
         except RecordError as exc:
             self.reject(
                 "nodes", "node", ref, f"node {local} in step {seg.key}: {exc}", node, self.sid

@@ -33,6 +33,15 @@ class _Unit(Protocol):
     def path(self) -> Path: ...
 
 
+def attrs_limit_reason(size: int, limit: int) -> str:
+    """Why a record whose attrs are ``size`` bytes is a reject."""
+    return (
+        f"its fields without a column (attrs) are {size:,} bytes as JSON, over the limit of "
+        f"{limit:,}; raise $GRAPHLAKE_MAX_ATTRS_BYTES and re-ingest to keep the record (the "
+        "raw text here is cut at $GRAPHLAKE_MAX_REJECT_RAW)"
+    )
+
+
 def head_bytes(path: Path, limit: int | None = None) -> bytes:
     """The first bytes of a file a reject keeps (never the whole file read to cut it)."""
     with open(path, "rb") as fh:
@@ -116,6 +125,7 @@ class Emitter(Protocol):
     """Where an ingestor writes canonical rows and rejects."""
 
     corpus: str
+    max_attrs: int  # the largest attrs (JSON bytes) a row may carry: $GRAPHLAKE_MAX_ATTRS_BYTES
 
     def row(self, table: str, row: dict) -> None: ...
 
@@ -229,9 +239,7 @@ class EmitterBase:
             record_ref=f"{key}={row[key]}" if key else "$",
             raw=row,
             session_id=row.get("session_id"),
-            reason=f"its fields without a column (attrs) are {size:,} bytes as JSON, over the "
-            f"limit of {self.max_attrs:,}; raise $GRAPHLAKE_MAX_ATTRS_BYTES and re-ingest to "
-            "keep the record (the raw text here is cut at $GRAPHLAKE_MAX_REJECT_RAW)",
+            reason=attrs_limit_reason(size, self.max_attrs),
         )
 
     def within_limits(self, table: str, rows: pa.Table) -> pa.Table:
