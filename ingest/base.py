@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from graphlake.errors import InputLimitError
 from graphlake.ingest.yaml_bounded import load_yaml, load_yaml_items  # noqa: F401
 
 # the emit contract lives in the schema layer (the lake imports it, not this module);
@@ -74,6 +75,33 @@ def _load_iteratively(data: bytes | str) -> Any:
         return _NOTHING
 
 
+def read_whole_or_reject(
+    path: Path, out: Emitter, table: str, session_id: str | None = None
+) -> bytes | None:
+    """:func:`read_whole`, or (past ``$GRAPHLAKE_MAX_FILE_BYTES``) one reject naming the limit
+    and None: a side file or layer too large to read costs itself, not the session it is in."""
+    try:
+        return read_whole(path)
+    except InputLimitError as exc:
+        reject_file(out, path, table, str(exc), head_bytes(path), session_id)
+        return None
+
+
+def reject_file(
+    out: Emitter, path: Path, table: str, reason: str, raw, session_id: str | None = None
+) -> None:
+    """One reject for a whole file (``record_ref`` ``$``)."""
+    out.reject(
+        source_file=str(path),
+        target_table=table,
+        record_kind="file",
+        record_ref="$",
+        reason=reason,
+        raw=raw,
+        session_id=session_id,
+    )
+
+
 def reject_encoding(
     out: Emitter, path: Path, table: str, replaced: int, first: int | None, landed: str
 ) -> None:
@@ -104,9 +132,12 @@ def repair_utf8(data: bytes) -> tuple[bytes, int, int | None]:
         return data, 0, None
     except UnicodeDecodeError as exc:
         first = exc.start
-    text = data.decode("utf-8", errors="replace")
-    replaced = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
-    return text.encode("utf-8"), max(replaced, 1), first
+    fixed = data.decode("utf-8", errors="replace").encode("utf-8")
+    replaced = fixed.count(_FFFD) - data.count(_FFFD)  # minus those the file already had
+    return fixed, max(replaced, 1), first
+
+
+_FFFD = "\ufffd".encode()
 
 
 class RepairedUtf8(io.RawIOBase):

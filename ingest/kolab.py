@@ -15,7 +15,6 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from graphlake.errors import InputLimitError
 from graphlake.ingest import register
 from graphlake.ingest.base import (
     Emitter,
@@ -24,8 +23,9 @@ from graphlake.ingest.base import (
     head_bytes,
     load_json,
     parse_isolated,
-    read_whole,
+    read_whole_or_reject,
     reject_encoding,
+    reject_file,
     repair_utf8,
     within,
 )
@@ -145,23 +145,13 @@ class KolabIngestor(Ingestor):
 
     @staticmethod
     def reject_file(out: Emitter, path: Path, reason: str, table: str = "sessions") -> None:
-        raw = head_bytes(path) if path.is_file() else str(path)
-        out.reject(
-            source_file=str(path),
-            target_table=table,
-            record_kind="file",
-            record_ref="$",
-            reason=reason,
-            raw=raw,
-        )
+        reject_file(out, path, table, reason, head_bytes(path) if path.is_file() else str(path))
 
     def parse_graph_file(
         self, path: Path, out: Emitter, meta: dict | None, fallback_sid: str | None = None
     ) -> ParsedGraph | None:
-        try:
-            data = read_whole(path)
-        except InputLimitError as exc:
-            self.reject_file(out, path, str(exc))
+        data = read_whole_or_reject(path, out, "sessions")
+        if data is None:
             return None
         try:
             obj = load_json(data)

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from graphlake.ingest.base import Emitter, RecordError, attrs_json, iso_time, to_json
 from graphlake.ingest.timefmt import TimeFormatError, format_clock, parse_clock, parse_range
-from graphlake.schema.emit import attrs_limit_reason
+from graphlake.schema.emit import attrs_limit_reason, attrs_over
 
 SESSION_KNOWN = frozenset({"session_id", "participant_id", "title", "goal", "steps"})
 STEP_KNOWN = frozenset(
@@ -425,8 +425,8 @@ class GraphParser:
                 k: _text(node.get(k))
                 for k in ("actor", "label", "detail", "softwares", "source_steps")
             }
-            size = len(attrs.encode()) if attrs and 4 * len(attrs) > self.out.max_attrs else 0
-            if size > self.out.max_attrs:  # its occurrences must not land without it
+            size = attrs_over(attrs, self.out.max_attrs)
+            if size:  # rejected here, its occurrences must not land without it
                 raise RecordError(attrs_limit_reason(size, self.out.max_attrs))
         except RecordError as exc:
             self.reject(

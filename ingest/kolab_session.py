@@ -19,14 +19,12 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from graphlake.errors import InputLimitError
 from graphlake.ingest.base import (
     SHAPE_ERRORS,
     Emitter,
     attrs_json,
-    head_bytes,
     load_json,
-    read_whole,
+    read_whole_or_reject,
     shape_reason,
     to_json,
     within,
@@ -94,10 +92,8 @@ class _Reader:
         )
 
     def read_json_file(self, path: Path, table: str):
-        try:
-            data = read_whole(path)
-        except InputLimitError as exc:
-            self.reject(path, table, "file", "$", str(exc), head_bytes(path))
+        data = read_whole_or_reject(path, self.out, table, self.sid)
+        if data is None:
             return None
         try:
             return load_json(data)
@@ -370,7 +366,10 @@ class _Reader:
 
     # -- documents and media ---------------------------------------------------------------
     def document(self, path: Path, kind: str) -> None:
-        text = read_whole(path).decode("utf-8", errors="replace")
+        data = read_whole_or_reject(path, self.out, "documents", self.sid)
+        if data is None:
+            return
+        text = data.decode("utf-8", errors="replace")
         self.out.row(
             "documents",
             {
@@ -460,9 +459,14 @@ def parse_session_dir(ing: KolabIngestor, folder: Path, out: Emitter) -> None:
                 "it was not read. Copy the file into the folder to ingest it",
                 raw=str(p),
             )
-    if meta_path in others and meta_path.is_file():
+    meta_data = (
+        read_whole_or_reject(meta_path, out, "sessions")
+        if meta_path in others and meta_path.is_file()
+        else None
+    )
+    if meta_data is not None:
         try:
-            meta = load_json(read_whole(meta_path))
+            meta = load_json(meta_data)
         except ValueError as exc:
             ing.reject_file(
                 out,

@@ -35,6 +35,8 @@ from graphlake.ingest.base import (
     head_bytes,
     load_json,
     read_whole,
+    read_whole_or_reject,
+    reject_file,
     to_json,
 )
 from graphlake.ingest.base import RecordError as _Bad
@@ -150,27 +152,17 @@ class MapTaskIngestor(Ingestor):
 
 
 def _read_json(path: Path, out: Emitter, table: str):
-    data = read_whole(path)
+    data = read_whole_or_reject(path, out, table)
+    if data is None:
+        return None
     try:
         obj = load_json(data)
     except ValueError as exc:
-        out.reject(
-            source_file=str(path),
-            target_table=table,
-            record_kind="file",
-            record_ref="$",
-            reason=f"not valid JSON ({exc}); fix it and re-ingest",
-            raw=data,
-        )
+        reject_file(out, path, table, f"not valid JSON ({exc}); fix it and re-ingest", data)
         return None
     if not isinstance(obj, dict) or not isinstance(obj.get("landmark_reference_expressions"), list):
-        out.reject(
-            source_file=str(path),
-            target_table=table,
-            record_kind="file",
-            record_ref="$",
-            reason="expected {dialogue_id, landmark_reference_expressions: [...]}",
-            raw=data,
+        reject_file(
+            out, path, table, "expected {dialogue_id, landmark_reference_expressions: [...]}", data
         )
         return None
     return obj
@@ -506,7 +498,9 @@ class _Release:
         return ends
 
     def _parse(self, path: Path):
-        data = read_whole(path)
+        data = read_whole_or_reject(path, self.out, "events", self.sid)
+        if data is None:
+            return None
         try:
             return ET.fromstring(data)
         except (ET.ParseError, LookupError, ValueError) as exc:  # LookupError: the XML

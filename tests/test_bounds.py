@@ -385,12 +385,18 @@ def test_a_record_whose_attrs_pass_the_limit_is_a_reject_naming_it(tmp_path, mon
     em = CollectingEmitter("kolab")
     em.row("events", {"event_id": "e1", "session_id": "s", "attrs": json.dumps({"x": "y" * 6000})})
     em.row("events", {"event_id": "e2", "session_id": "s", "attrs": '{"x": 1}'})
+    # the limit is in bytes: 1,300 characters of 4 bytes each pass it
+    em.row("events", {"event_id": "e5", "session_id": "s", "attrs": "\U0001f600" * 1_300})
     em.rows(
         "events",
         pa.table({"event_id": ["e3", "e4"], "attrs": ["z" * 6000, None], "_unit": [0, 0]}),
     )
     assert [r["event_id"] for r in em.tables["events"]] == ["e2", "e4"]
-    assert [r["record_ref"] for r in em.tables["rejects"]] == ["event_id=e1", "event_id=e3"]
+    assert [r["record_ref"] for r in em.tables["rejects"]] == [
+        "event_id=e1",
+        "event_id=e5",
+        "event_id=e3",
+    ]
 
 
 def test_a_file_too_large_to_read_whole_is_a_reject_naming_the_limit(tmp_path, monkeypatch):
@@ -403,20 +409,29 @@ def test_a_file_too_large_to_read_whole_is_a_reject_naming_the_limit(tmp_path, m
     corpus = tmp_path / "corpus"
     _crowded_session(corpus / "small", "small-1", 5)
     _crowded_session(corpus / "big", "big-1", 300)
+    _crowded_session(corpus / "meta", "meta-1", 5)  # its meta.json is too large to read
     big_file = corpus / "loose-big.json"
     big_file.write_text((corpus / "big" / "graph.json").read_text().replace("big-1", "big-2"))
     size = big_file.stat().st_size
+    (corpus / "meta" / "meta.json").write_text(json.dumps({"pad": "x" * size}))
     monkeypatch.setenv("GRAPHLAKE_MAX_FILE_BYTES", str(size - 1))
     lake = tmp_path / "lake"
     ingest_path("kolab", corpus, lake)
     with Connection(lake) as con:
         sessions = [r["session_id"] for r in con.rows("SELECT session_id FROM sessions")]
         rejects = con.rows("SELECT source_file, reason, length(raw) AS n FROM rejects ORDER BY 1")
-    assert sessions == ["small-1"]
-    assert [Path(r["source_file"]).name for r in rejects] == ["graph.json", "loose-big.json"]
+    assert sorted(sessions) == ["meta-1", "small-1"]  # a side file past it costs itself
+    assert [
+        Path(r["source_file"]).parent.name + "/" + Path(r["source_file"]).name for r in rejects
+    ] == [
+        "big/graph.json",
+        "corpus/loose-big.json",
+        "meta/meta.json",
+    ]
     for r in rejects:
         assert f"over the {size - 1:,}-byte limit" in r["reason"]
-        assert "GRAPHLAKE_MAX_FILE_BYTES" in r["reason"] and r["n"] <= size
+        assert "GRAPHLAKE_MAX_FILE_BYTES" in r["reason"]
+        assert r["n"] <= Path(r["source_file"]).stat().st_size  # its head, no more
 
 
 _HUGE_KOLAB = """

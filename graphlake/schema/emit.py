@@ -33,6 +33,15 @@ class _Unit(Protocol):
     def path(self) -> Path: ...
 
 
+def attrs_over(attrs: str | None, limit: int) -> int:
+    """The size in UTF-8 bytes of ``attrs`` when it is past ``limit``, else 0 (encoded only
+    when it could be: a character takes at most 4 bytes)."""
+    if attrs is None or 4 * len(attrs) <= limit:
+        return 0
+    size = len(attrs.encode())
+    return size if size > limit else 0
+
+
 def attrs_limit_reason(size: int, limit: int) -> str:
     """Why a record whose attrs are ``size`` bytes is a reject."""
     return (
@@ -215,13 +224,9 @@ class EmitterBase:
         return self.default_run["run_id"]
 
     def row(self, table: str, row: dict) -> None:
-        attrs = row.get("attrs")
-        if (
-            attrs is not None
-            and len(attrs) > self.max_attrs
-            and len(attrs.encode()) > self.max_attrs
-        ):
-            return self._reject_oversized(table, row, len(attrs.encode()))
+        size = attrs_over(row.get("attrs"), self.max_attrs)
+        if size:
+            return self._reject_oversized(table, row, size)
         row["corpus"] = self.corpus
         if table == "sessions" and row.get("run_id") is None and self.default_run:
             row["run_id"] = self._use_default_run()
