@@ -45,9 +45,10 @@ def int_env(name: str, default: int) -> int:
         ) from None
 
 
-#: Files a reader must hold whole (one JSON, YAML or XML document: a Kolab graph, a Map Task
-#: layer, a task list) may be this large; peak memory is about 25 times a file's size.
-#: Line-oriented and streamed formats (JSON Lines, tau2 results) have no such limit.
+#: Files a reader must hold whole (one JSON, YAML or XML document: a Map Task layer, a task
+#: list, a Kolab side file) may be this large; peak memory is about 25 times a file's size.
+#: A Kolab graph past it is streamed (graphlake.ingest.kolab_stream). Line-oriented and
+#: streamed formats (JSON Lines, tau2 results) have no such limit.
 DEFAULT_MAX_FILE_BYTES = 64 << 20
 
 

@@ -4,7 +4,9 @@ PATH may be one graph JSON, one session folder, or a folder holding either (sear
 recursively). A session folder is any folder with a ``graph.json``; its side files are read by
 :mod:`graphlake.ingest.kolab_session` (layout in ``docs/kolab-layout.md``). Runs of bare graph
 files go through the vectorised reader (:mod:`graphlake.ingest.kolab_fast`); each file it
-hands back, and every other unit, through :class:`~graphlake.ingest.kolab_graph.GraphParser`.
+hands back, and every other unit, through :class:`~graphlake.ingest.kolab_graph.GraphParser`;
+a graph too large to hold whole (past ``$GRAPHLAKE_MAX_FILE_BYTES``) through
+:mod:`~graphlake.ingest.kolab_stream`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphlake.config import max_file_bytes
 from graphlake.ingest import register
 from graphlake.ingest.base import (
     Emitter,
@@ -150,6 +153,8 @@ class KolabIngestor(Ingestor):
     def parse_graph_file(
         self, path: Path, out: Emitter, meta: dict | None, fallback_sid: str | None = None
     ) -> ParsedGraph | None:
+        if path.stat().st_size > max_file_bytes():  # too large to hold whole: streamed
+            return self.stream_graph_file(path, out, meta, fallback_sid or path.stem)
         data = read_whole_or_reject(path, out, "sessions")
         if data is None:
             return None
@@ -161,3 +166,51 @@ class KolabIngestor(Ingestor):
                 self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
                 return None
         return GraphParser(out, str(path)).parse(obj, fallback_sid or path.stem, meta)
+
+    def stream_graph_file(
+        self, path: Path, out: Emitter, meta: dict | None, fallback_sid: str
+    ) -> ParsedGraph | None:
+        """A graph past ``$GRAPHLAKE_MAX_FILE_BYTES``, read as a stream with bounded memory
+        (:mod:`~graphlake.ingest.kolab_stream`); one the full rules must judge is a reject
+        saying what was found and how to have it read whole."""
+        from graphlake.ingest.kolab_stream import NotStreamable, StreamedGraph, stream_graph
+
+        limit = max_file_bytes()
+        staged: list[tuple[str, pa.Table]] = []
+        try:
+            for item in stream_graph(path, out.corpus, fallback_sid):
+                if isinstance(item, StreamedGraph):
+                    streamed = item
+                elif item[0] in ("sessions", "participants"):
+                    staged.append(item)  # one row each: meta is applied below
+                else:
+                    self._emit_rows(out, *item)
+        except NotStreamable as exc:
+            self.reject_file(
+                out,
+                path,
+                f"the graph is {path.stat().st_size:,} bytes, over the {limit:,}-byte limit "
+                "for reading a file whole ($GRAPHLAKE_MAX_FILE_BYTES), so it was streamed; "
+                "a streamed graph must be exactly in the paper's format, and this one is not "
+                f"({exc}). Fix that record, split the session, or raise the limit (reading "
+                "whole takes about 25 times the file's size in memory) to have every record "
+                "judged on its own",
+            )
+            return None
+        parser = GraphParser(out, str(path))
+        parser.sid = streamed.graph.session_id
+        for name, table in staged:
+            rows = table.drop_columns(["_idx"]).to_pylist()
+            for row in rows:
+                if name == "sessions":
+                    row.update(parser.session_fields(streamed.extra, meta or {}))
+                elif row["kind"] == "human" and (meta or {}).get("participant") is not None:
+                    row["persona"] = parser.persona(meta)
+                row.pop("corpus", None)
+                out.row(name, row)
+        return streamed.graph
+
+    @staticmethod
+    def _emit_rows(out: Emitter, name: str, table: pa.Table) -> None:
+        unit = pa.array([out.unit] * table.num_rows, pa.int32())
+        out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))

@@ -272,25 +272,40 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     return {"raw": head, "st": st, "nd": nd, "oc_raw": oc_raw, "ed": ed, "ur_raw": ur_raw}
 
 
-# every condition under which the full parser must judge the file instead
+# every condition under which the full parser must judge the file instead, and what it is
+# (a streamed graph too large for the full parser is a reject quoting it)
 _ANOMALIES = """
 CREATE OR REPLACE TEMP TABLE bad AS
-SELECT _idx FROM raw WHERE session_id IS NULL OR session_id = '' OR no_steps
-UNION SELECT _idx FROM st WHERE key IS NULL OR key = '' OR no_nodes OR no_edges
+SELECT _idx, 'a session without session_id or steps' AS why FROM raw
+  WHERE session_id IS NULL OR session_id = '' OR no_steps
+UNION SELECT _idx, 'step ' || ordinal || ' has no key, nodes, edges or start/end seconds' FROM st
+  WHERE key IS NULL OR key = '' OR no_nodes OR no_edges
       OR start_seconds IS NULL OR end_seconds IS NULL
-UNION SELECT _idx FROM st GROUP BY _idx, key HAVING count(*) > 1
-UNION SELECT _idx FROM nd WHERE id IS NULL OR id = '' OR n_times IS NULL
+UNION SELECT _idx, 'step key ' || key || ' is used twice' FROM st GROUP BY _idx, key
+  HAVING count(*) > 1
+UNION SELECT _idx, 'node ' || coalesce(key, '?') || '/' || coalesce(id, '?')
+      || ' has no id or time, or an actor_type other than user or ai' FROM nd
+  WHERE id IS NULL OR id = '' OR n_times IS NULL
       OR actor_type IS NULL OR actor_type NOT IN ('user', 'ai')
-UNION SELECT _idx FROM nd GROUP BY _idx, key, id HAVING count(*) > 1
-UNION SELECT _idx FROM oc WHERE a IS NULL
-UNION SELECT _idx FROM ed WHERE src IS NULL OR dst IS NULL OR kind IS NULL
+UNION SELECT _idx, 'node id ' || key || '/' || id || ' is used twice' FROM nd
+  GROUP BY _idx, key, id HAVING count(*) > 1
+UNION SELECT _idx, 'node ' || key || '/' || id || ' has a time that is not HH:MM:SS-HH:MM:SS'
+  FROM oc WHERE a IS NULL
+UNION SELECT _idx, 'an edge of step ' || coalesce(key, '?') || ' lacks from, to or type, '
+      || 'or names a node with a slash' FROM ed
+  WHERE src IS NULL OR dst IS NULL OR kind IS NULL
       OR src = '' OR dst = '' OR contains(src, '/') OR contains(dst, '/')
-UNION SELECT e._idx FROM ed e ANTI JOIN nd n ON n._idx = e._idx AND n.key = e.key
-      AND n.id = e.src
-UNION SELECT e._idx FROM ed e ANTI JOIN nd n ON n._idx = e._idx AND n.key = e.key
-      AND n.id = e.dst
-UNION SELECT _idx FROM ed GROUP BY _idx, key, src, dst, kind HAVING count(*) > 1
-UNION SELECT _idx FROM ur WHERE t IS NULL OR n <> 6 OR list_has_any(t, [NULL])
+UNION SELECT e._idx, 'edge ' || e.key || '/' || e.src || ' -> ' || e.dst
+      || ' names a node its step does not have' FROM ed e ANTI JOIN nd n
+  ON n._idx = e._idx AND n.key = e.key AND n.id = e.src
+UNION SELECT e._idx, 'edge ' || e.key || '/' || e.src || ' -> ' || e.dst
+      || ' names a node its step does not have' FROM ed e ANTI JOIN nd n
+  ON n._idx = e._idx AND n.key = e.key AND n.id = e.dst
+UNION SELECT _idx, 'edge ' || key || '/' || src || ' -> ' || dst || ' is listed twice' FROM ed
+  GROUP BY _idx, key, src, dst, kind HAVING count(*) > 1
+UNION SELECT _idx, 'user_response ' || k || ' of node ' || key || '/' || id
+      || ' is not [source, ai, adopt|modify|reject, time, time, time]' FROM ur
+  WHERE t IS NULL OR n <> 6 OR list_has_any(t, [NULL])
       OR label NOT IN ('adopt', 'modify', 'reject') OR ai_id = ''
       OR ai_r IS NULL OR resp_r IS NULL OR (src_time <> '' AND src_r IS NULL)
       OR (src_id <> '' AND src_r IS NULL);
@@ -308,13 +323,10 @@ CREATE OR REPLACE TEMP TABLE refs AS
   UNION ALL
   SELECT _idx, key, id, k, 'src', src_id, src_r[1], src_r[2]
   FROM ur WHERE src_id <> '' AND _idx NOT IN (SELECT _idx FROM bad);
--- candidates: occurrences of the referenced local id containing the referenced range
-CREATE OR REPLACE TEMP TABLE cand AS
-  SELECT r._idx, r.key, r.id, r.k, r.role, o.key AS okey, o.seq, o.actor_type,
-         (o.key = r.key) AS own
-  FROM refs r JOIN occ o ON o._idx = r._idx AND o.id = r.ref
-       AND o.a - 1e-6 <= r.a AND r.b <= o.b + 1e-6;
--- own segment first: one hit there wins; several is ambiguous; none -> exactly one elsewhere
+-- candidates are occurrences of the referenced local id containing the referenced range;
+-- own segment first: one hit there wins; several is ambiguous; none -> exactly one elsewhere.
+-- The candidates are aggregated as the join yields them, never stored: a local id used in
+-- many steps at the same times gives refs x steps of them
 CREATE OR REPLACE TEMP TABLE pick AS
   SELECT _idx, key, id, k, role,
          CASE WHEN count(*) FILTER (WHERE own) = 1 THEN arg_max(okey, own)
@@ -326,17 +338,26 @@ CREATE OR REPLACE TEMP TABLE pick AS
          CASE WHEN count(*) FILTER (WHERE own) = 1 THEN arg_max(actor_type, own)
               WHEN count(*) FILTER (WHERE own) = 0 AND count(*) = 1 THEN any_value(actor_type)
          END AS actor_type
-  FROM cand GROUP BY _idx, key, id, k, role;
+  FROM (SELECT r._idx, r.key, r.id, r.k, r.role, o.key AS okey, o.seq, o.actor_type,
+               (o.key = r.key) AS own
+        FROM refs r JOIN occ o ON o._idx = r._idx AND o.id = r.ref
+             AND o.a - 1e-6 <= r.a AND r.b <= o.b + 1e-6)
+  GROUP BY _idx, key, id, k, role;
 CREATE OR REPLACE TEMP TABLE resp AS
   SELECT u._idx, u.key, u.id, u.k, min(o.seq) AS seq
   FROM ur u JOIN occ o ON o._idx = u._idx AND o.key = u.key AND o.id = u.id
        AND o.a - 1e-6 <= u.resp_r[1] AND u.resp_r[2] <= o.b + 1e-6
   GROUP BY ALL;
 INSERT INTO bad
-  SELECT r._idx FROM refs r LEFT JOIN pick p USING (_idx, key, id, k, role)
+  SELECT r._idx, 'user_response ' || r.k || ' of node ' || r.key || '/' || r.id
+         || ' names its ' || r.role || ' node ' || r.ref
+         || ', which no single node of that actor type holds at that time'
+  FROM refs r LEFT JOIN pick p USING (_idx, key, id, k, role)
   WHERE p.okey IS NULL OR (r.role = 'ai' AND p.actor_type <> 'ai')
      OR (r.role = 'src' AND p.actor_type <> 'user')
-  UNION SELECT u._idx FROM ur u LEFT JOIN resp r USING (_idx, key, id, k)
+  UNION SELECT u._idx, 'user_response ' || u.k || ' of node ' || u.key || '/' || u.id
+         || ' has a response time the node does not occupy'
+  FROM ur u LEFT JOIN resp r USING (_idx, key, id, k)
   WHERE r.seq IS NULL AND u._idx NOT IN (SELECT _idx FROM bad);
 """
 

@@ -216,29 +216,17 @@ class GraphParser:
     def _session_rows(self, obj, graph: ParsedGraph, meta: dict) -> None:
         ends = [s.t_end for s in graph.segments if s.t_end is not None]
         ends += [o[2] for s in graph.segments for n in s.nodes.values() for o in n.occurrences]
-        persona = meta.get("participant")
         extra = {k: v for k, v in obj.items() if k not in SESSION_KNOWN}
-        meta_extra = {
-            k: v
-            for k, v in meta.items()
-            if k not in {"domain", "condition", "split", "started_at", "participant"}
-        }
-        if meta_extra:
-            extra["meta"] = meta_extra
         self.out.row(
             "sessions",
             {
                 "session_id": graph.session_id,
                 "title": _text(obj.get("title")),
                 "goal": _text(obj.get("goal")),
-                "condition": _text(meta.get("condition")),
-                "domain": _text(meta.get("domain")),
-                "split": _text(meta.get("split")),
                 "participants": [graph.human_id, *sorted(graph.ai_actors)],
-                "started_at": self._started_at(meta.get("started_at")),
                 "duration_s": max(ends) if ends else None,
                 "source_file": self.src,
-                "attrs": to_json(extra) if extra else None,
+                **self.session_fields(extra, meta),
             },
         )
         self.out.row(
@@ -249,7 +237,7 @@ class GraphParser:
                 "kind": "human",
                 "role": "user",
                 "name": "user",
-                "persona": to_json(persona) if persona is not None else None,
+                "persona": self.persona(meta),
             },
         )
         for brand in sorted(graph.ai_actors):
@@ -263,6 +251,29 @@ class GraphParser:
                     "name": brand,
                 },
             )
+
+    def session_fields(self, extra: dict, meta: dict) -> dict:
+        """The session row's columns that come from ``meta.json`` and from top-level fields
+        without a column (``extra``), shared with the streamed path."""
+        meta_extra = {
+            k: v
+            for k, v in meta.items()
+            if k not in {"domain", "condition", "split", "started_at", "participant"}
+        }
+        if meta_extra:
+            extra = {**extra, "meta": meta_extra}
+        return {
+            "condition": _text(meta.get("condition")),
+            "domain": _text(meta.get("domain")),
+            "split": _text(meta.get("split")),
+            "started_at": self._started_at(meta.get("started_at")),
+            "attrs": to_json(extra) if extra else None,
+        }
+
+    @staticmethod
+    def persona(meta: dict) -> str | None:
+        persona = meta.get("participant")
+        return to_json(persona) if persona is not None else None
 
     def _started_at(self, value) -> datetime | None:
         if value in (None, ""):

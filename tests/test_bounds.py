@@ -399,10 +399,13 @@ def test_a_record_whose_attrs_pass_the_limit_is_a_reject_naming_it(tmp_path, mon
     ]
 
 
-def test_a_file_too_large_to_read_whole_is_a_reject_naming_the_limit(tmp_path, monkeypatch):
+def test_a_kolab_graph_too_large_to_read_whole_is_streamed_a_side_file_is_a_reject(
+    tmp_path, monkeypatch
+):
     """Whole-document readers held any file: a 0.73 GiB Kolab graph needed over 8 GiB. Past
-    $GRAPHLAKE_MAX_FILE_BYTES the file is a reject (never read), a graph file and a session
-    folder's graph.json alike, and the other sessions land."""
+    $GRAPHLAKE_MAX_FILE_BYTES a graph (a graph file and a session folder's graph.json alike)
+    is streamed and lands; any other file read whole (here meta.json) is a reject naming the
+    limit, never read, and costs only itself."""
     from graphlake.pipeline import ingest_path
     from graphlake.query.connection import Connection
 
@@ -418,20 +421,19 @@ def test_a_file_too_large_to_read_whole_is_a_reject_naming_the_limit(tmp_path, m
     lake = tmp_path / "lake"
     ingest_path("kolab", corpus, lake)
     with Connection(lake) as con:
-        sessions = [r["session_id"] for r in con.rows("SELECT session_id FROM sessions")]
-        rejects = con.rows("SELECT source_file, reason, length(raw) AS n FROM rejects ORDER BY 1")
-    assert sorted(sessions) == ["meta-1", "small-1"]  # a side file past it costs itself
-    assert [
-        Path(r["source_file"]).parent.name + "/" + Path(r["source_file"]).name for r in rejects
-    ] == [
-        "big/graph.json",
-        "corpus/loose-big.json",
-        "meta/meta.json",
-    ]
-    for r in rejects:
-        assert f"over the {size - 1:,}-byte limit" in r["reason"]
-        assert "GRAPHLAKE_MAX_FILE_BYTES" in r["reason"]
-        assert r["n"] <= Path(r["source_file"]).stat().st_size  # its head, no more
+        counts = con.rows("SELECT session_id, count(*) AS n FROM nodes GROUP BY 1")
+        rejects = con.rows("SELECT source_file, reason, length(raw) AS n FROM rejects")
+    assert {r["session_id"]: r["n"] for r in counts} == {
+        "big-1": 300,
+        "big-2": 300,
+        "meta-1": 5,
+        "small-1": 5,
+    }
+    [r] = rejects
+    assert Path(r["source_file"]).relative_to(corpus) == Path("meta/meta.json")
+    assert f"over the {size - 1:,}-byte limit" in r["reason"]
+    assert "GRAPHLAKE_MAX_FILE_BYTES" in r["reason"]
+    assert r["n"] <= Path(r["source_file"]).stat().st_size  # its head, no more
 
 
 _HUGE_KOLAB = """
@@ -439,26 +441,44 @@ import sys
 from graphlake.pipeline import ingest_path
 from graphlake.query import run_sql
 ingest_path("kolab", sys.argv[1], sys.argv[2])
-print(run_sql("SELECT reason FROM rejects", sys.argv[2]).table.column(0).to_pylist())
+print(run_sql("SELECT count(*) FROM nodes", sys.argv[2]).table.column(0).to_pylist())
+print(run_sql("SELECT count(*) FROM rejects", sys.argv[2]).table.column(0).to_pylist())
 """
 
 
+def _write_tiled_graph(path: Path, copies: int) -> int:
+    """A generated session's steps written ``copies`` times with fresh step keys and node
+    ids, as one graph file; returns its node count."""
+    import re
+
+    from graphlake.demo.kolab_gen import KolabGenerator
+
+    g = KolabGenerator(seed=5, steps=(6, 6), interactions=(60, 60)).session(0).graph
+    steps = g.pop("steps")
+    with open(path, "w") as fh:
+        fh.write(json.dumps(g)[:-1] + ', "steps": [')
+        for c in range(copies):
+            for i, step in enumerate(steps):
+                text = json.dumps({**step, "key": f"{step['key']}-{c}"})
+                fh.write(("," if c or i else "") + re.sub(r'"n(\d+)"', rf'"c{c}n\1"', text))
+        fh.write("]}")
+    return copies * sum(len(s["nodes"]) for s in steps)
+
+
 @pytest.mark.subprocess
-def test_a_kolab_file_past_the_default_limit_costs_no_memory(tmp_path):
-    """A 70 MB graph (the default limit is 64 MiB) under a 1 GiB ceiling: rejected unread."""
+def test_a_kolab_graph_past_the_default_limit_streams_in_bounded_memory(tmp_path):
+    """A 110 MB graph of 270,000 nodes (the default limit is 64 MiB) under a 1 GiB ceiling:
+    read whole it needs about 25 times its size; streamed, every node lands (about 600 MiB
+    peak here whatever the file's size: a 400 MB graph peaked at 550 MiB)."""
     folder = tmp_path / "corpus" / "s1"
     folder.mkdir(parents=True)
-    with open(folder / "graph.json", "w") as fh:
-        fh.write('{"session_id": "huge", "title": "')
-        for _ in range(70):
-            fh.write("x" * 1_000_000)
-        fh.write('", "steps": []}')
+    n = _write_tiled_graph(folder / "graph.json", 190)
+    assert (folder / "graph.json").stat().st_size > 100 << 20
     script = tmp_path / "huge.py"
     script.write_text(_HUGE_KOLAB)
     run = run_bounded(script, str(tmp_path / "corpus"), str(tmp_path / "lake"), ceiling=1 << 30)
     assert run.returncode == 0, run.stderr[-3000:]
-    assert "GRAPHLAKE_MAX_FILE_BYTES" in run.stdout  # rejected, not read: reading it whole
-    # takes about 25 times its size, far past the 1 GiB ceiling the child ran under
+    assert run.stdout.split() == [f"[{n}]", "[0]"]
 
 
 # ------------------------------------------------------------------ one bad record
@@ -592,6 +612,9 @@ def _crowded_session(folder: Path, session: str, nodes: int) -> Path:
             {
                 "key": "s1",
                 "step_name": "everything at once",
+                "start_seconds": 0,
+                "end_seconds": 600,
+                "edges": [],
                 "nodes": [
                     {
                         "id": f"n{i}",
