@@ -829,12 +829,12 @@ def demo(
     if frames:
         from graphlake.demo.run import vision_available
         from graphlake.errors import MissingExtraError
+        from graphlake.vision import FRAMES_INSTALL
 
         if not vision_available():
             raise MissingExtraError(
-                "indexing the recording needs the vision extra: pip "
-                'install "graphlake[vision]", or run the demo with '
-                "--no-frames"
+                f"indexing the recording needs the frames extra: {FRAMES_INSTALL}, "
+                "or run the demo with --no-frames"
             )
     run_demo(
         lk,

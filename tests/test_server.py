@@ -359,12 +359,12 @@ def test_serve_refuses_a_public_bind_without_token(demo_lake):
     assert proc.returncode != 0 and "token" in proc.stderr and "loopback" in proc.stderr
 
 
-def test_missing_vision_extra_is_a_clear_501(demo_lake, monkeypatch):
+def test_missing_frames_extra_is_a_clear_501(demo_lake, monkeypatch):
     monkeypatch.setitem(sys.modules, "av", None)  # as if PyAV were not installed
     with LiveServer(Settings(lake=demo_lake)) as srv, httpx.Client(base_url=srv.url) as c:
         mid = _media_id(c)
         msg = _error(c.get(f"/media/{mid}/frame.jpg", params={"t": 1}), 501)
-        assert 'pip install "graphlake[vision]"' in msg
+        assert 'pip install "graphlake[frames]"' in msg
 
 
 def test_openapi_conforms(demo_server):

