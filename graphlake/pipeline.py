@@ -8,7 +8,8 @@ import os
 import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
-from multiprocessing import get_context
+from contextlib import contextmanager
+from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
 from graphlake import ingest
@@ -65,6 +66,38 @@ def _worker(
     return _parse_units(corpus, em, start, units)
 
 
+def _worker_context():
+    """Workers forked from a clean server process, never from this one: a process that
+    already ingested holds DuckDB, Arrow and Delta threads, and a plain fork of it hung or
+    crashed its workers (a notebook that ingests twice). The server imports the ingestors
+    once, so each worker starts warm. Platforms without forkserver spawn."""
+    if "forkserver" not in get_all_start_methods():
+        return get_context("spawn")
+    ctx = get_context("forkserver")
+    ctx.set_forkserver_preload(["graphlake.pipeline"])
+    return ctx
+
+
+@contextmanager
+def _main_not_rerun():
+    """While workers start, the caller's ``__main__`` looks like an interactive one, so the
+    workers do not run it again (what spawn and forkserver do with a script's path): a script
+    that ingests without an ``if __name__ == "__main__":`` guard would ingest again in every
+    worker. The workers need nothing from it: their function lives in this module."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        yield
+        return
+    saved = {k: main.__dict__[k] for k in ("__file__", "__spec__") if k in main.__dict__}
+    main.__dict__.pop("__file__", None)
+    main.__dict__["__spec__"] = None
+    try:
+        yield
+    finally:
+        main.__dict__.pop("__spec__", None)
+        main.__dict__.update(saved)
+
+
 def ingest_path(
     corpus: str,
     path: str | Path,
@@ -107,22 +140,20 @@ def ingest_path(
         else:
             summaries = []
             chunk = max(1, min(4000, -(-total // (workers * 4))))
-            # fork: cheap, and works from notebooks and stdin scripts (spawn cannot re-import
-            # an unnamed __main__); the parent holds no lake locks or DuckDB state yet
-            method = "fork" if sys.platform.startswith("linux") else "spawn"
-            with ProcessPoolExecutor(workers, mp_context=get_context(method)) as pool:
-                futures = {
-                    pool.submit(
-                        _worker,
-                        corpus,
-                        str(run.staging),
-                        start,
-                        units[start : start + chunk],
-                        flush_rows,
-                        run.default_run,
-                    ): units[start : start + chunk]
-                    for start in range(0, total, chunk)
-                }
+            with ProcessPoolExecutor(workers, mp_context=_worker_context()) as pool:
+                with _main_not_rerun():  # the workers start as tasks are submitted
+                    futures = {
+                        pool.submit(
+                            _worker,
+                            corpus,
+                            str(run.staging),
+                            start,
+                            units[start : start + chunk],
+                            flush_rows,
+                            run.default_run,
+                        ): units[start : start + chunk]
+                        for start in range(0, total, chunk)
+                    }
                 for fut in as_completed(futures):
                     summaries.append(fut.result())
                     tick(futures[fut][-1], len(futures[fut]))

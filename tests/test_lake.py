@@ -485,3 +485,42 @@ def test_a_server_moves_past_a_vacuum_of_the_version_it_serves(lake, tmp_path):
         assert gone.json()["error"]["code"] == "lake_moved"
         assert c.post("/sql", json=count_sql).json()["rows"] == [[28]]
         assert state.current.con.version == lake.snapshot().lake_version > before
+
+
+_INGEST_TWICE = """
+import json, sys
+from pathlib import Path
+from graphlake.demo.kolab_gen import KolabGenerator
+from graphlake.pipeline import ingest_path
+print("top level ran", flush=True)  # no __main__ guard, as in a notebook or a quick script
+root = Path(sys.argv[1])
+for part, seed in (("a", 3), ("b", 4)):
+    (root / part).mkdir(parents=True)
+    gen = KolabGenerator(seed)
+    for i in range(80):
+        (root / part / f"{i}.json").write_text(json.dumps(gen.session(i).graph))
+first, _ = ingest_path("kolab", root / "a", root / "lake", workers=1)
+second, _ = ingest_path("kolab", root / "b", root / "lake", workers=2)
+print(first.accepted["sessions"], second.accepted["sessions"], flush=True)
+"""
+
+
+@pytest.mark.subprocess
+def test_a_parallel_ingest_after_an_in_process_one_in_the_same_process(tmp_path):
+    """Workers were forked from the caller: after an in-process ingest (DuckDB, Arrow and
+    Delta threads in the parent) the forked workers hung or crashed. They start from a clean
+    server now, and a script without a main guard is not run again in them."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "twice.py"
+    script.write_text(_INGEST_TWICE)
+    proc = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "work")],
+        capture_output=True,
+        text=True,
+        timeout=600,  # a backstop for the hang this guards against, not a measure
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split("\n")[:2] == ["top level ran", "80 80"]
