@@ -295,8 +295,11 @@ class LiveServer:
     """``graphlake.server`` run by uvicorn on a free loopback port, in a thread of this
     process (a real socket: requests go through HTTP, the middleware and the routers)."""
 
-    def __init__(self, settings, wrap=None):
-        """``wrap(app)`` returns the ASGI app to serve instead (e.g. a :class:`Gate`)."""
+    def __init__(self, settings, wrap=None, shared_socket: bool = False):
+        """``wrap(app)`` returns the ASGI app to serve instead (e.g. a :class:`Gate`);
+        ``shared_socket`` serves on a socket bound first, as ``graphlake serve --workers N``
+        does, and with ``proto`` 0, as uvicorn before 0.55 (and its gunicorn worker) bound
+        it."""
         import socket
         import threading
 
@@ -320,7 +323,13 @@ class LiveServer:
             **uvicorn_options(settings),  # the client bounds `graphlake serve` runs with
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        sockets = None
+        if shared_socket:
+            shared = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            shared.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            shared.bind(("127.0.0.1", self.port))
+            sockets = [shared]
+        self.thread = threading.Thread(target=lambda: self.server.run(sockets=sockets), daemon=True)
 
     def __enter__(self):
         import time

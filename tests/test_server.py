@@ -491,3 +491,21 @@ def test_a_refresh_reaches_every_worker(tmp_path, hand_lake):
             assert time.monotonic() < deadline, f"workers still at {before}: {h}"
         assert moved == set(workers)
     assert not list((lake / "_graphlake" / "cache").glob("serve-*.json"))  # cleaned up
+
+
+def test_responses_are_not_held_back_on_a_socket_shared_by_workers(demo_lake):
+    """`serve --workers N` shares a socket uvicorn binds with proto 0, on whose connections
+    asyncio does not set TCP_NODELAY: every response waited for Nagle and a delayed ACK
+    (two workers at a fixed 44 ms median, a quarter of one worker's rate). Each accepted
+    connection gets it now."""
+    import socket
+
+    with (
+        LiveServer(Settings(lake=demo_lake), shared_socket=True) as srv,
+        httpx.Client(base_url=srv.url) as c,
+    ):
+        assert c.get("/health").status_code == 200  # the connection stays open (keep-alive)
+        [conn] = list(srv.server.server_state.connections)
+        sock = conn.transport.get_extra_info("socket")
+        assert sock.proto == 0  # the shared socket's kind, as the workers get it
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
