@@ -208,7 +208,7 @@ def _cli_in_process(cmd: list[str], env: dict) -> subprocess.CompletedProcess:
     )
     code: int | str | None = 0
     with (
-        mock.patch.dict(os.environ, env),
+        mock.patch.dict(os.environ, {"GRAPHLAKE_FAST_EXIT": "0", **env}),  # never os._exit
         mock.patch.object(sys, "argv", ["graphlake", *cmd]),
         mock.patch.object(sys, "stdin", io.StringIO()),
         contextlib.redirect_stdout(out),
