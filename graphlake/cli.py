@@ -76,6 +76,7 @@ from graphlake.cli_common import (  # noqa: E402,I001
     _progress,
     console,
     err_console,
+    exit_when_done,
     run_app,
     usage_error,
 )
@@ -445,6 +446,7 @@ def query_list(fmt: FormatOpt = "table", output: OutputOpt = None, lake: LakeOpt
         for q in qs.values()
     ]
     _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
+    exit_when_done()
 
 
 @query_app.command("show")
@@ -1086,6 +1088,7 @@ def bench_list(
         for s in b.specs()
     ]
     _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
+    exit_when_done()
 
 
 @bench_app.command("export")
