@@ -177,6 +177,14 @@ def ingest(
             "under PATH that are no longer there. Without it, a source that is gone stays.",
         ),
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Read every file even when all are as the last ingest of PATH read them "
+            "(by size, time and content hash); without it such a source is not read again.",
+        ),
+    ] = False,
 ):
     """Ingest PATH with the CORPUS ingestor as one new lake version, then refresh the
     materialized views for the sessions it added to (a second version).
@@ -187,7 +195,8 @@ def ingest(
 
     A session whose source changed since it was ingested (a row edited, added or gone) is
     replaced whole, in the same lake version; `graphlake sql --at N` still reads it as
-    it was.
+    it was. A source whose files are all unchanged since the last ingest of the same PATH
+    is not read at all (--force reads it).
     """
     from graphlake import ingest as ingestors
     from graphlake.errors import UnknownCorpusError
@@ -196,14 +205,23 @@ def ingest(
         ingestors.get(corpus)
     except UnknownCorpusError as exc:  # a wrong name is a usage mistake: exit 2, with usage
         usage_error(str(exc))
-    ingest_and_report(corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune)
+    ingest_and_report(
+        corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune, force=force
+    )
 
 
 def ingest_and_report(
-    corpus: str, path: Path, lk, *, quiet: bool = False, refresh: bool = True, prune: bool = False
+    corpus: str,
+    path: Path,
+    lk,
+    *,
+    quiet: bool = False,
+    refresh: bool = True,
+    prune: bool = False,
+    force: bool = False,
 ):
     """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
-    stats, snap = _run_ingest(corpus, path, lk, quiet, prune)
+    stats, snap = _run_ingest(corpus, path, lk, quiet, prune, force)
     print_ingest_report(corpus, stats, snap, lk)
     if refresh and lk.exists():
         # also when this run added nothing: it finishes a refresh a killed run left
@@ -213,11 +231,11 @@ def ingest_and_report(
     return stats, snap
 
 
-def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False):
+def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False, force: bool = False):
     from graphlake.pipeline import ingest_path
 
     if quiet:
-        return ingest_path(corpus, path, lk, prune=prune)
+        return ingest_path(corpus, path, lk, prune=prune, force=force)
     with Progress(
         TextColumn("{task.description}", style="bold", markup=False),
         BarColumn(),
@@ -231,7 +249,7 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False):
         def tick(done, total, _path):
             progress.update(task, completed=done, total=total)
 
-        return ingest_path(corpus, path, lk, on_unit=tick, prune=prune)
+        return ingest_path(corpus, path, lk, on_unit=tick, prune=prune, force=force)
 
 
 def _refresh(lk, full: bool = False):
@@ -261,6 +279,16 @@ def print_refresh_report(rep) -> None:
 
 def print_ingest_report(corpus, stats, snap, lk) -> None:
     from graphlake.schema import TABLES
+
+    if stats.unchanged_units:
+        console.print(
+            f"{corpus}: nothing new: all {stats.unchanged_units:,} source units are as the "
+            f"last ingest of this path read them (size, time, content hash), so none was read; "
+            f"lake {lk.root} stays at version {lk.snapshot().lake_version} (--force reads "
+            "them again)",
+            highlight=False,
+        )
+        return
 
     t = Table(title=f"{corpus}: {stats.units} source units", header_style="bold")
     cols = ("table", "accepted", "new", "rejected") + (("removed",) if stats.removed else ())

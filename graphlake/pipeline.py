@@ -17,7 +17,9 @@ from graphlake.errors import WrongCorpusError
 from graphlake.ingest.base import IngestStats, SourceUnit
 from graphlake.ingest.sniff import is_non_data, sniff, votes
 from graphlake.lake import Lake, Snapshot
+from graphlake.lake.manifest import SourceManifest, reader_fingerprint, unit_files
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
+from graphlake.schema import emit
 
 #: Below this many units, or this many bytes in a few big files, starting worker processes
 #: costs more than it saves.
@@ -107,6 +109,7 @@ def ingest_path(
     workers: int | None = None,
     flush_rows: int = 50_000,
     prune: bool = False,
+    force: bool = False,
 ) -> tuple[IngestStats, Snapshot | None]:
     """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version.
 
@@ -118,13 +121,28 @@ def ingest_path(
     (None when nothing was new). The materialized views are not refreshed here (a run stays
     one version): call :func:`graphlake.lake.derived.refresh` after, as ``graphlake ingest``
     does; until then queries compute those views from their SQL.
+
+    A source whose files are all as the last ingest of the same path read them is not read
+    at all (:mod:`graphlake.lake.manifest`; ``stats.unchanged_units``); ``force`` reads it
+    anyway.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     units = ingest.get(corpus).units(Path(path))
     skipped = [u.path for u in units if is_non_data(u.path)]  # README, LICENSE, ...
     units = [u for u in units if not is_non_data(u.path)]
     total = len(units)
-    run = LakeRun(lake, corpus, str(Path(path).resolve()), replace=True, prune=prune)
+    source = str(Path(path).resolve())
+    files = unit_files(sorted({p for u in units for p in (u.path, *u.companions)}))
+    if lake.exists():
+        lake.init()  # checks the lake's schema version before anything else
+        if not (force or prune) and _unchanged(lake, corpus, source, files):
+            stats = IngestStats(units=total, unchanged_units=total)
+            stats.skipped = [str(p) for p in skipped]
+            if on_unit:
+                on_unit(total, total, Path(path))
+            return stats, None
+    before = {f: _stat(f) for f in files}
+    run = LakeRun(lake, corpus, source, replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
     done = 0
 
@@ -176,4 +194,42 @@ def ingest_path(
         run.abort()
         raise
     stats.units = total
+    if not any(s.failed_units for s in summaries):  # a unit that failed is read again
+        _remember(lake, corpus, source, files, before)
     return stats, snap
+
+
+def _stat(path: Path) -> tuple[int, int] | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def _readers() -> str:
+    return reader_fingerprint([*Path(ingest.__file__).parent.glob("*.py"), Path(emit.__file__)])
+
+
+def _unchanged(lake: Lake, corpus: str, source: str, files: list[Path]) -> bool:
+    """Whether every file is as the last ingest of ``source`` read it, and the lake still
+    holds what they gave (:mod:`graphlake.lake.manifest`). An unchanged source is not read;
+    the lake is still cleaned of what killed writers left, as every ingest does."""
+    manifest = SourceManifest.open(lake.root, corpus, source, _readers())
+    if not (manifest.holds_for(lake.snapshots(), corpus, source) and manifest.unchanged(files)):
+        return False
+    if manifest.rehashed:  # touched, not changed: remember the new times
+        manifest.save(manifest.record(files), manifest.lake_version or 0)
+    with lake.write_lock():
+        lake.repair(lake.snapshot())
+    return True
+
+
+def _remember(lake: Lake, corpus: str, source: str, files: list[Path], before: dict) -> None:
+    """Write the source's manifest: the files as the run read them. A file that changed
+    while it was read is not vouched for (the next ingest reads the source again)."""
+    manifest = SourceManifest.open(lake.root, corpus, source, _readers())
+    recorded = manifest.record(files)
+    if any(_stat(f) != before.get(f) for f in files):
+        return
+    manifest.save(recorded, lake.snapshot().lake_version)

@@ -41,7 +41,11 @@ def test_ingest_prints_counts_and_reingest_adds_nothing(tmp_path, corpus):
     assert "committed lake version 2" in first.stdout
     again = cli("ingest", "kolab", str(corpus), "--quiet", lake=lake)
     assert "nothing new" in again.stdout and "stays at version 2" in again.stdout
+    assert "none was read" in again.stdout  # the manifest: the files are as they were
     assert "refreshed" not in again.stdout
+    forced = cli("ingest", "kolab", str(corpus), "--quiet", "--force", lake=lake)
+    assert "nothing new" in forced.stdout and "stays at version 2" in forced.stdout
+    assert "none was read" not in forced.stdout  # read again, and still nothing new
 
 
 def test_bad_reference_reject_names_the_id_and_the_rest_lands(tmp_path, corpus):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import HAND, cli
+from conftest import FIXTURES, HAND, cli
 from graphlake.errors import LakeVersionError
 from graphlake.lake import Lake, LakeRun
 from graphlake.lake.maintenance import compact, table_info
@@ -24,11 +24,85 @@ def count(lake, table, version=None) -> int:
 def test_reingest_adds_nothing(lake):
     stats, snap = ingest_path("kolab", HAND, lake)
     assert snap.lake_version == 1 and stats.added["nodes"] == 7
-    stats2, snap2 = ingest_path("kolab", HAND, lake)
+    # read again in full (force): every row is found in the lake already
+    stats2, snap2 = ingest_path("kolab", HAND, lake, force=True)
     assert snap2 is None and sum(stats2.added.values()) == 0
-    assert stats2.accepted == stats.accepted
+    assert stats2.accepted == stats.accepted and stats2.unchanged_units == 0
+    # and by default not read at all: the files are as the manifest has them
+    stats3, snap3 = ingest_path("kolab", HAND, lake)
+    assert snap3 is None and stats3.unchanged_units == stats3.units == 1
+    assert sum(stats3.accepted.values()) == 0
     assert lake.snapshot().lake_version == 1
     assert count(lake, "nodes") == 7
+
+
+def _copy_with_old_times(src: Path, dst: Path) -> None:
+    """A copy whose files look written an hour ago: times the manifest can trust."""
+    import os
+    import time
+
+    shutil.copytree(src, dst)
+    old = time.time() - 3600
+    for f in dst.rglob("*"):
+        os.utime(f, (old, old))
+
+
+def test_an_unchanged_source_is_not_read_a_changed_one_is(lake, tmp_path, monkeypatch):
+    """Re-ingesting an unchanged folder parsed every byte again (0.9-1.2x of a first ingest).
+    The manifest skips it; a file touched but not changed is found unchanged by its hash; an
+    edit that keeps the size and sets the time back is still found; a new file, a changed
+    reader limit or another source replacing the corpus's rows all read it again."""
+    import os
+
+    from graphlake import ingest as ingestors
+
+    src = tmp_path / "runs"
+    _copy_with_old_times(FIXTURES / "tau2_runs", src)
+    ingest_path("tau2", src, lake)
+    parsed: list[str] = []
+    real = ingestors.get("tau2").__class__.parse
+
+    def counting(self, unit, out):
+        parsed.append(unit.path.name)
+        return real(self, unit, out)
+
+    monkeypatch.setattr(ingestors.get("tau2").__class__, "parse", counting)
+
+    def skipped(stats) -> bool:
+        return stats.unchanged_units == stats.units > 0
+
+    def again(**kw):
+        parsed.clear()
+        stats, _snap = ingest_path("tau2", src, lake, workers=1, **kw)
+        return stats
+
+    assert skipped(again()) and parsed == []
+    sim = src / "voice_run" / "simulations" / "voice-t1-0.json"
+    os.utime(sim)  # touched now, same bytes: hashed, found the same, remembered
+    assert skipped(again()) and parsed == []
+    data = sim.read_bytes()
+    st = sim.stat()
+    sim.write_bytes(data.replace(b'"reward": 1.0', b'"reward": 0.0', 1))
+    assert sim.stat().st_size == st.st_size and data != sim.read_bytes()
+    os.utime(sim, ns=(st.st_atime_ns, st.st_mtime_ns))  # the edit hides its time
+    stats = again()
+    assert stats.unchanged_units == 0 and parsed  # the racy time is not trusted: hashed
+    assert stats.replaced_sessions == 1
+    assert skipped(again())
+    (src / "notes.json").write_text("{}")  # a new file: read again
+    assert again().unchanged_units == 0
+    assert skipped(again())
+    monkeypatch.setenv("GRAPHLAKE_MAX_ATTRS_BYTES", "123456")  # the readers changed
+    assert again().unchanged_units == 0
+    monkeypatch.delenv("GRAPHLAKE_MAX_ATTRS_BYTES")
+    assert again().unchanged_units == 0  # back to the default: the manifest was rewritten
+    assert skipped(again())
+    other = tmp_path / "other"  # another folder of the corpus replaces one of its sessions
+    _copy_with_old_times(src / "voice_run", other / "voice_run")
+    sim2 = other / "voice_run" / "simulations" / sim.name
+    sim2.write_bytes(sim2.read_bytes().replace(b'"reward": 0.0', b'"reward": 1.0', 1))
+    assert ingest_path("tau2", other, lake)[0].replaced_sessions == 1
+    assert again().unchanged_units == 0  # the lake no longer holds what src gave
 
 
 def test_new_sessions_append_and_old_versions_stay_readable(lake, tmp_path):

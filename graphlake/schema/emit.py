@@ -372,6 +372,8 @@ class IngestStats:
     replaced_sessions: int = 0
     pruned_sessions: int = 0
     units: int = 0
+    #: Units not read at all: every file of the source was as the last ingest read it.
+    unchanged_units: int = 0
     skipped: list[str] = field(default_factory=list)  # README, LICENSE, ...: not data
     #: When some records were rejected: how many sampled files under the path look like
     #: another corpus's (a parent folder holding several corpora), by that corpus.
