@@ -13,7 +13,14 @@ from typing import Annotated, Literal
 
 import typer
 import typer.core
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 app = typer.Typer(
@@ -241,6 +248,7 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False, f
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
+        TimeRemainingColumn(),
         console=err_console,
         transient=True,
     ) as progress:

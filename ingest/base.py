@@ -12,6 +12,7 @@ import abc
 import codecs
 import io
 import json
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -294,9 +295,22 @@ def data_files(path: Path) -> list[Path]:
     path = Path(path)
     if path.is_file():
         return [path]
-    return sorted(
-        p for p in path.rglob("*") if not p.name.startswith(".") and p.is_file() and within(p, path)
-    )
+    out: list[Path] = []
+    folders = [path]
+    while folders:  # links to folders are not followed; only a link's own target is checked
+        with os.scandir(folders.pop()) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False):
+                    folders.append(Path(e.path))
+                elif e.name.startswith("."):
+                    continue
+                elif e.is_symlink():
+                    p = Path(e.path)
+                    if p.is_file() and within(p, path):
+                        out.append(p)
+                elif e.is_file(follow_symlinks=False):  # a regular file below the folder
+                    out.append(Path(e.path))
+    return sorted(out)
 
 
 def file_units(path: Path, kinds: dict[str, str] | str, what: str) -> list[SourceUnit]:

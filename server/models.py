@@ -237,6 +237,11 @@ class SearchHit(BaseModel):
     matched: list[str] = Field(
         description="Rankings that found it: fts, text_vector, image_vector, phash."
     )
+    why: str = Field(
+        default="",
+        description="What found it, in words: 'found by the words (2 of 2 shown) and the "
+        "meaning of the text'.",
+    )
     text: str | None = Field(description="OCR text of the frame, or the label / chat text.")
     step_id: str | None
     nodes: list[str] = Field(description="Labels of the node occurrences running at t.")
@@ -254,6 +259,12 @@ class TextHit(SearchHit):
     source: str = Field(description="node (label and detail) or chat.")
     ref_id: str = Field(description="node_id or event_id.")
     actor_type: str | None
+    sessions: list[str] = Field(
+        default_factory=list,
+        description="The other sessions the same text occurs in (each text is one hit; at "
+        "most 100 listed).",
+    )
+    n_sessions: int = Field(default=1, description="Sessions the text occurs in, this one too.")
 
 
 class SessionOverview(BaseModel):

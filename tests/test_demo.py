@@ -69,3 +69,27 @@ def test_demo_as_the_readme_runs_it(readme_demo):
     assert "Summarize sources" in out.split("summary of sources", 1)[1]
     n = run_sql("SELECT count(*) AS n FROM frames", lake).table.to_pylist()
     assert n[0]["n"] > 20
+
+
+@pytest.mark.frames
+def test_a_text_shared_by_many_sessions_is_one_hit_naming_them(readme_demo):
+    """Text search returned "Summarize sources" once per session (the same line 16 times);
+    each distinct text is one hit now, listing the other sessions it occurs in, and every
+    hit says in words what found it."""
+    from graphlake.query.connection import Connection
+    from graphlake.search import search_text
+
+    lake = readme_demo.lake
+    with Connection(lake) as con:
+        hits = search_text(lake, con, "Summarize sources", k=10)
+        holding = con.rows(
+            "SELECT count(DISTINCT session_id) AS n FROM nodes WHERE label = 'Summarize sources'"
+        )[0]["n"]
+    texts = [h["text"].strip() for h in hits]
+    assert len(texts) == len(set(texts)) == 10
+    top = hits[0]
+    assert top["text"] == "Summarize sources" and holding > 1
+    assert top["n_sessions"] == holding == len(top["sessions"]) + 1
+    assert top["session_id"] not in top["sessions"]
+    assert all(h["why"].startswith("found by ") for h in hits)
+    assert "the words (2 of 2 shown)" in top["why"]

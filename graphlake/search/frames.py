@@ -6,7 +6,8 @@ similarity of the query and the OCR text (so a paraphrase finds the screen), and
 frames have OpenCLIP vectors, CLIP similarity of the query and the picture (half weight: CLIP
 reads screens poorly). A picture query is read by the same OCR and ranked by its text as
 above, by the Hamming distance of its difference hash, and by its OpenCLIP vector when present.
-The rankings are fused with reciprocal rank fusion (:mod:`graphlake.search.fusion`).
+The rankings are fused with reciprocal rank fusion (:mod:`graphlake.search.fusion`); for a
+short text query, frames showing more of its words come first (:mod:`graphlake.search.rank`).
 
 Vector searches scan exactly while the table (or the rows a filter leaves) is small, and use
 the ANN index with ``NPROBES`` partitions and a ``REFINE``-fold exact re-rank otherwise.
@@ -24,6 +25,7 @@ from graphlake.query.connection import Connection
 from graphlake.search.context import workflow_context
 from graphlake.search.filters import SearchFilters
 from graphlake.search.fusion import rrf
+from graphlake.search.rank import query_words, why, words_first, words_present
 from graphlake.vision import FRAMES_INSTALL
 from graphlake.vision import store as st
 from graphlake.vision.sampler import dhash_of_image, hamming
@@ -211,11 +213,14 @@ def search_frames(
     table = open_table(lake_root)
     where = filters.where("frames")
     n = max(4 * k, 50)
+    words: list[str] = []
     if image is not None:
         rankings, rows, _ = image_rankings(table, image, where, n)
+        fused = rrf(rankings)[:k]
     else:
         rankings, rows = text_rankings(table, query, where, n, HIT_COLUMNS)
-    fused = rrf(rankings)[:k]
+        fused = words_first(query, rrf(rankings), lambda i: rows[i].get("text"))[:k]
+        words = query_words(query)
     hits = []
     for frame_id, score, found in fused:
         r = rows[frame_id]
@@ -228,6 +233,7 @@ def search_frames(
                 "t": r["t"],
                 "score": round(score, 6),
                 "matched": found,
+                "why": why(found, words_present(words, r["text"]), len(words)),
                 "text": r["text"],
                 "thumbnail": f"/frames/{frame_id}/thumbnail.jpg",
             }
