@@ -51,6 +51,7 @@ from graphlake.errors import (
 )
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.catalog import Catalog, open_catalog, snapshot_files
+from graphlake.query.deadlines import DEADLINES
 from graphlake.query.guard import check, check_length
 from graphlake.query.pattern import compile_patterns
 
@@ -398,7 +399,7 @@ class Connection:
     ) -> QueryResult:
         snapshot = pin.cat.snapshot
         cur = self._cursor(pin)
-        timer = None
+        deadline = None
         timed_out = threading.Event()
         if timeout_s:
 
@@ -406,9 +407,7 @@ class Connection:
                 timed_out.set()
                 cur.interrupt()
 
-            timer = threading.Timer(timeout_s, _interrupt)
-            timer.daemon = True
-            timer.start()
+            deadline = DEADLINES.arm(timeout_s, _interrupt)
         try:
             rel = cur.sql(sql, params=params or None)
             if rel is None:
@@ -446,8 +445,8 @@ class Connection:
                     raise gone from None
             raise SqlError(f"DuckDB: {exc}") from None
         finally:
-            if timer:
-                timer.cancel()
+            if deadline is not None:
+                DEADLINES.disarm(deadline)
         return QueryResult(table, truncated, snapshot)
 
     def rows(self, sql: str, params: dict | None = None) -> list[dict]:
