@@ -52,7 +52,9 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     async def lifespan(app: FastAPI):
         if settings.preload_rows:  # before the first request, not during it
             state.current.bench.sessions.preload()
+        state.warm_in_background()  # the instance indexes: requests wait for these builds
         yield
+        state.stop_warming()
         app.state.sql_pool.close()
         if connection is None:
             state.current.con.close()

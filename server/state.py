@@ -61,6 +61,20 @@ class State:
         self._record_seen: int | None = None  # its mtime when last read
         self._next_look = 0.0
         self._vacuum_seen: int | None = self._vacuum_mtime()
+        self._stop_warming = threading.Event()
+
+    def warm_in_background(self) -> None:
+        """Build the served version's instance indexes on a daemon thread (Benchmarks.warm);
+        a request for one of them meanwhile waits for its build, not for a second one."""
+        bench = self.current.bench
+        thread = threading.Thread(
+            target=bench.warm, args=(self._stop_warming,), name="warm-indexes", daemon=True
+        )
+        thread.start()
+
+    def stop_warming(self) -> None:
+        """No further index builds (the service is stopping); one under way finishes."""
+        self._stop_warming.set()
 
     def refresh(self) -> bool:
         """Move to the newest lake snapshot (``POST /refresh``), and tell the other workers."""
@@ -83,6 +97,7 @@ class State:
             if self.settings.preload_rows:
                 bench.sessions.preload()
             self.current = Serving(self.settings, con, bench, self.clips)
+        self.warm_in_background()
         grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.con.close)
         grace.daemon = True
         grace.start()
