@@ -47,6 +47,22 @@ def test_a_circular_alias_and_deep_nesting_are_refused():
         load_yaml("[" * 600 + "]" * 600)
 
 
+def test_a_document_without_anchors_is_counted_as_a_tree_within_the_same_limits(monkeypatch):
+    """Without an ``&`` no node is shared, so a cheaper walk counts it (the full check cost a
+    fifth of a HAS-Bench ingest); its limits are the same."""
+    text = "tasks: [" + ", ".join(f"{{id: {i}, v: [1, 2]}}" for i in range(400)) + "]\n"
+    node = yaml.compose(text, Loader=yaml.SafeLoader)
+    assert check_expansion(node, tree=True) == check_expansion(node) == 3 + 400 * 7
+    assert len(load_yaml(text)["tasks"]) == 400
+    monkeypatch.setenv("GRAPHLAKE_YAML_MAX_NODES", "2000")
+    with pytest.raises(YamlLimitError, match="GRAPHLAKE_YAML_MAX_NODES"):
+        load_yaml(text)
+    monkeypatch.setenv("GRAPHLAKE_YAML_MAX_DEPTH", "3")
+    monkeypatch.delenv("GRAPHLAKE_YAML_MAX_NODES")
+    with pytest.raises(YamlLimitError, match="GRAPHLAKE_YAML_MAX_DEPTH"):
+        load_yaml(text)
+
+
 def test_expansion_counts_shared_nodes_at_every_use(monkeypatch):
     node = yaml.compose("a: &x [1, 2]\nb: [*x, *x]\n", Loader=yaml.SafeLoader)
     # mapping + 2 keys + a's list (3) + b's list holding it twice (1 + 3 + 3)
