@@ -288,7 +288,7 @@ def print_refresh_report(rep) -> None:
 def print_ingest_report(corpus, stats, snap, lk) -> None:
     from graphlake.schema import TABLES
 
-    if stats.unchanged_units:
+    if stats.unchanged_units and stats.unchanged_units == stats.units:
         console.print(
             f"{corpus}: nothing new: all {stats.unchanged_units:,} source units are as the "
             f"last ingest of this path read them (size, time, content hash), so none was read; "
@@ -329,6 +329,12 @@ def print_ingest_report(corpus, stats, snap, lk) -> None:
             f"{n(stats.replaced_sessions)} replaced (their source changed), "
             f"{n(stats.pruned_sessions)} pruned (their source is gone); older lake "
             "versions still hold them"
+        )
+    if stats.unchanged_units:
+        console.print(
+            f"{stats.unchanged_units:,} of {stats.units:,} source units are as the last ingest "
+            "of this path read them and were not read again (--force reads them)",
+            highlight=False,
         )
     if stats.skipped:
         names = sorted({Path(p).name for p in stats.skipped})

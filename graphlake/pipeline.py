@@ -12,6 +12,8 @@ from contextlib import contextmanager
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 
+import pyarrow as pa
+
 from graphlake import ingest
 from graphlake.errors import WrongCorpusError
 from graphlake.ingest.base import IngestStats, SourceUnit
@@ -127,37 +129,50 @@ def ingest_path(
     anyway.
     """
     lake = lake if isinstance(lake, Lake) else Lake(lake)
-    units = ingest.get(corpus).units(Path(path))
+    ingestor = ingest.get(corpus)
+    units = ingestor.units(Path(path))
     skipped = [u.path for u in units if is_non_data(u.path)]  # README, LICENSE, ...
     units = [u for u in units if not is_non_data(u.path)]
     total = len(units)
     source = str(Path(path).resolve())
     files = unit_files(sorted({p for u in units for p in (u.path, *u.companions)}))
+    kept: list[SourceUnit] = []  # units not read: as the last ingest of the path read them
     if lake.exists():
         lake.init()  # checks the lake's schema version before anything else
-        if not (force or prune) and _unchanged(lake, corpus, source, files):
+        manifest = None if force or prune else _manifest(lake, corpus, source)
+        if manifest is not None and manifest.unchanged(files):
             stats = IngestStats(units=total, unchanged_units=total)
             stats.skipped = [str(p) for p in skipped]
             if on_unit:
                 on_unit(total, total, Path(path))
             return stats, None
+        if manifest is not None and ingestor.independent_units:
+            kept = [u for u in units if manifest.unchanged(_files_of(u), every=False)]
+            if len(kept) == total:  # only files of the source are gone (--prune removes them)
+                _remember(lake, corpus, source, files, {f: _stat(f) for f in files})
+                stats = IngestStats(units=total, unchanged_units=total)
+                stats.skipped = [str(p) for p in skipped]
+                return stats, None
+            if kept:
+                kept_set = set(map(id, kept))
+                units = [u for u in units if id(u) not in kept_set]
     before = {f: _stat(f) for f in files}
     run = LakeRun(lake, corpus, source, replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
-    done = 0
+    done, reading = 0, len(units)
 
     def tick(unit: SourceUnit, n: int = 1) -> None:
         nonlocal done
         done += n
         if on_unit:
-            on_unit(done, total, unit.path)
+            on_unit(done, reading, unit.path)
 
     try:
-        if workers <= 1 or total < 2:
+        if workers <= 1 or reading < 2:
             summaries = [_parse_units(corpus, run.emitter("u0", flush_rows), 0, units, tick)]
         else:
             summaries = []
-            chunk = max(1, min(4000, -(-total // (workers * 4))))
+            chunk = max(1, min(4000, -(-reading // (workers * 4))))
             with ProcessPoolExecutor(workers, mp_context=_worker_context()) as pool:
                 with _main_not_rerun():  # the workers start as tasks are submitted
                     futures = {
@@ -170,12 +185,12 @@ def ingest_path(
                             flush_rows,
                             run.default_run,
                         ): units[start : start + chunk]
-                        for start in range(0, total, chunk)
+                        for start in range(0, reading, chunk)
                     }
                 for fut in as_completed(futures):
                     summaries.append(fut.result())
                     tick(futures[fut][-1], len(futures[fut]))
-        if not any(sum(s.accepted.values()) for s in summaries):
+        if not kept and not any(sum(s.accepted.values()) for s in summaries):
             guess = sniff(Path(path))
             if guess and guess != corpus:  # wrong ingestor: commit nothing, say which
                 rejected = sum(sum(s.rejected.values()) for s in summaries)
@@ -184,6 +199,12 @@ def ingest_path(
                     f"rejected); its files look like {guess} data: try `graphlake ingest "
                     f"{guess} {path}`"
                 )
+        if kept and _collides(lake, corpus, summaries, kept):
+            run.abort()  # a read unit claims a session of one not read: decide as a whole
+            return ingest_path(
+                corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
+                prune=prune, force=True,
+            )  # fmt: skip
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
         if any(sum(s.rejected.values()) for s in summaries):
@@ -194,6 +215,7 @@ def ingest_path(
         run.abort()
         raise
     stats.units = total
+    stats.unchanged_units = len(kept)
     if not any(s.failed_units for s in summaries):  # a unit that failed is read again
         _remember(lake, corpus, source, files, before)
     return stats, snap
@@ -211,18 +233,62 @@ def _readers() -> str:
     return reader_fingerprint([*Path(ingest.__file__).parent.glob("*.py"), Path(emit.__file__)])
 
 
-def _unchanged(lake: Lake, corpus: str, source: str, files: list[Path]) -> bool:
-    """Whether every file is as the last ingest of ``source`` read it, and the lake still
-    holds what they gave (:mod:`graphlake.lake.manifest`). An unchanged source is not read;
-    the lake is still cleaned of what killed writers left, as every ingest does."""
+def _manifest(lake: Lake, corpus: str, source: str) -> _SkipCheck | None:
+    """The last ingest of ``source``'s manifest when the lake still holds what its files
+    gave (:mod:`graphlake.lake.manifest`), else None."""
     manifest = SourceManifest.open(lake.root, corpus, source, _readers())
-    if not (manifest.holds_for(lake.snapshots(), corpus, source) and manifest.unchanged(files)):
+    if not manifest.holds_for(lake.snapshots(), corpus, source):
+        return None
+    return _SkipCheck(lake, manifest)
+
+
+class _SkipCheck:
+    """A manifest's answers, with the chores of a source that is not read: remember files
+    touched but not changed, and clean what killed writers left, as every ingest does."""
+
+    def __init__(self, lake: Lake, manifest: SourceManifest):
+        self.lake, self.manifest = lake, manifest
+
+    def unchanged(self, files: list[Path], *, every: bool = True) -> bool:
+        if not self.manifest.unchanged(files, every=every):
+            return False
+        if every:
+            if self.manifest.rehashed:  # touched, not changed: remember the new times
+                self.manifest.save(self.manifest.record(files), self.manifest.lake_version or 0)
+            with self.lake.write_lock():
+                self.lake.repair(self.lake.snapshot())
+        return True
+
+
+def _files_of(unit: SourceUnit) -> list[Path]:
+    return unit_files([unit.path, *unit.companions])
+
+
+def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> bool:
+    """Whether a session read now has the id of a session the lake holds from a unit that
+    was not read (two files with one session_id: only a whole read decides which is first)."""
+    import duckdb
+
+    from graphlake.schema.duckdb_views import string_list
+
+    sids = sorted({sid for s in summaries for sid, _unit, _src in s.sessions})
+    files = lake.files("sessions", lake.snapshot())
+    if not sids or not files:
         return False
-    if manifest.rehashed:  # touched, not changed: remember the new times
-        manifest.save(manifest.record(files), manifest.lake_version or 0)
-    with lake.write_lock():
-        lake.repair(lake.snapshot())
-    return True
+    kept_files = sorted({str(f) for u in kept for f in _files_of(u)})
+    con = duckdb.connect()
+    try:
+        con.register("_sids", pa.table({"s": sids}))
+        con.register("_kept", pa.table({"f": kept_files}))
+        [(n,)] = con.execute(
+            f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
+            "WHERE corpus = $c AND session_id IN (SELECT s FROM _sids) "
+            "AND source_file IN (SELECT f FROM _kept)",
+            {"c": corpus},
+        ).fetchall()
+    finally:
+        con.close()
+    return n > 0
 
 
 def _remember(lake: Lake, corpus: str, source: str, files: list[Path], before: dict) -> None:

@@ -230,6 +230,10 @@ class Ingestor(abc.ABC):
 
     name: str = ""
     help: str = ""
+    #: Whether a unit reads nothing but its own files (and companions): then a re-ingest
+    #: reads only the units whose files changed (graphlake.lake.manifest). Off by default:
+    #: a unit may read another's files (a task list beside its traces).
+    independent_units: bool = False
 
     @abc.abstractmethod
     def units(self, path: Path) -> list[SourceUnit]:

@@ -45,6 +45,7 @@ class KolabIngestor(Ingestor):
     """Kolab workflow graphs: a graph JSON, a session folder, or a folder of either."""
 
     name = "kolab"
+    independent_units = True  # a graph file or a session folder reads nothing else
     help = (
         "Kolab workflow graph JSON (paper appendix A.5); PATH is a graph .json, a session "
         "folder with graph.json and optional side files, or a folder of either."

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -598,3 +600,56 @@ def test_a_parallel_ingest_after_an_in_process_one_in_the_same_process(tmp_path)
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split("\n")[:2] == ["top level ran", "80 80"]
+
+
+def test_a_kolab_reingest_reads_only_the_units_that_changed(lake, tmp_path, monkeypatch):
+    """Kolab units stand alone (a graph file, a session folder), so a corpus that grew by one
+    session, or had one graph edited, reads that unit only; the lake ends as a full read
+    would leave it. A unit read now that claims the session of one not read makes the run
+    read everything, so the first of the two wins as before."""
+    from graphlake import ingest as ingestors
+    from graphlake.demo.corpus import write_graph_corpus
+
+    corpus = tmp_path / "corpus"
+    write_graph_corpus(corpus, sessions=12, seed=3)
+    graphs = sorted(corpus.rglob("*.json"))
+    assert len(graphs) == 12
+    for f in graphs:  # written an hour ago: times the manifest can trust
+        os.utime(f, (time.time() - 3600,) * 2)
+    ingest_path("kolab", corpus, lake)
+    kolab = ingestors.get("kolab").__class__
+    read: list[str] = []
+    real = kolab.parse_many
+
+    def counting(self, units, start, out, tick=None):
+        read.extend(u.path.name for u in units)
+        return real(self, units, start, out, tick)
+
+    monkeypatch.setattr(kolab, "parse_many", counting)
+    extra = corpus / "extra.json"  # a new session
+    g = json.loads(graphs[0].read_text())
+    g["session_id"] = "grown-1"
+    extra.write_text(json.dumps(g))
+    edited = json.loads(graphs[1].read_text())  # an edited one
+    edited["title"] = "edited title"
+    graphs[1].write_text(json.dumps(edited))
+    stats, snap = ingest_path("kolab", corpus, lake, workers=1)
+    assert sorted(read) == sorted([extra.name, graphs[1].name])
+    assert stats.unchanged_units == 11 and stats.units == 13
+    assert snap is not None and stats.replaced_sessions == 1
+    full = Lake(tmp_path / "full")
+    ingest_path("kolab", corpus, full, workers=1)
+    for table in ("sessions", "nodes", "edges", "annotations"):
+        cols = "* EXCLUDE (source_file)" if table == "sessions" else "*"
+        assert (
+            run_sql(f"SELECT {cols} FROM {table} ORDER BY ALL", lake).table
+            == run_sql(f"SELECT {cols} FROM {table} ORDER BY ALL", full).table
+        ), table
+    read.clear()
+    clash = corpus / "aaa-clash.json"  # sorts first: claims an unchanged file's session
+    clash.write_text(
+        json.dumps({**g, "session_id": json.loads(graphs[5].read_text())["session_id"]})
+    )
+    stats, _ = ingest_path("kolab", corpus, lake, workers=1)
+    # read alone first, the clash found, then the whole source read as one
+    assert stats.unchanged_units == 0 and read.count(clash.name) == 2 and len(read) == 1 + 14

@@ -11,7 +11,9 @@ edit is found by its size or, when it was written too recently to trust its time
 
 When every unit is as it was, nothing is parsed and nothing is committed. When anything
 differs the whole source is read again, as before: a unit may read files of another unit (a
-task list beside its traces), so only the whole source is known to be unchanged.
+task list beside its traces), so only the whole source is known to be unchanged. An ingestor
+whose units stand alone (``independent_units``: Kolab's graph files and session folders)
+reads only the units that changed or are new.
 
 The manifest is a cache, never the truth: it is written only after a commit and is
 disregarded when the readers changed or when a later ingest of another source replaced rows
@@ -102,10 +104,11 @@ class SourceManifest:
             return cls(path, reader)
         return cls(path, reader, data.get("files", {}), data.get("lake_version"))
 
-    def unchanged(self, files: list[Path]) -> bool:
-        """Whether exactly these files were read last time, byte for byte. Hashes only the
-        files whose size matches but whose time moved or cannot be trusted."""
-        if self.lake_version is None or len(files) != len(self.files):
+    def unchanged(self, files: list[Path], *, every: bool = True) -> bool:
+        """Whether exactly these files were read last time, byte for byte (``every``: and
+        no other; else these may be some of them, one unit's). Hashes only the files whose
+        size matches but whose time moved or cannot be trusted."""
+        if self.lake_version is None or (every and len(files) != len(self.files)):
             return False
         for f in files:
             known = self.files.get(str(f))
