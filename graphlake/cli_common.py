@@ -66,8 +66,24 @@ def exit_when_done() -> None:
     _exit_when_done = True
 
 
+def _the_process_is_the_cli() -> bool:
+    """Whether this process was started as the ``graphlake`` command (the console script or
+    ``python -m graphlake``): only then may it end without teardown. ``main()`` called from a
+    notebook, a test or another program returns through SystemExit as usual."""
+    main_file = str(getattr(sys.modules.get("__main__"), "__file__", "") or "")
+    name = Path(main_file).name
+    return name == "graphlake" or (
+        name == "__main__.py" and Path(main_file).parent.name == "graphlake"
+    )
+
+
 def _exit(code: int) -> NoReturn:
-    if _exit_when_done and code == 0 and os.environ.get("GRAPHLAKE_FAST_EXIT", "1") != "0":
+    if (
+        _exit_when_done
+        and code == 0
+        and os.environ.get("GRAPHLAKE_FAST_EXIT", "1") != "0"
+        and _the_process_is_the_cli()
+    ):
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(0)

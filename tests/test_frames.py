@@ -599,3 +599,25 @@ def test_the_default_text_path_never_imports_pytorch(tmp_path):
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert proc.stdout.strip() == "[]"
     assert len(list((tmp_path / "cache" / "onnx").glob("*.onnx"))) == 1
+
+
+@pytest.mark.subprocess
+def test_the_cli_search_ends_without_teardown_and_its_output_is_whole(indexed, tmp_path):
+    """A search from the prompt ends with os._exit once its output is written (teardown of
+    LanceDB and ONNX Runtime cost 0.2-0.3 s); everything it printed or wrote must be there.
+    main() called from another program (this test process) returns as usual."""
+    from graphlake.cli_common import _the_process_is_the_cli
+
+    assert not _the_process_is_the_cli()
+    script = Path(sys.executable).parent / "graphlake"
+    cmd = [str(script)] if script.is_file() else [sys.executable, "-m", "graphlake"]
+    args = ["search", "frames", "churn explanation", "--lake", str(indexed), "--k", "3"]
+    env = {k: v for k, v in os.environ.items() if k != "GRAPHLAKE_FAST_EXIT"}
+    out = subprocess.run(
+        [*cmd, *args, "--format", "json"], capture_output=True, text=True, env=env, check=True
+    )
+    hits = json.loads(out.stdout)
+    assert len(hits) == 3 and 10.6 <= hits[0]["t"] < 20.2
+    target = tmp_path / "hits.json"
+    subprocess.run([*cmd, *args, "--output", str(target)], env=env, check=True)
+    assert [h["frame_id"] for h in json.loads(target.read_text())] == [h["frame_id"] for h in hits]
