@@ -62,15 +62,16 @@ class State:
         self._next_look = 0.0
         self._vacuum_seen: int | None = self._vacuum_mtime()
         self._stop_warming = threading.Event()
+        self.warming: threading.Thread | None = None  # the latest warm-up (tests join it)
 
     def warm_in_background(self) -> None:
         """Build the served version's instance indexes on a daemon thread (Benchmarks.warm);
         a request for one of them meanwhile waits for its build, not for a second one."""
         bench = self.current.bench
-        thread = threading.Thread(
+        self.warming = threading.Thread(
             target=bench.warm, args=(self._stop_warming,), name="warm-indexes", daemon=True
         )
-        thread.start()
+        self.warming.start()
 
     def stop_warming(self) -> None:
         """No further index builds (the service is stopping); one under way finishes."""
