@@ -65,9 +65,24 @@ def _worker(
     units: list[SourceUnit],
     flush_rows: int,
     default_run: dict,
+    settings: dict[str, str] | None = None,
 ) -> StagingSummary:
+    if settings is not None:
+        _adopt_settings(settings)
     em = StagingEmitter(corpus, Path(staging), f"u{start:09d}", flush_rows, default_run)
     return _parse_units(corpus, em, start, units)
+
+
+def _settings() -> dict[str, str]:
+    """The caller's GRAPHLAKE_* variables (the readers' limits): workers started from the
+    forkserver have its environment, not the caller's as it is now."""
+    return {k: v for k, v in os.environ.items() if k.startswith("GRAPHLAKE_")}
+
+
+def _adopt_settings(settings: dict[str, str]) -> None:
+    for k in [k for k in os.environ if k.startswith("GRAPHLAKE_") and k not in settings]:
+        del os.environ[k]
+    os.environ.update(settings)
 
 
 def _worker_context():
@@ -173,6 +188,7 @@ def ingest_path(
         else:
             summaries = []
             chunk = max(1, min(4000, -(-reading // (workers * 4))))
+            settings = _settings()
             with ProcessPoolExecutor(workers, mp_context=_worker_context()) as pool:
                 with _main_not_rerun():  # the workers start as tasks are submitted
                     futures = {
@@ -184,6 +200,7 @@ def ingest_path(
                             units[start : start + chunk],
                             flush_rows,
                             run.default_run,
+                            settings,
                         ): units[start : start + chunk]
                         for start in range(0, reading, chunk)
                     }
