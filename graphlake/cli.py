@@ -13,14 +13,6 @@ from typing import Annotated, Literal
 
 import typer
 import typer.core
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 app = typer.Typer(
@@ -243,15 +235,7 @@ def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False, f
 
     if quiet:
         return ingest_path(corpus, path, lk, prune=prune, force=force)
-    with Progress(
-        TextColumn("{task.description}", style="bold", markup=False),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=err_console,
-        transient=True,
-    ) as progress:
+    with _progress(transient=True) as progress:
         task = progress.add_task(f"ingest {corpus}", total=None)
 
         def tick(done, total, _path):

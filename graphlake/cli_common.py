@@ -121,7 +121,8 @@ def print_error(message: str) -> None:
     )
 
 
-def _progress():
+def _progress(*, transient: bool = False):
+    """The one progress bar of the CLI, on stderr: done / total, elapsed and left."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -138,4 +139,5 @@ def _progress():
         TimeElapsedColumn(),
         TimeRemainingColumn(),
         console=err_console,
+        transient=transient,
     )

@@ -16,10 +16,10 @@ import pyarrow as pa
 
 from graphlake import ingest
 from graphlake.errors import WrongCorpusError
-from graphlake.ingest.base import IngestStats, SourceUnit
+from graphlake.ingest.base import IngestStats, SourceUnit, data_files
 from graphlake.ingest.sniff import is_non_data, sniff, votes
 from graphlake.lake import Lake, Snapshot
-from graphlake.lake.manifest import SourceManifest, reader_fingerprint, unit_files
+from graphlake.lake.manifest import SourceManifest, reader_fingerprint
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 from graphlake.schema import emit
 
@@ -150,25 +150,18 @@ def ingest_path(
     units = [u for u in units if not is_non_data(u.path)]
     total = len(units)
     source = str(Path(path).resolve())
-    files = unit_files(sorted({p for u in units for p in (u.path, *u.companions)}))
+    files = _files_in(sorted({p for u in units for p in (u.path, *u.companions)}))
+    manifest = SourceManifest.open(lake.root, corpus, source, _readers())
     kept: list[SourceUnit] = []  # units not read: as the last ingest of the path read them
     if lake.exists():
         lake.init()  # checks the lake's schema version before anything else
-        manifest = None if force or prune else _manifest(lake, corpus, source)
-        if manifest is not None and manifest.unchanged(files):
-            stats = IngestStats(units=total, unchanged_units=total)
-            stats.skipped = [str(p) for p in skipped]
-            if on_unit:
-                on_unit(total, total, Path(path))
-            return stats, None
-        if manifest is not None and ingestor.independent_units:
-            kept = [u for u in units if manifest.unchanged(_files_of(u), every=False)]
-            if len(kept) == total:  # only files of the source are gone (--prune removes them)
-                _remember(lake, corpus, source, files, {f: _stat(f) for f in files})
-                stats = IngestStats(units=total, unchanged_units=total)
-                stats.skipped = [str(p) for p in skipped]
-                return stats, None
-            if kept:
+        if not (force or prune) and manifest.holds_for(lake.snapshots(), corpus, source):
+            if manifest.unchanged(files):
+                return _nothing_read(lake, manifest, files, skipped, total)
+            if ingestor.independent_units:
+                kept = [u for u in units if manifest.unchanged(_files_of(u), every=False)]
+                if len(kept) == total:  # only files of the source are gone (--prune removes them)
+                    return _nothing_read(lake, manifest, files, skipped, total)
                 kept_set = set(map(id, kept))
                 units = [u for u in units if id(u) not in kept_set]
     before = {f: _stat(f) for f in files}
@@ -234,7 +227,7 @@ def ingest_path(
     stats.units = total
     stats.unchanged_units = len(kept)
     if not any(s.failed_units for s in summaries):  # a unit that failed is read again
-        _remember(lake, corpus, source, files, before)
+        _remember(lake, manifest, files, before)
     return stats, snap
 
 
@@ -250,35 +243,29 @@ def _readers() -> str:
     return reader_fingerprint([*Path(ingest.__file__).parent.glob("*.py"), Path(emit.__file__)])
 
 
-def _manifest(lake: Lake, corpus: str, source: str) -> _SkipCheck | None:
-    """The last ingest of ``source``'s manifest when the lake still holds what its files
-    gave (:mod:`graphlake.lake.manifest`), else None."""
-    manifest = SourceManifest.open(lake.root, corpus, source, _readers())
-    if not manifest.holds_for(lake.snapshots(), corpus, source):
-        return None
-    return _SkipCheck(lake, manifest)
+def _nothing_read(
+    lake: Lake, manifest: SourceManifest, files: list[Path], skipped: list[Path], total: int
+) -> tuple[IngestStats, None]:
+    """The run of a source whose every unit is as the last ingest read it: its manifest is
+    rewritten when files were touched but not changed, or gone (so the next check is a stat
+    again), and the lake is cleaned of what killed writers left, as every ingest does."""
+    if manifest.rehashed or len(files) != len(manifest.files):
+        manifest.save(manifest.record(files), manifest.lake_version or 0)
+    with lake.write_lock():
+        lake.repair(lake.snapshot())
+    stats = IngestStats(units=total, unchanged_units=total)
+    stats.skipped = [str(p) for p in skipped]
+    return stats, None
 
 
-class _SkipCheck:
-    """A manifest's answers, with the chores of a source that is not read: remember files
-    touched but not changed, and clean what killed writers left, as every ingest does."""
-
-    def __init__(self, lake: Lake, manifest: SourceManifest):
-        self.lake, self.manifest = lake, manifest
-
-    def unchanged(self, files: list[Path], *, every: bool = True) -> bool:
-        if not self.manifest.unchanged(files, every=every):
-            return False
-        if every:
-            if self.manifest.rehashed:  # touched, not changed: remember the new times
-                self.manifest.save(self.manifest.record(files), self.manifest.lake_version or 0)
-            with self.lake.write_lock():
-                self.lake.repair(self.lake.snapshot())
-        return True
+def _files_in(paths: list[Path]) -> list[Path]:
+    """The files the manifest fingerprints: each path, or every file below a folder, walked
+    as the ingestors walk it (links that leave the folder are not read, nor hashed)."""
+    return [f for p in paths if p.exists() for f in data_files(p)]
 
 
 def _files_of(unit: SourceUnit) -> list[Path]:
-    return unit_files([unit.path, *unit.companions])
+    return _files_in([unit.path, *unit.companions])
 
 
 def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> bool:
@@ -308,10 +295,9 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> boo
     return n > 0
 
 
-def _remember(lake: Lake, corpus: str, source: str, files: list[Path], before: dict) -> None:
+def _remember(lake: Lake, manifest: SourceManifest, files: list[Path], before: dict) -> None:
     """Write the source's manifest: the files as the run read them. A file that changed
     while it was read is not vouched for (the next ingest reads the source again)."""
-    manifest = SourceManifest.open(lake.root, corpus, source, _readers())
     recorded = manifest.record(files)
     if any(_stat(f) != before.get(f) for f in files):
         return

@@ -205,13 +205,13 @@ class KolabIngestor(Ingestor):
             for row in rows:
                 if name == "sessions":
                     row.update(parser.session_fields(streamed.extra, meta or {}))
-                elif row["kind"] == "human" and (meta or {}).get("participant") is not None:
-                    row["persona"] = parser.persona(meta)
+                elif row["kind"] == "human":
+                    row["persona"] = parser.persona(meta or {})
                 row.pop("corpus", None)
                 out.row(name, row)
         return streamed.graph
 
     @staticmethod
     def _emit_rows(out: Emitter, name: str, table: pa.Table) -> None:
-        unit = pa.array([out.unit] * table.num_rows, pa.int32())
+        unit = pa.repeat(pa.scalar(out.unit, pa.int32()), table.num_rows)
         out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))

@@ -66,20 +66,6 @@ def _hash(path: Path) -> str:
     return h.hexdigest()
 
 
-def unit_files(paths: list[Path]) -> list[Path]:
-    """Every file under ``paths`` (a file, or a folder read recursively), links included as
-    what they point to, hidden files left out as the ingestors leave them out."""
-    out: list[Path] = []
-    for p in paths:
-        if p.is_dir():
-            for root, dirs, files in os.walk(p):
-                dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-                out.extend(Path(root) / f for f in sorted(files) if not f.startswith("."))
-        elif p.exists():
-            out.append(p)
-    return out
-
-
 @dataclass
 class SourceManifest:
     """The files one source's last ingest read, and whether they are still the same."""
