@@ -50,6 +50,7 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
+        state.current.sessions.load()  # the sessions table in key order: a few MB
         if settings.preload_rows:  # before the first request, not during it
             state.current.bench.sessions.preload()
         state.warm_in_background()  # the instance indexes: requests wait for these builds

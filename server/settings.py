@@ -21,6 +21,8 @@ class Settings:
     version_record: Path | None = None  # --workers N: the file all workers follow (State)
     clip_cache_bytes: int = 1 << 30  # clips kept under <lake>/_graphlake/cache/clips, oldest
     # dropped beyond this
+    result_cache_bytes: int = 64 << 20  # answers of repeatable /sql and /queries statements
+    # kept per lake version (server/result_cache.py; 0: none)
     sql_workers: int = 4  # statements (/sql, /queries) running at once, in their own pool
     sql_queue: int = 32  # statements waiting beyond those; more are refused (HTTP 503)
     max_connections: int = 1024  # open connections; past it the one waiting longest for its

@@ -17,6 +17,8 @@ from starlette.concurrency import run_in_threadpool
 from graphlake.protocols import Benchmarks
 from graphlake.query.connection import Connection
 from graphlake.server.clips import ClipCache
+from graphlake.server.result_cache import ResultCache
+from graphlake.server.session_index import SessionIndex
 from graphlake.server.settings import Settings
 
 log = logging.getLogger("graphlake.server")
@@ -31,6 +33,17 @@ class Serving:
     con: Connection
     bench: Benchmarks
     clips: ClipCache
+    #: answers of repeatable statements on this version (server/result_cache.py)
+    results: ResultCache
+    #: the sessions table in key order, for /sessions (server/session_index.py)
+    sessions: SessionIndex
+
+    @classmethod
+    def of(cls, settings: Settings, con: Connection, bench: Benchmarks, clips: ClipCache):
+        """What requests read on ``con``'s version: caches of its own start empty."""
+        return cls(
+            settings, con, bench, clips, ResultCache(settings.result_cache_bytes), SessionIndex(con)
+        )
 
 
 class State:
@@ -55,7 +68,7 @@ class State:
     def __init__(self, settings: Settings, con: Connection, bench: Benchmarks):
         self.settings = settings
         self.clips = ClipCache(con.lake.root, settings.clip_cache_bytes)
-        self.current = Serving(settings, con, bench, self.clips)
+        self.current = Serving.of(settings, con, bench, self.clips)
         self._lock = threading.Lock()
         self._record = settings.version_record
         self._record_seen: int | None = None  # its mtime when last read
@@ -97,7 +110,9 @@ class State:
             bench = new_benchmarks(self.settings, con)
             if self.settings.preload_rows:
                 bench.sessions.preload()
-            self.current = Serving(self.settings, con, bench, self.clips)
+            serving = Serving.of(self.settings, con, bench, self.clips)
+            serving.sessions.load()
+            self.current = serving
         self.warm_in_background()
         grace = threading.Timer(max(60.0, 2 * self.settings.query_timeout_s), old.con.close)
         grace.daemon = True

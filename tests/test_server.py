@@ -212,6 +212,54 @@ def test_sql(http):
     assert pq.read_table(io.BytesIO(parquet.content)).to_pylist() == [{"x": 1}]
 
 
+def test_sql_repeats_are_answered_from_the_result_cache(http):
+    point = "SELECT session_id, title FROM sessions WHERE corpus = 'kolab' AND session_id = $s"
+    ids = [
+        r[0]
+        for r in http.post(
+            "/sql",
+            json={"sql": "SELECT session_id FROM sessions WHERE corpus = 'kolab' ORDER BY 1"},
+        ).json()["rows"]
+    ]
+    first = http.post("/sql", json={"sql": point, "params": {"s": ids[0]}})
+    again = http.post("/sql", json={"sql": point, "params": {"s": ids[0]}})
+    other = http.post("/sql", json={"sql": point, "params": {"s": ids[1]}})
+    assert first.headers["x-graphlake-cache"] in ("miss", "hit")  # another test may have run it
+    assert again.headers["x-graphlake-cache"] == "hit" and again.content == first.content
+    assert other.json()["rows"] == [[ids[1], other.json()["rows"][0][1]]]  # params are the key
+    assert again.headers["x-graphlake-lake-version"] == first.headers["x-graphlake-lake-version"]
+    arrow = {"Accept": "application/vnd.apache.arrow.stream"}
+    as_arrow = http.post("/sql", json={"sql": point, "params": {"s": ids[0]}}, headers=arrow)
+    assert as_arrow.headers["content-type"] == "application/vnd.apache.arrow.stream"
+    assert pa.ipc.open_stream(as_arrow.content).read_all().num_rows == 1  # formats apart
+    # what can change between runs is run every time
+    for volatile in (
+        "SELECT random() AS r",
+        "SELECT now() AS t",
+        "SELECT session_id FROM sessions USING SAMPLE 50%",
+    ):
+        answers = [http.post("/sql", json={"sql": volatile}) for _ in range(2)]
+        assert [a.headers["x-graphlake-cache"] for a in answers] == ["off", "off"], volatile
+    named = [
+        http.post("/queries/collab_metrics", json={"params": {"corpus": "kolab"}}) for _ in range(2)
+    ]
+    assert named[1].headers["x-graphlake-cache"] == "hit" and named[1].json() == named[0].json()
+
+
+def test_result_cache_is_bounded_in_bytes():
+    from graphlake.server.result_cache import CachedAnswer, ResultCache, answer_key
+
+    cache = ResultCache(800)
+    keys = [answer_key(1, "SELECT $x", {"x": i}, 10, "json") for i in range(10)]
+    for k in keys:
+        assert cache.put(k, CachedAnswer(b"x" * 100, "application/json", ()))
+    assert cache.stats()["bytes"] <= 800 and cache.stats()["entries"] == 8
+    assert cache.get(keys[0]) is None and cache.get(keys[-1]) is not None  # oldest dropped
+    assert not cache.put(keys[0], CachedAnswer(b"x" * 101, "application/json", ()))  # > 1/8
+    assert answer_key(1, "s", {"x": 1}, 10, "json") != answer_key(2, "s", {"x": 1}, 10, "json")
+    assert ResultCache(0).get(keys[-1]) is None
+
+
 @pytest.mark.parametrize(
     "sql",
     [

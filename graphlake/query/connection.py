@@ -52,7 +52,7 @@ from graphlake.errors import (
 from graphlake.lake import Lake, Snapshot
 from graphlake.query.catalog import Catalog, open_catalog, snapshot_files
 from graphlake.query.deadlines import DEADLINES
-from graphlake.query.guard import check, check_length
+from graphlake.query.guard import check, check_length, repeatable
 from graphlake.query.pattern import compile_patterns
 
 #: What DuckDB raises when a file a view reads is gone: IO (not found) or, in the sandbox,
@@ -303,7 +303,22 @@ class Connection:
         finally:
             self._release(pin)
 
+    def repeatable(self, statement: str) -> bool:
+        """True when ``statement`` (checked, as :meth:`check`) answers the same every time on
+        this snapshot: no clock, random numbers or sampling (``guard.repeatable``). The
+        server keeps such answers in its result cache."""
+        pin = self._acquire()
+        try:
+            return self._checked_entry(pin, statement, None)[1]
+        finally:
+            self._release(pin)
+
     def _check(self, pin: _Pinned, statement: str, deadline: float | None) -> str:
+        return self._checked_entry(pin, statement, deadline)[0]
+
+    def _checked_entry(
+        self, pin: _Pinned, statement: str, deadline: float | None
+    ) -> tuple[str, bool]:
         key = (pin.generation, statement)
         with self._lock:
             hit = self._checked.get(key)
@@ -317,12 +332,12 @@ class Connection:
             raise SqlError(
                 "statement is nested too deeply to check; flatten it, e.g. with a CTE"
             ) from None
-        check(sql, pin.cat.columns, deadline=deadline)
+        entry = (sql, repeatable(check(sql, pin.cat.columns, deadline=deadline)))
         with self._lock:
-            self._checked[key] = sql
+            self._checked[key] = entry
             while len(self._checked) > 512:
                 self._checked.popitem(last=False)
-        return sql
+        return entry
 
     def sql(
         self,

@@ -289,3 +289,53 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
         # anything else sqlglot cannot reason about is left for DuckDB to judge
     _in_time(deadline, "columns")
     return tree
+
+
+#: Functions whose answer changes from one run to the next over the same lake version: the
+#: clock, random numbers and ids, sequences. sqlglot parses some into classes of their own.
+VOLATILE_FUNCTIONS = {
+    "now",
+    "setseed",
+    "random_uuid",
+    "uuidv4",
+    "uuidv7",
+    "get_current_time",
+    "get_current_timestamp",
+    "transaction_timestamp",
+    "current_localtime",
+    "current_localtimestamp",
+    "nextval",
+    "currval",
+}
+_VOLATILE_CLASSES = tuple(
+    cls
+    for cls in (
+        getattr(exp, name, None)
+        for name in (
+            "Rand",
+            "Randn",
+            "Uuid",
+            "CurrentDate",
+            "CurrentTime",
+            "CurrentTimestamp",
+            "CurrentDatetime",
+            "Localtime",
+            "Localtimestamp",
+            "TableSample",
+        )
+    )
+    if cls is not None
+)
+
+
+def repeatable(tree: exp.Expression) -> bool:
+    """True when running the checked statement ``tree`` again on the same lake version gives
+    the same answer: no clock, no random numbers or ids, no sampling. Such an answer may be
+    kept and handed out again (the service's result cache); DuckDB's order of rows without an
+    ORDER BY can differ between runs, but either order is the same answer."""
+    for node in tree.walk():
+        if isinstance(node, _VOLATILE_CLASSES):
+            return False
+        if isinstance(node, exp.Anonymous) and node.name.lower() in VOLATILE_FUNCTIONS:
+            return False
+    return True

@@ -19,27 +19,11 @@ router = APIRouter(prefix="/sessions", tags=["sessions"])
 _LIST_CURSOR = KeyCursor("GET /sessions", arity=2)
 _EVENTS_CURSOR = OffsetCursor("GET /sessions/{corpus}/{session_id}/events")
 
-_LIST = """
-SELECT corpus, session_id, title, goal, condition, domain, split, participants, duration_s,
-       scenario_id
-FROM sessions
-WHERE ($corpus IS NULL OR corpus = $corpus) AND ($domain IS NULL OR domain = $domain)
-  AND ($condition IS NULL OR condition = $condition)
-  AND ($participant IS NULL OR list_contains(participants, $participant))
-  AND ($ac IS NULL OR corpus > $ac OR (corpus = $ac AND session_id > $as))
-ORDER BY corpus, session_id LIMIT $limit
-"""
-
-_ONE = (
-    "SELECT corpus, session_id, title, goal, condition, domain, split, participants, "
-    "duration_s, scenario_id FROM sessions WHERE corpus = $c AND session_id = $s"
-)
-
 StateDep = Annotated[Serving, Depends(get_state)]
 
 
 @router.get("", response_model=Page[Session])
-def list_sessions(
+async def list_sessions(
     state: StateDep,
     corpus: str | None = None,
     domain: str | None = None,
@@ -50,19 +34,17 @@ def list_sessions(
 ):
     """Sessions in (corpus, session_id) order, filtered by corpus, domain, participant id and
     condition."""
+    if not state.sessions.ready:
+        await run_in_threadpool(state.sessions.load)
     key = _LIST_CURSOR.decode(cursor)
-    after: list[str | None] = list(key) if key else [None, None]
-    rows = state.con.rows(
-        _LIST,
-        {
-            "corpus": corpus,
-            "domain": domain,
-            "condition": condition,
-            "participant": participant,
-            "ac": after[0],
-            "as": after[1],
-            "limit": limit + 1,
-        },
+    after = (key[0], key[1]) if key else (None, None)
+    rows = state.sessions.page(
+        corpus=corpus,
+        domain=domain,
+        condition=condition,
+        participant=participant,
+        after=after,
+        limit=limit + 1,
     )
     nxt = None
     if len(rows) > limit:
@@ -82,12 +64,14 @@ def _session(state: Serving, corpus: str, session_id: str):
 
 
 @router.get("/{corpus}/{session_id}", response_model=Session)
-def get_session(state: StateDep, corpus: str, session_id: str):
+async def get_session(state: StateDep, corpus: str, session_id: str):
     """One session's row."""
-    rows = state.con.rows(_ONE, {"c": corpus, "s": session_id})
-    if not rows:
+    if not state.sessions.ready:
+        await run_in_threadpool(state.sessions.load)
+    row = state.sessions.one(corpus, session_id)
+    if row is None:
         _session(state, corpus, session_id)  # raises the 404 with its hint
-    return json_response(rows[0])
+    return json_response(row)
 
 
 def _hops(data, node: str, hops: int) -> set[str]:

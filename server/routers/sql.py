@@ -18,6 +18,7 @@ from graphlake.query import named
 from graphlake.query.output import plain_numbers
 from graphlake.server.errors import NotFound
 from graphlake.server.models import NamedQueryInfo, NamedQueryRequest, SqlRequest, SqlResponse
+from graphlake.server.result_cache import CachedAnswer, answer_key
 from graphlake.server.state import Serving, get_state, json_response
 
 router = APIRouter(tags=["sql"])
@@ -27,48 +28,71 @@ PARQUET = "application/vnd.apache.parquet"
 _BINARY = {200: {"content": {ARROW: {}, PARQUET: {}}}}
 
 
-def answer(request: Request, state: Serving, result) -> Response:
+def _format(request: Request) -> str:
     accept = request.headers.get("accept", "")
+    return "arrow" if ARROW in accept else "parquet" if PARQUET in accept else "json"
+
+
+def _encode(result, fmt: str) -> CachedAnswer:
     table = plain_numbers(result.table)  # HUGEINT sums as integers in every format
-    headers = {
-        "X-Graphlake-Truncated": str(result.truncated).lower(),
-        "X-Graphlake-Lake-Version": str(result.snapshot.lake_version),
-    }
-    if ARROW in accept:
+    headers = (
+        ("X-Graphlake-Truncated", str(result.truncated).lower()),
+        ("X-Graphlake-Lake-Version", str(result.snapshot.lake_version)),
+    )
+    if fmt == "arrow":
         sink = io.BytesIO()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)
-        return Response(sink.getvalue(), media_type=ARROW, headers=headers)
-    if PARQUET in accept:
+        return CachedAnswer(sink.getvalue(), ARROW, headers)
+    if fmt == "parquet":
         sink = io.BytesIO()
         pq.write_table(table, sink)
-        return Response(sink.getvalue(), media_type=PARQUET, headers=headers)
+        return CachedAnswer(sink.getvalue(), PARQUET, headers)
     cols = table.column_names
     data = table.to_pydict()
     rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
-    return json_response(
+    body = json_response(
         {
             "columns": cols,
             "rows": rows,
             "truncated": result.truncated,
             "lake_version": result.snapshot.lake_version,
         }
-    )
+    ).body
+    return CachedAnswer(bytes(body), "application/json", headers)
 
 
-def _statement(request: Request, state: Serving, sql: str, params) -> Response:
+def _response(cached: CachedAnswer, cache: str | None = None) -> Response:
+    headers = dict(cached.headers)
+    if cache is not None:
+        headers["X-Graphlake-Cache"] = cache
+    return Response(cached.body, media_type=cached.media_type, headers=headers)
+
+
+def _statement(state: Serving, sql: str, params, fmt: str) -> tuple[CachedAnswer, int, bool]:
+    """Run in the SQL pool: the encoded answer, the version it read, and whether a repeat
+    may be answered from the cache."""
     s = state.settings
     result = state.con.sql(sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
-    return answer(request, state, result)
+    keep = bool(state.results.max_bytes) and state.con.repeatable(sql)
+    return _encode(result, fmt), result.snapshot.lake_version, keep
 
 
 async def _in_pool(request: Request, state: Serving, sql: str, params) -> Response:
-    """Run a statement in the server's SQL pool (server/sql_pool.py), never in the thread
-    pool the other routes share."""
+    """Answer from this version's result cache (server/result_cache.py) when the same
+    statement was answered before, else run it in the server's SQL pool (server/sql_pool.py),
+    never in the thread pool the other routes share."""
+    fmt, max_rows = _format(request), state.settings.max_rows
+    cached = state.results.get(answer_key(state.con.version, sql, params, max_rows, fmt))
+    if cached is not None:
+        return _response(cached, "hit")
     pool = request.app.state.sql_pool
-    return await pool.run(
-        _statement, request, state, sql, params, timeout_s=state.settings.query_timeout_s
+    encoded, version, keep = await pool.run(
+        _statement, state, sql, params, fmt, timeout_s=state.settings.query_timeout_s
     )
+    if keep:
+        state.results.put(answer_key(version, sql, params, max_rows, fmt), encoded)
+    return _response(encoded, "miss" if keep else "off")
 
 
 @router.post("/sql", response_model=SqlResponse, responses=_BINARY)
