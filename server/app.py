@@ -45,7 +45,9 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
     """The app over ``settings.lake`` (or an open ``connection``), pinned to one snapshot."""
     # the State moves the service between versions (POST /refresh, after a vacuum), not the
     # connection by itself: every part of an answer comes from one version
-    con = connection or Connection(settings.lake, settings.version, follow=False)
+    con = connection or Connection(
+        settings.lake, settings.version, follow=False, hold_bytes=settings.hold_bytes
+    )
     state = State(settings, con, new_benchmarks(settings, con))
 
     @asynccontextmanager

@@ -21,6 +21,8 @@ class Settings:
     version_record: Path | None = None  # --workers N: the file all workers follow (State)
     clip_cache_bytes: int = 1 << 30  # clips kept under <lake>/_graphlake/cache/clips, oldest
     # dropped beyond this
+    hold_bytes: int = 4 << 20  # tables whose Parquet files total at most this are held in
+    # DuckDB's memory, sorted by key (graphlake.query.catalog.hold_in_memory; 0: none)
     result_cache_bytes: int = 64 << 20  # answers of repeatable /sql and /queries statements
     # kept per lake version (server/result_cache.py; 0: none)
     sql_workers: int = 4  # statements (/sql, /queries) running at once, in their own pool

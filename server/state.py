@@ -106,7 +106,9 @@ class State:
             old = self.current
             if version == old.con.version:
                 return False
-            con = Connection(old.con.lake, version, follow=False)  # State moves it
+            con = Connection(  # the State moves it
+                old.con.lake, version, follow=False, hold_bytes=self.settings.hold_bytes
+            )
             bench = new_benchmarks(self.settings, con)
             if self.settings.preload_rows:
                 bench.sessions.preload()

@@ -86,3 +86,29 @@ def open_catalog(
         con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]
     return cat
+
+
+def hold_in_memory(cat: Catalog, lake: Lake, max_bytes: int) -> list[str]:
+    """Copy each canonical table whose Parquet files total at most ``max_bytes`` into DuckDB's
+    memory, sorted by its key, and point its view there; returns the tables held.
+
+    For a long-lived reader (the server). A view over Parquet files costs every statement the
+    footers of every file it names (a point lookup in ``sessions`` at 100,000 sessions, 25
+    files: 10-20 ms); a sorted in-memory table answers one in about a millisecond, its zone
+    maps skipping all but the block that holds the key. Small tables only, so what is held
+    stays a few tens of MB and within the connection's memory limit. Derived views read the
+    canonical views by name, so they see the held copy too. Call it before :func:`sandbox`."""
+    import os
+
+    held = []
+    for name, spec in TABLES.items():
+        files = lake.files(name, cat.snapshot)
+        if not files or sum(os.path.getsize(f) for f in files) > max_bytes:
+            continue
+        cols = ", ".join(spec.schema.names)
+        cat.con.execute(
+            f"CREATE TABLE _held_{name} AS SELECT {cols} FROM {name} ORDER BY {', '.join(spec.key)}"
+        )
+        cat.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM _held_{name}")
+        held.append(name)
+    return held

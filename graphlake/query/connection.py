@@ -50,7 +50,7 @@ from graphlake.errors import (
     SqlError,
 )
 from graphlake.lake import Lake, Snapshot
-from graphlake.query.catalog import Catalog, open_catalog, snapshot_files
+from graphlake.query.catalog import Catalog, hold_in_memory, open_catalog, snapshot_files
 from graphlake.query.deadlines import DEADLINES
 from graphlake.query.guard import check, check_length, repeatable
 from graphlake.query.pattern import compile_patterns
@@ -137,10 +137,14 @@ class Connection:
         sandboxed: bool = True,
         threads: int | None = None,
         follow: bool | None = None,
+        hold_bytes: int = 0,
     ):
         """``follow`` (default: when ``version`` is None) reopens at the newest version when
-        a vacuum deletes this one's files; otherwise that is a :class:`SnapshotGoneError`."""
+        a vacuum deletes this one's files; otherwise that is a :class:`SnapshotGoneError`.
+        ``hold_bytes`` > 0 copies every table whose files total at most that many bytes into
+        memory at each open (:func:`~graphlake.query.catalog.hold_in_memory`; the server)."""
         self.lake = as_lake(lake)
+        self._hold_bytes = hold_bytes
         self._follow = version is None if follow is None else follow
         self._sandboxed = sandboxed
         self._threads = threads
@@ -155,6 +159,8 @@ class Connection:
     # ---------------------------------------------------------------- lifecycle
     def _open(self, version: int | None) -> None:
         cat = self._open_catalog(version)
+        if self._hold_bytes:
+            hold_in_memory(cat, self.lake, self._hold_bytes)
         if self._sandboxed:
             sandbox(cat, self.lake)
         with self._lock:
