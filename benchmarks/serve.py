@@ -201,7 +201,7 @@ def sample_targets(lake: Path, n: int, seed: int = 5) -> tuple[list[str], list[s
     with Connection(lake) as con:
         bench = Benchmarks(con, preload_rows=0)
         spec, _m = bench.spec("kolab-1b")
-        ids = list(bench.index("kolab-1b", spec.bind({})).ids)
+        ids = bench.index("kolab-1b", spec.bind({})).table.column("id").to_pylist()
         sessions = [
             r["session_id"]
             for r in con.rows("SELECT session_id FROM sessions WHERE corpus = 'kolab'")

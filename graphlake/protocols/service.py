@@ -9,6 +9,7 @@ An instance's context is cut from its session's rows (``SessionCache``), on dema
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections import OrderedDict
@@ -20,6 +21,7 @@ import pyarrow as pa
 from graphlake.config import DEFAULT_TIMEOUT_S
 from graphlake.cursors import KeyCursor
 from graphlake.protocols import scoring
+from graphlake.protocols.arrow_cache import cached_table
 from graphlake.protocols.session import SessionCache
 from graphlake.protocols.spec import ProtocolError, ProtocolSpec, UnknownProtocolError
 from graphlake.query.connection import Connection
@@ -38,23 +40,63 @@ class Page:
     next_cursor: str | None
 
 
+def _id_array(ids: pa.Array) -> np.ndarray:
+    """The id column as a NumPy array to binary-search. Ids are 20 hex digits: when every
+    one has the same width the array is a view of the Arrow buffer (no copy, and for a
+    memory-mapped index no private memory); otherwise a copy."""
+    n = len(ids)
+    if (
+        n
+        and ids.null_count == 0
+        and (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type))
+    ):
+        width_type = np.int64 if pa.types.is_large_string(ids.type) else np.int32
+        itemsize = np.dtype(width_type).itemsize
+        offsets = np.frombuffer(
+            ids.buffers()[1], dtype=width_type, count=n + 1, offset=ids.offset * itemsize
+        )
+        width = int(offsets[1] - offsets[0])
+        if width > 0 and bool((np.diff(offsets) == width).all()):
+            return np.frombuffer(
+                ids.buffers()[2], dtype=f"S{width}", count=n, offset=int(offsets[0])
+            )
+    return np.asarray(ids.to_pylist(), dtype=str)
+
+
 @dataclass
 class _Index:
     table: pa.Table  # one row per instance, sorted by id
-    ids: np.ndarray  # the id column as a NumPy array, for binary search
     corpora: frozenset  # the corpora its instances come from
 
+    def _key(self, iid: str):
+        return iid.encode() if self.ids.dtype.kind == "S" else iid
+
     def find(self, iid: str) -> int | None:
-        i = int(np.searchsorted(self.ids, iid))
-        return i if i < len(self.ids) and self.ids[i] == iid else None
+        key = self._key(iid)
+        i = int(np.searchsorted(self.ids, key))
+        return i if i < len(self.ids) and self.ids[i] == key else None
 
     def after(self, last: str | None) -> int:
-        return 0 if last is None else int(np.searchsorted(self.ids, last, side="right"))
+        if last is None:
+            return 0
+        return int(np.searchsorted(self.ids, self._key(last), side="right"))
+
+    def id_at(self, i: int) -> str:
+        value = self.ids[i]
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
     def __post_init__(self):
         # one contiguous array per column: indexing it is about twice as fast as indexing a
         # chunked column
         self.table = self.table.combine_chunks()
+        self.ids = (
+            _id_array(self.table.column("id").chunk(0))
+            if self.table.num_rows
+            else np.array([], dtype=str)
+        )
         self._cols = [
             (name, col.chunk(0) if col.num_chunks else col)
             for name, col in zip(self.table.column_names, self.table.columns, strict=True)
@@ -187,14 +229,16 @@ class Benchmarks:
             f"SELECT left(sha256(concat_ws(chr(31), $__pid, t.corpus, t.session_id, "
             f"t.target)), 20) AS id, t.* FROM ({inner}) AS t ORDER BY id"
         )
-        table = self.con.execute(
-            sql, {**bind, "__pid": pid}, max_rows=None, timeout_s=self.index_timeout_s
-        ).table
-        return _Index(
-            table,
-            np.asarray(table.column("id").to_pylist(), dtype=str),
-            frozenset(table.column("corpus").unique().to_pylist()),
-        )
+        params = {**bind, "__pid": pid}
+
+        def build() -> pa.Table:
+            return self.con.execute(
+                sql, params, max_rows=None, timeout_s=self.index_timeout_s
+            ).table
+
+        recipe = f"{sql}\0{json.dumps(params, sort_keys=True, default=str)}"
+        table = cached_table(self.con.lake, self.con.version, f"index-{pid}", recipe, build)
+        return _Index(table, frozenset(table.column("corpus").unique().to_pylist()))
 
     # ------------------------------------------------------------------ instances
     def instances(
@@ -214,9 +258,9 @@ class Benchmarks:
         last = pages.decode(cursor)
         start = idx.after(last[0] if last else None)
         limit = max(1, min(limit, MAX_PAGE))
-        stop = min(start + limit, len(idx.ids))
+        stop = min(start + limit, len(idx))
         items = [self._build(spec, idx.row(i), condition, bound) for i in range(start, stop)]
-        nxt = pages.encode([str(idx.ids[stop - 1])]) if stop < len(idx.ids) else None
+        nxt = pages.encode([idx.id_at(stop - 1)]) if stop < len(idx) else None
         return Page(items, nxt)
 
     def instance(
@@ -240,7 +284,7 @@ class Benchmarks:
 
     def count(self, pid: str, params: dict | None = None) -> int:
         spec, _m = self.spec(pid)
-        return len(self.index(pid, spec.bind(params)).ids)
+        return len(self.index(pid, spec.bind(params)))
 
     def _build(self, spec: ProtocolSpec, ref: dict, condition: str, params: dict) -> dict:
         _spec, module = self.spec(spec.id)

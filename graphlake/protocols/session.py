@@ -15,7 +15,10 @@ from collections import OrderedDict
 from threading import Lock
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from graphlake.protocols.arrow_cache import cached_table
 from graphlake.query.connection import Connection
 
 #: What a context may need from a session: (table alias, columns, FROM, ORDER BY). Each runs
@@ -209,6 +212,20 @@ def load_session(con: Connection, corpus: str, session_id: str) -> SessionData |
     return SessionData(corpus, session_id, parts)
 
 
+def _ranges(sids: pa.ChunkedArray) -> dict[str, tuple[int, int]]:
+    """Row range of every session in a column sorted by session, from its runs (no Python
+    object per row: the column of a mapped table stays on its pages)."""
+    if len(sids) == 0:
+        return {}
+    ree = pc.run_end_encode(sids.combine_chunks())
+    ends = ree.run_ends.to_numpy()
+    starts = np.concatenate(([0], ends[:-1]))
+    return {
+        sid: (int(a), int(b))
+        for sid, a, b in zip(ree.values.to_pylist(), starts, ends, strict=True)
+    }
+
+
 class CorpusRows:
     """Every session of one corpus, each part an Arrow table sorted by session, with the row
     range of every session: a session's rows are a slice, found in a dict, not a query."""
@@ -216,18 +233,15 @@ class CorpusRows:
     def __init__(self, con: Connection, corpus: str):
         self.tables, self.ranges = {}, {}
         for name in _PARTS:
-            table = con.execute(
-                _part_sql(name, one_session=False), {"c": corpus}, max_rows=None, timeout_s=None
-            ).table
-            sids = table.column("_sid").to_numpy(zero_copy_only=False)
-            ranges = {}
-            if len(sids):
-                cuts = np.flatnonzero(sids[1:] != sids[:-1]) + 1
-                starts = np.concatenate(([0], cuts))
-                ends = np.concatenate((cuts, [len(sids)]))
-                ranges = {sids[a]: (int(a), int(b)) for a, b in zip(starts, ends, strict=True)}
+            sql = _part_sql(name, one_session=False)
+
+            def build(sql: str = sql) -> pa.Table:
+                return con.execute(sql, {"c": corpus}, max_rows=None, timeout_s=None).table
+
+            # built once per lake version, memory-mapped by every worker and every restart
+            table = cached_table(con.lake, con.version, f"rows-{name}", f"{sql}\0{corpus}", build)
             self.tables[name] = table.drop_columns(["_sid"])
-            self.ranges[name] = ranges
+            self.ranges[name] = _ranges(table.column("_sid"))
 
     def get(self, corpus: str, session_id: str) -> SessionData | None:
         if session_id not in self.ranges["info"]:
