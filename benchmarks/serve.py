@@ -1,5 +1,6 @@
 """Load benchmark of `graphlake serve`: wrk in a second process on loopback against the real
-server (`graphlake serve`, one uvicorn worker) over the 100k-session benchmark lake.
+server (`graphlake serve`, one uvicorn worker; ``--compare-workers N`` also N) over the
+100k-session benchmark lake.
 
     python -m benchmarks.serve            # 100k sessions, 10 s per run, 5-minute soak
     python -m benchmarks.serve --quick    # 3k sessions, 5 s per run, 30 s soak
@@ -9,13 +10,16 @@ requests per second for:
 
 * ``kolab-1b`` instance fetches in the ``graph-chat`` condition (random instance ids);
 * graph renderings (``/sessions/kolab/{id}/graph?format=text``, random sessions);
-* ``/sql`` point queries (one session's row by id, bound parameter);
+* a session's row and a page of 100 sessions after a random key (``/sessions``);
+* ``/sql`` point queries (one session's row by a bound id), apart: ids asked before (the
+  result cache answers) and ids no earlier request named (DuckDB answers);
 * the ceiling: the same server's ``/health/payload`` returning a precomputed body as large as
   the mean instance, through the same middleware and thread pool.
 
 Then it soaks instance fetches at 32 connections and samples the server's RSS every second.
-Goals (issue 9): instance fetches at 32 clients at least 50% of the ceiling's throughput with
-p99 under 50 ms; memory flat over the soak. Results are appended to docs/benchmarks.md.
+Goals (issues 9 and 22): instance fetches at 32 clients at least 50% of the ceiling's
+throughput with p99 under 50 ms; repeated ``/sql`` point queries >= 1,000 req/s, session rows
+and list pages >= 500 req/s; memory flat over the soak. Results are appended to docs/benchmarks.md.
 """
 
 from __future__ import annotations
@@ -109,7 +113,7 @@ def free_port() -> int:
     return port
 
 
-def start_server(lake: Path, port: int) -> subprocess.Popen:
+def start_server(lake: Path, port: int, workers: int = 1) -> subprocess.Popen:
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -122,6 +126,8 @@ def start_server(lake: Path, port: int) -> subprocess.Popen:
             str(port),
             "--max-rows",
             "1000",
+            "--workers",
+            str(workers),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -215,10 +221,16 @@ def soak(url: str, paths: list[str], pid: int, seconds: float) -> dict:
     samples: list[tuple[float, float]] = []
     stop = threading.Event()
 
+    private: list[float] = []
+
     def sample():
         t0 = time.monotonic()
         while not stop.is_set():
-            samples.append((time.monotonic() - t0, proc.memory_info().rss / 2**20))
+            tree = [proc, *proc.children(recursive=True)]
+            infos = [q.memory_info() for q in tree]
+            samples.append((time.monotonic() - t0, sum(i.rss for i in infos) / 2**20))
+            # rss - shared: what is the process's own (the rest: mapped cache files)
+            private.append(sum(i.rss - i.shared for i in infos) / 2**20)
             stop.wait(1.0)
 
     th = threading.Thread(target=sample, daemon=True)
@@ -233,11 +245,63 @@ def soak(url: str, paths: list[str], pid: int, seconds: float) -> dict:
         **res,
         "rss_start": rss[0],
         "rss_max": max(rss),
+        "private_max": max(private),
+        "private_end": private[-1],
         "rss_end": rss[-1],
         "rss_first_min_mean": sum(first_min) / len(first_min),
         "rss_last_min_mean": sum(last_min) / len(last_min),
         "seconds": seconds,
     }
+
+
+def compare_workers(lake: Path, one_url: str, cases: dict, n: int, seconds: float) -> str:
+    """Three interleaved rounds of the running one-worker server against ``--workers n`` on
+    the same lake, at 32 clients: the table, and the ratio of the medians."""
+    port = free_port()
+    many = start_server(lake, port, workers=n)
+    many_url = f"http://127.0.0.1:{port}"
+    names = ["kolab-1b graph-chat instance", "session row", SQL_REPEATED]
+    got: dict[tuple[str, int], list[float]] = {}
+    try:
+        for name in names:  # the workers warm up: each finds the indexes mapped, not built
+            case = cases[name]
+            wrk(
+                many_url,
+                case["paths"],
+                8,
+                2,
+                method=case.get("method", "GET"),
+                body=case.get("body"),
+            )
+        for _round in range(3):
+            for name in names:
+                case = cases[name]
+                for workers, url in ((1, one_url), (n, many_url)):
+                    r = wrk(
+                        url,
+                        case["paths"],
+                        32,
+                        seconds,
+                        method=case.get("method", "GET"),
+                        body=case.get("body"),
+                    )
+                    got.setdefault((name, workers), []).append(r["rps"])
+    finally:
+        many.terminate()
+        many.wait(30)
+    med = {k: sorted(v)[1] for k, v in got.items()}
+    lines = [
+        "",
+        f"`--workers {n}` against one worker, 32 clients, medians of 3 interleaved {seconds:g} s "
+        f"runs ({psutil.cpu_count()} cores; wrk takes a share of them too):",
+        "",
+        f"| endpoint | 1 worker req/s | {n} workers req/s | ratio |",
+        "|---|---|---|---|",
+    ]
+    for name in names:
+        a, b = med[(name, 1)], med[(name, n)]
+        lines.append(f"| {name} | {a:,.0f} | {b:,.0f} | {b / a:.2f}x |")
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,6 +317,13 @@ def main(argv: list[str] | None = None) -> int:
         help="scratch folder",
     )
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
+    ap.add_argument(
+        "--compare-workers",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also serve with --workers N and compare it with one worker, interleaved",
+    )
     args = ap.parse_args(argv)
     if shutil.which("wrk") is None:
         print("wrk is not installed: apt-get install wrk", file=sys.stderr)
@@ -322,10 +393,17 @@ def main(argv: list[str] | None = None) -> int:
                 f"{soaked['rss_end']:.0f} MiB (max {soaked['rss_max']:.0f})",
                 flush=True,
             )
+        scaling = (
+            compare_workers(lake, url, cases, args.compare_workers, seconds)
+            if args.compare_workers
+            else None
+        )
     finally:
         server.terminate()
         server.wait(30)
     text = report(results, soaked, sessions, n_instances, size, seconds, args.quick)
+    if scaling:
+        text += scaling
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
@@ -392,7 +470,9 @@ def report(
             f"Soak: {soaked['seconds']:g} s of instance fetches at 32 clients "
             f"({soaked['rps']:,.0f} req/s, p99 {soaked['p99']:.1f} ms): server RSS "
             f"{soaked['rss_start']:,.0f} MiB at the start, {soaked['rss_end']:,.0f} MiB at the "
-            f"end, {soaked['rss_max']:,.0f} MiB at most; mean of the last minute "
+            f"end, {soaked['rss_max']:,.0f} MiB at most, of which the server's own (RSS less "
+            f"shared file pages: the memory-mapped indexes and rows are page cache) "
+            f"{soaked['private_max']:,.0f} MiB at most; mean of the last minute "
             f"{growth:+.1%} against the first: "
             f"{'flat (met)' if abs(growth) < 0.05 else 'not flat (not met)'}."
         )
