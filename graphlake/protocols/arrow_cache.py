@@ -83,9 +83,7 @@ def _mapped(path: Path) -> pa.Table | None:
     file that cannot be read, which is removed so that it is built again)."""
     try:
         source = pa.memory_map(str(path), "r")
-    except FileNotFoundError:
-        return None
-    except OSError:
+    except OSError:  # none yet (or unreadable: built in memory)
         return None
     try:
         return pa.ipc.open_file(source).read_all()
