@@ -169,7 +169,13 @@ def test_sessions_browser_filters_sorts_and_opens_a_session(page, server):
 
     q = d.find_element(By.ID, "filter-q")
     q.send_keys(SID)
-    wait_for(d, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")) == 1)
+    wait_for(
+        d,
+        lambda d: (  # the answer to the whole id, not to a prefix typed before it
+            d.find_element(By.ID, "sessions").get_attribute("data-state") == "ready"
+            and len(d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")) == 1
+        ),
+    )
     d.find_element(By.CSS_SELECTOR, f'#sessions tbody tr[data-session="{SID}"]').click()
     wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
     assert SID in d.find_element(By.TAG_NAME, "h1").text

@@ -39,8 +39,14 @@ export async function browserView(root, { query }) {
   const domain = el("input", { type: "text", id: "filter-domain", placeholder: "domain", size: 12 });
   const success = el("select", { id: "filter-success" }, el("option", { value: "" }, "any outcome"),
     el("option", { value: "true" }, "passed"), el("option", { value: "false" }, "failed"));
-  let timer;
-  const debounced = () => { clearTimeout(timer); timer = setTimeout(reload, 250); };
+  // typing waits 250 ms for the next key; until then the table says "pending", not "ready",
+  // even when an answer for an earlier prefix lands meanwhile
+  let timer = null;
+  const debounced = () => {
+    clearTimeout(timer);
+    out.dataset.state = "pending";
+    timer = setTimeout(() => { timer = null; reload(); }, 250);
+  };
   q.addEventListener("input", () => { state.q = q.value; debounced(); });
   domain.addEventListener("input", () => { state.domain = domain.value; debounced(); });
   success.addEventListener("change", () => { state.success = success.value; reload(); });
@@ -76,28 +82,39 @@ export async function browserView(root, { query }) {
     state.cursors.length = at + 1;
     state.cursors.push(page.next_cursor);
     next.disabled = !page.next_cursor;
-    out.dataset.state = "ready";
+    out.dataset.state = timer === null ? "ready" : "pending";
     const last = page.offset + page.items.length;
     info.textContent = page.total ? `${page.offset + 1}-${last} of ${page.total}` : "no sessions match";
-    out.replaceChildren(renderTable(page.items));
+    body.replaceChildren(...page.items.map(sessionRow));
+    if (table.parentNode !== out) out.replaceChildren(table);
   }
 
-  function renderTable(rows) {
-    const head = el("tr", {}, COLUMNS.map(([key, label]) => el("th", {
-      class: `sortable${state.sort === key ? ` sorted-${state.order}` : ""}`, title: TITLES[key] || null,
-      dataset: { sort: key },
-      onclick: () => {
-        state.order = state.sort === key && state.order === "asc" ? "desc" : "asc";
-        state.sort = key; reload();
-      },
-    }, label)));
-    const body = el("tbody", {}, rows.map((r) => el("tr", {
-      class: "link", dataset: { session: r.session_id, corpus: r.corpus },
-      onclick: () => { location.hash = `#/session/${encodeURIComponent(r.corpus)}/${encodeURIComponent(r.session_id)}`; },
-    }, COLUMNS.map(([key]) => cell(key, r[key])))));
-    return el("table", {}, el("thead", {}, head), body);
+  // The header is built once and kept: a click marks the new order at once, and a second click
+  // lands on the same element however late the first page answers.
+  const headers = COLUMNS.map(([key, label]) => el("th", {
+    class: "sortable", title: TITLES[key] || null, dataset: { sort: key },
+    onclick: () => {
+      state.order = state.sort === key && state.order === "asc" ? "desc" : "asc";
+      state.sort = key; markSorted(); reload();
+    },
+  }, label));
+  function markSorted() {
+    headers.forEach((th) => {
+      th.classList.toggle("sorted-asc", th.dataset.sort === state.sort && state.order === "asc");
+      th.classList.toggle("sorted-desc", th.dataset.sort === state.sort && state.order === "desc");
+    });
   }
+  const body = el("tbody");
+  const table = el("table", {}, el("thead", {}, el("tr", {}, headers)), body);
+  markSorted();
   await load();
+}
+
+function sessionRow(r) {
+  return el("tr", {
+    class: "link", dataset: { session: r.session_id, corpus: r.corpus },
+    onclick: () => { location.hash = `#/session/${encodeURIComponent(r.corpus)}/${encodeURIComponent(r.session_id)}`; },
+  }, COLUMNS.map(([key]) => cell(key, r[key])));
 }
 
 function cell(key, v) {
