@@ -1,10 +1,10 @@
 """The lake's only writer: stage an ingest run's rows, then commit them as one lake version.
 
 An ingest run has one :class:`LakeRun`. Ingestors write into :class:`StagingEmitter` objects
-(one per process when parsing runs in parallel): rows are buffered per table as tuples and
-every ``flush_rows`` rows become one Parquet file in the run's staging folder, so memory stays
-bounded however large the input. Every staged row carries ``_unit``, the index of the source
-unit (file or session folder) it came from.
+(one per process when parsing runs in parallel): rows are buffered per table as the readers'
+dicts and every ``flush_rows`` rows become one Parquet file in the run's staging folder, so
+memory stays bounded however large the input. Every staged row carries ``_unit``, the index
+of the source unit (file or session folder) it came from.
 
 At commit the run
 
@@ -58,6 +58,9 @@ SAME_REJECT = ("corpus", "session_id", "target_table", "record_kind", "record_re
 _STAGED = {
     name: pa.schema([*spec.schema, pa.field(UNIT, pa.int32())]) for name, spec in TABLES.items()
 }
+#: A table's row as one Arrow struct: a whole buffer of the readers' dicts converts in one
+#: call, in C++ (keys a dict lacks are nulls; keys the schema lacks are not read)
+_ROW_TYPES = {name: pa.struct(list(spec.schema)) for name, spec in TABLES.items()}
 
 
 @dataclass
@@ -86,16 +89,19 @@ class StagingEmitter(EmitterBase):
         self.prefix = prefix
         self.flush_rows = flush_rows
         self.sessions: list[tuple[str, int, str]] = []
-        self._names = {t: (*spec.schema.names, UNIT) for t, spec in TABLES.items()}
-        self._buffers: dict[str, list[tuple]] = {t: [] for t in TABLES}
+        # rows are kept as the dicts the reader made (it hands each over and never touches it
+        # again) and turned into columns at a flush, one list per column: the cheapest way
+        # from Python values to Arrow arrays
+        self._buffers: dict[str, list[dict]] = {t: [] for t in TABLES}
+        self._units: dict[str, list[int]] = {t: [] for t in TABLES}
         self._parts: Counter[str] = Counter()
 
     def _store(self, table: str, row: dict) -> None:
-        row[UNIT] = self.unit
         if table == "sessions":
             self.sessions.append((row["session_id"], self.unit, row.get("source_file") or ""))
         buf = self._buffers[table]
-        buf.append(tuple(map(row.get, self._names[table])))
+        buf.append(row)
+        self._units[table].append(self.unit)
         if len(buf) >= self.flush_rows:
             self._flush(table)
 
@@ -132,20 +138,25 @@ class StagingEmitter(EmitterBase):
         self._parts[table] += 1
 
     def _flush(self, table: str) -> None:
-        rows = self._buffers[table]
+        rows, units = self._buffers[table], self._units[table]
         if not rows:
             return
-        self._buffers[table] = []
+        self._buffers[table], self._units[table] = [], []
         schema = _STAGED[table]
         try:
-            arrays = [
-                pa.array(list(col), type=f.type)
-                for col, f in zip(zip(*rows, strict=True), schema, strict=True)
-            ]
+            arrays = pa.RecordBatch.from_struct_array(
+                pa.array(rows, type=_ROW_TYPES[table])
+            ).columns
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, ValueError, TypeError):
-            arrays = self._conform(table, rows)
+            names = schema.names[:-1]
+            arrays = self._conform(
+                table,
+                [(*map(r.get, names), u) for r, u in zip(rows, units, strict=True)],
+            )
             if arrays is None:
                 return
+        else:
+            arrays = [*arrays, pa.array(units, type=pa.int32())]
         self._write(table, pa.Table.from_arrays(arrays, schema=schema))
 
     def _conform(self, table: str, rows: list[tuple]) -> list[pa.Array] | None:
@@ -194,8 +205,12 @@ class StagingEmitter(EmitterBase):
             )
         self.unit = was
         if table == "rejects":  # a reject made here is buffered again; flush it with these
-            kept.extend(self._buffers["rejects"])
-            self._buffers["rejects"] = []
+            names = schema.names[:-1]
+            kept.extend(
+                (*map(r.get, names), u)
+                for r, u in zip(self._buffers["rejects"], self._units["rejects"], strict=True)
+            )
+            self._buffers["rejects"], self._units["rejects"] = [], []
         if not kept:
             return None
         return [
