@@ -56,6 +56,7 @@ ACTION_KNOWN = frozenset(
     {"type", "t", "actor", "action", "text", "canvas", "mental_model", "grounding_act"}
 )
 STEP = "session"
+FAST_BATCH = 2000  # session files per vectorised batch (~200,000 action lines)
 
 
 @register("almanac")
@@ -68,6 +69,24 @@ class AlmanacIngestor(Ingestor):
     def units(self, path: Path) -> list[SourceUnit]:
         return file_units(
             path, {".jsonl": "session", ".json": "map"}, "Almanac session .jsonl or map .json files"
+        )
+
+    def parse_many(self, units: list[SourceUnit], start: int, out, tick=None) -> None:
+        """Runs of session files go through the vectorised reader
+        (:mod:`graphlake.ingest.almanac_fast`); what it hands back, and maps, through
+        :meth:`parse`."""
+        from graphlake.ingest.almanac_fast import convert_sessions
+        from graphlake.ingest.vectorised import parse_batched
+
+        parse_batched(
+            units,
+            start,
+            out,
+            tick,
+            lambda u: u.kind == "session",
+            convert_sessions,
+            self.parse,
+            FAST_BATCH,
         )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:

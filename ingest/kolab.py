@@ -25,7 +25,6 @@ from graphlake.ingest.base import (
     SourceUnit,
     head_bytes,
     load_json,
-    parse_isolated,
     read_whole_or_reject,
     reject_encoding,
     reject_file,
@@ -33,11 +32,23 @@ from graphlake.ingest.base import (
     within,
 )
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
+from graphlake.ingest.vectorised import parse_batched
 
 GRAPH_FILE = "graph.json"
 FAST_BATCH = 4000  # graph files per vectorised batch
 
 VIDEO_EXT = {".mp4", ".mov", ".webm", ".mkv", ".avi"}
+
+
+def _convert_graphs(units: list[SourceUnit], out: Emitter, first: int) -> list[int]:
+    """A run of graph files through the vectorised reader; the positions it hands back."""
+    from graphlake.ingest.kolab_fast import read_batch
+
+    batch = read_batch([u.path for u in units], out.corpus)
+    for name, table in batch.tables.items():
+        unit = pc.add(table.column("_idx"), first).cast(pa.int32())
+        out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))
+    return batch.fallback
 
 
 @register("kolab")
@@ -81,38 +92,16 @@ class KolabIngestor(Ingestor):
         """Parse ``units`` (numbered from ``start``): runs of bare graph files go through the
         vectorised reader in batches; what it hands back, and everything else, through
         :meth:`parse`."""
-        from graphlake.ingest.kolab_fast import read_batch
-
-        i = 0
-        while i < len(units):
-            j = i
-            while (
-                j < len(units)
-                and j - i < FAST_BATCH
-                and units[j].kind == "graph_file"
-                and units[j].path.suffix.lower() == ".json"
-            ):
-                j += 1
-            if j == i:
-                parse_isolated(self.parse, units[i], out, start + i)
-                if tick:
-                    tick(units[i], 1)
-                i += 1
-                continue
-            try:
-                batch = read_batch([u.path for u in units[i:j]], out.corpus)
-            except Exception:  # noqa: BLE001 - the record path judges each file on its own
-                fallback = range(j - i)
-            else:
-                for name, table in batch.tables.items():
-                    unit = pc.add(table.column("_idx"), start + i).cast(pa.int32())
-                    out.rows(name, table.drop_columns(["_idx"]).append_column("_unit", unit))
-                fallback = batch.fallback
-            for k in fallback:
-                parse_isolated(self.parse, units[i + k], out, start + i + k)
-            if tick:
-                tick(units[j - 1], j - i)
-            i = j
+        parse_batched(
+            units,
+            start,
+            out,
+            tick,
+            lambda u: u.kind == "graph_file" and u.path.suffix.lower() == ".json",
+            _convert_graphs,
+            self.parse,
+            FAST_BATCH,
+        )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         if unit.kind == "session_dir":

@@ -16,15 +16,13 @@ rows on every file the fast path accepts.
 
 from __future__ import annotations
 
-import io
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.json as pajson
+
+from graphlake.ingest.vectorised import connection, read_records, strict_json
 
 _S = pa.string()
 GRAPH_SCHEMA = pa.schema(
@@ -70,8 +68,7 @@ GRAPH_SCHEMA = pa.schema(
         ),
     ]
 )
-_PARSE = pajson.ParseOptions(explicit_schema=GRAPH_SCHEMA, unexpected_field_behavior="error")
-_READ = pajson.ReadOptions(block_size=1 << 26, use_threads=False)
+_PARSE = strict_json(GRAPH_SCHEMA)
 
 # A clock range exactly as the paper writes it; anything else goes to the full parser.
 _RANGE = r"^(\d\d):([0-5]\d):([0-5]\d)-(\d\d):([0-5]\d):([0-5]\d)$"
@@ -121,36 +118,8 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
             bad.append(k)
             blob = b""
         blobs.append(blob)
-    good: list[pa.Table] = []
-    keep = [k for k, blob in enumerate(blobs) if blob]  # the files PyArrow may read
-
-    def attempt(lo: int, hi: int) -> None:  # positions lo..hi of ``keep``
-        try:
-            t = pajson.read_json(
-                io.BytesIO(b"\n".join(blobs[k] for k in keep[lo:hi]) + b"\n"),
-                read_options=_READ,
-                parse_options=_PARSE,
-            )
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            t = None
-        if t is not None and t.num_rows == hi - lo:  # else: a bad file, or one holding
-            good.append(
-                t.append_column(  # several objects or none
-                    "_idx", pa.array(keep[lo:hi], pa.int32())
-                )
-            )
-        elif hi - lo == 1:
-            bad.append(keep[lo])
-        else:
-            mid = (lo + hi) // 2
-            attempt(lo, mid)
-            attempt(mid, hi)
-
-    if keep:
-        attempt(0, len(keep))
-    if not good:
-        return None, sorted(bad)
-    return pa.concat_tables(good), sorted(bad)
+    table, unreadable = read_records(blobs, [1] * len(blobs), _PARSE)
+    return table, sorted(set(bad) | set(unreadable))
 
 
 # times and user_response tuples, already flattened by Arrow (see _flatten), get their clock
@@ -453,7 +422,7 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
 
     Each output table carries ``_idx`` (the file's index in ``paths``) instead of ``_unit``.
     """
-    con = _connection()
+    con = connection(_MACROS)
     try:
         flat = _flatten(raw)
         for name, table in flat.items():
@@ -473,21 +442,6 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
         for name in (*flat, "files"):
             con.unregister(name)
     return FastBatch(tables, bad)
-
-
-_CON: tuple[int, duckdb.DuckDBPyConnection] | None = None
-
-
-def _connection() -> duckdb.DuckDBPyConnection:
-    """One single-threaded DuckDB per process, reused across batches (setting one up costs
-    more than converting a small batch). Parallelism comes from worker processes; a
-    connection inherited through fork is never reused."""
-    global _CON
-    if _CON is None or _CON[0] != os.getpid():
-        con = duckdb.connect(config={"threads": 1})
-        con.execute(_MACROS)
-        _CON = (os.getpid(), con)
-    return _CON[1]
 
 
 def read_batch(paths: list[Path], corpus: str = "kolab") -> FastBatch:

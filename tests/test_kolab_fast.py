@@ -21,12 +21,14 @@ from graphlake.ingest.kolab_fast import read_batch
 from graphlake.schema import TABLES
 
 
-def both_paths(folder: Path) -> tuple[dict, dict]:
-    ing = ingest.get("kolab")
+def both_paths(folder: Path, corpus: str = "kolab") -> tuple[dict, dict]:
+    """The rows of ``folder`` through ``parse_many`` (the vectorised reader and what it hands
+    back) and through ``parse`` per unit (the record parser alone)."""
+    ing = ingest.get(corpus)
     units = ing.units(folder)
-    fast = CollectingEmitter("kolab")
+    fast = CollectingEmitter(corpus)
     ing.parse_many(units, 0, fast)
-    slow = CollectingEmitter("kolab")
+    slow = CollectingEmitter(corpus)
     for i, unit in enumerate(units):
         slow.unit = i
         ing.parse(unit, slow)
