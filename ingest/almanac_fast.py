@@ -53,9 +53,12 @@ def _sql_list(values) -> str:
     return ", ".join(f"'{v}'" for v in values)
 
 
+# ``act`` holds the action lines (``lineno``: a file's actions are lines 2, 3, ... in order,
+# so the next action of line k is line k + 1 and ``last`` in ``hdr`` is the file's last line);
+# ``roles`` maps each file's participant ids to guide / follower
 _STEPS = f"""
 CREATE OR REPLACE TEMP TABLE a AS
-  SELECT act.*, h.sid, r.role, 'a' || act.lineno AS eid
+  SELECT act.*, h.sid, h.last, r.role, 'a' || act.lineno AS eid
   FROM act JOIN hdr h USING (_idx)
   LEFT JOIN roles r ON r._idx = act._idx AND r.pid = act.actor;
 CREATE OR REPLACE TEMP TABLE cells AS
@@ -71,68 +74,72 @@ CREATE OR REPLACE TEMP TABLE bad AS
   UNION
   SELECT DISTINCT _idx FROM cells
   WHERE c IS NULL OR len(c) <> 2 OR r IS NULL OR col IS NULL OR r < 0 OR col < 0;
-CREATE OR REPLACE TEMP TABLE ok AS
-  SELECT *, row_number() OVER w AS k, count(*) OVER (PARTITION BY _idx) AS n,
-         lead(eid) OVER w AS next_eid
-  FROM a WHERE _idx NOT IN (SELECT _idx FROM bad)
-  WINDOW w AS (PARTITION BY _idx ORDER BY lineno);
-CREATE OR REPLACE TEMP TABLE cs AS
-  SELECT DISTINCT _idx, lineno, r, col FROM cells WHERE _idx NOT IN (SELECT _idx FROM bad);
+DELETE FROM a WHERE _idx IN (SELECT _idx FROM bad);
+-- each drawing action's canvas against the one before it (an action without cells, a reset,
+-- still takes part: its predecessor's cells are all cleared)
 CREATE OR REPLACE TEMP TABLE draws AS
-  SELECT _idx, lineno, sid, eid,
-         lag(lineno) OVER (PARTITION BY _idx ORDER BY lineno) AS prev
-  FROM ok WHERE action <> 'message';
+  SELECT _idx, lineno, sid, lead(lineno) OVER (PARTITION BY _idx ORDER BY lineno) AS next
+  FROM a WHERE action <> 'message';
+CREATE OR REPLACE TEMP TABLE cs AS
+  SELECT DISTINCT _idx, lineno, r, col FROM cells
+  WHERE _idx NOT IN (SELECT _idx FROM bad);
 """
 
 _C = "'{corpus}' AS corpus, sid AS session_id"
-_COMPONENTS = ", ".join(f"{{'comp': '{c}', 'val': mental_model.{c}}}" for c in MM)
+_COMPONENTS = [
+    f"""
+SELECT {_C}, eid || '/mm/{c}' AS annotation_id, 'mental_model' AS kind,
+       'event' AS target_kind, eid AS target_id, '{STEP}' AS step_id, '{c}' AS label,
+       mental_model.{c} AS text, actor AS annotator, _idx
+FROM a WHERE mental_model.{c} IS NOT NULL"""
+    for c in MM
+]
 _OUTPUTS = {
     "events": f"""
 SELECT {_C}, eid AS event_id, lineno AS seq, t, actor, 'human' AS actor_type,
        action AS kind, CASE WHEN action = 'message' THEN 'chat' ELSE 'canvas' END AS channel,
        role AS initiator, eid AS node_id, '{STEP}' AS step_id, text, _idx
-FROM ok""",
+FROM a""",
     "nodes": f"""
 SELECT {_C}, eid AS node_id, eid AS local_id, '{STEP}' AS step_id, 'human' AS actor_type,
        role AS actor,
        CASE WHEN action <> 'message' THEN action
             ELSE substring('message: ' || coalesce(text, ''), 1, 200) END AS label,
        t AS t_start, t AS t_end, 1 AS n_occurrences,
-       (k > 1)::INTEGER AS in_degree, (k < n)::INTEGER AS out_degree, _idx
-FROM ok""",
+       (lineno > 2)::INTEGER AS in_degree, (lineno < last)::INTEGER AS out_degree, _idx
+FROM a""",
     "node_occurrences": f"""
 SELECT {_C}, eid AS node_id, 0 AS seq, t AS t_start, t AS t_end, '{STEP}' AS step_id,
        'human' AS actor_type, _idx
-FROM ok""",
+FROM a""",
     "edges": f"""
-SELECT {_C}, eid || '->' || next_eid || ':sequential' AS edge_id, eid AS src,
-       next_eid AS dst, 'sequential' AS kind, 'action' AS level, '{STEP}' AS step_id, _idx
-FROM ok WHERE next_eid IS NOT NULL""",
+SELECT {_C}, eid || '->a' || (lineno + 1) || ':sequential' AS edge_id, eid AS src,
+       'a' || (lineno + 1) AS dst, 'sequential' AS kind, 'action' AS level,
+       '{STEP}' AS step_id, _idx
+FROM a WHERE lineno < last""",
+    # a cell in an action's canvas and not in the previous one's was inked (+1); one in the
+    # previous canvas and not in this one was cleared (-1)
     "canvas_cells": f"""
-SELECT {_C}, eid AS event_id, lineno AS seq, r AS row, col, 1 AS delta, d._idx
-FROM draws d JOIN cs c USING (_idx, lineno)
-WHERE NOT EXISTS (SELECT 1 FROM cs p
-                  WHERE p._idx = d._idx AND p.lineno = d.prev AND p.r = c.r AND p.col = c.col)
-UNION ALL
-SELECT {_C}, eid AS event_id, d.lineno AS seq, p.r AS row, p.col, -1 AS delta, d._idx
-FROM draws d JOIN cs p ON p._idx = d._idx AND p.lineno = d.prev
-WHERE NOT EXISTS (SELECT 1 FROM cs c
-                  WHERE c._idx = d._idx AND c.lineno = d.lineno AND c.r = p.r
-                    AND c.col = p.col)""",
-    "annotations": f"""
-SELECT {_C}, eid || '/mm/' || m.comp AS annotation_id, 'mental_model' AS kind,
-       'event' AS target_kind, eid AS target_id, '{STEP}' AS step_id, m.comp AS label,
-       m.val AS text, actor AS annotator, _idx
-FROM (SELECT *, unnest([{_COMPONENTS}]) AS m FROM ok)
-WHERE m.val IS NOT NULL
+SELECT {_C}, 'a' || lineno AS event_id, lineno AS seq, r AS row, col, delta, _idx
+FROM (SELECT coalesce(c._idx, p._idx) AS _idx, coalesce(c.lineno, p.next) AS lineno,
+             coalesce(c.r, p.r) AS r, coalesce(c.col, p.col) AS col,
+             CASE WHEN p._idx IS NULL THEN 1 ELSE -1 END AS delta
+      FROM cs c
+      FULL OUTER JOIN (SELECT cs.*, d.next FROM cs JOIN draws d USING (_idx, lineno)
+                       WHERE d.next IS NOT NULL) p
+        ON c._idx = p._idx AND c.lineno = p.next AND c.r = p.r AND c.col = p.col
+      WHERE c._idx IS NULL OR p._idx IS NULL) x
+JOIN draws USING (_idx, lineno)""",
+    "annotations": " UNION ALL ".join(_COMPONENTS)
+    + f"""
 UNION ALL
 SELECT {_C}, eid || '/grounding', 'grounding_act', 'event', eid, '{STEP}', grounding_act,
        NULL, NULL, _idx
-FROM ok WHERE grounding_act IS NOT NULL""",
+FROM a WHERE grounding_act IS NOT NULL""",
     "steps": f"""
 SELECT '{{corpus}}' AS corpus, h.sid AS session_id, '{STEP}' AS step_id, 0 AS ordinal,
-       'map task' AS name, 0.0 AS t_start, coalesce(max(ok.t), 0.0) AS t_end, h._idx
-FROM hdr h LEFT JOIN ok USING (_idx)
+       'map task' AS name, 0.0 AS t_start, coalesce(max(a.t), 0.0) AS t_end, h._idx
+FROM hdr h LEFT JOIN a USING (_idx)
 WHERE h._idx NOT IN (SELECT _idx FROM bad)
 GROUP BY h._idx, h.sid""",
 }
@@ -200,6 +207,7 @@ def read_batch(paths: list[Path], corpus: str):
         {
             "_idx": pa.array(taken, pa.int32()),
             "sid": [split[k][0].sid for k in taken],  # type: ignore[index]
+            "last": pa.array([counts[k] + 1 for k in taken], pa.int32()),
         }
     )
     pairs = [(k, pid, role) for k in taken for pid, role in split[k][0].roles.items()]  # type: ignore[index]
