@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+import yaml
 
 from benchmarks.run import ROOT, timed
 from graphlake.config import samples_dir
@@ -152,43 +153,79 @@ def _marble_baseline(folder: Path, out: Path) -> tuple[int, int]:
     return _write(rows, out)
 
 
-def _jsonl_baseline(folder: Path, out: Path) -> tuple[int, int]:
-    rows: dict[str, list[dict]] = {"sessions": [], "events": [], "annotations": []}
+def _hasbench_baseline(folder: Path, out: Path) -> tuple[int, int]:
+    """The tables graphlake makes of HAS-Bench, the straightforward way: tasks (read with
+    libyaml's C loader, the fastest PyYAML offers) into scenarios, their agents and users and
+    relationship edges; trace lines into runs, sessions, participants, one event per step and
+    per action, channel events, and outcome annotations (pass, scores, dimensions, judge)."""
+    names = ("scenarios", "participants", "edges", "runs", "sessions", "events", "annotations")
+    rows: dict[str, list[dict]] = {n: [] for n in names}
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for p in sorted(folder.rglob("*.yaml")):
+        for task in yaml.load(p.read_text(), Loader=loader):
+            tid = task["task_id"]
+            user = (task.get("users") or [{}])[0]
+            rows["scenarios"].append(
+                {"scenario_id": tid, "goal": user.get("goal"),
+                 "criteria": json.dumps(task.get("evaluation_criteria"))}
+            )  # fmt: skip
+            for a in task.get("agents") or []:
+                rows["participants"].append(
+                    {"scenario_id": tid, "id": a["agent_id"], "profile": a.get("profile")}
+                )
+            for u in task.get("users") or []:
+                rows["participants"].append(
+                    {"scenario_id": tid, "id": u["user_id"], "profile": u.get("persona")}
+                )
+            for src, dst, kind in task.get("relationships") or []:
+                rows["edges"].append({"scenario_id": tid, "src": src, "dst": dst, "kind": kind})
+    runs: set = set()
     for p in sorted(folder.rglob("*.jsonl")):
-        sid = p.stem
         for line in p.read_text().splitlines():
             rec = json.loads(line)
-            kind = rec.get("type")
-            if kind in ("run", "session"):
+            kind, rid = rec["type"], rec["run_id"]
+            if kind == "run":
+                settings = json.dumps({k: rec.get(k) for k in ("agent_model", "agency_level")})
+                if (p.stem, settings) not in runs:
+                    runs.add((p.stem, settings))
+                    rows["runs"].append({"run_id": f"{p.stem}:{settings}"})
                 rows["sessions"].append(
-                    {
-                        "session_id": rec.get("run_id", rec.get("session_id")),
-                        "condition": rec.get("agency_level", rec.get("condition")),
-                    }
-                )
-            elif kind == "outcome":
-                rows["annotations"].append({"session_id": rec["run_id"], "pass": rec["pass"]})
-            elif kind == "step":
-                for a in rec["actions"]:
-                    rows["events"].append(
-                        {
-                            "session_id": rec["run_id"],
-                            "t": rec.get("t"),
-                            "actor": a["actor"],
-                            "kind": a["kind"],
-                        }
+                    {"session_id": rid, "scenario_id": rec["task_id"],
+                     "condition": rec.get("agency_level"), "run_id": f"{p.stem}:{settings}"}
+                )  # fmt: skip
+                for x in rec.get("participants") or []:
+                    rows["participants"].append(
+                        {"session_id": rid, "id": x["id"], "kind": x["kind"]}
                     )
-            else:
+            elif kind == "step":
                 rows["events"].append(
-                    {
-                        "session_id": rec.get("run_id", sid),
-                        "t": rec.get("t"),
-                        "actor": rec.get("actor"),
-                        "kind": rec.get("action", rec.get("channel")),
-                    }
+                    {"session_id": rid, "event_id": f"s{rec['step']}", "t": rec.get("t"),
+                     "kind": "step", "payload": json.dumps(rec.get("observations"))}
+                )  # fmt: skip
+                for j, a in enumerate(rec["actions"], 1):
+                    rows["events"].append(
+                        {"session_id": rid, "event_id": f"s{rec['step']}/a{j}", "t": rec.get("t"),
+                         "actor": a["actor"], "kind": a["kind"],
+                         "text": a.get("text") or a.get("tool"),
+                         "payload": json.dumps(a.get("arguments"))}
+                    )  # fmt: skip
+            elif kind == "channel_event":
+                rows["events"].append(
+                    {"session_id": rid, "event_id": f"c/{rec['event_id']}", "t": rec.get("t"),
+                     "actor": rec.get("actor"), "kind": rec["channel"],
+                     "status": rec["status"], "text": rec.get("text")}
+                )  # fmt: skip
+            elif kind == "outcome":
+                scores = {"pass": float(rec["pass"])}
+                scores.update(
+                    (k, float(rec[k])) for k in ("task_score", "delivered", "safety") if k in rec
                 )
-                for comp, v in (rec.get("mental_model") or {}).items():
-                    rows["annotations"].append({"session_id": sid, "label": comp, "text": v})
+                scores.update(
+                    (f"dimension:{k}", v) for k, v in (rec.get("dimensions") or {}).items()
+                )
+                scores.update((f"judge:{k}", v) for k, v in (rec.get("judge") or {}).items())
+                for label, v in scores.items():
+                    rows["annotations"].append({"session_id": rid, "label": label, "value": v})
     return _write(rows, out)
 
 
@@ -285,7 +322,7 @@ def _write(rows: dict[str, list[dict]], out: Path) -> tuple[int, int]:
 def bench(work: Path, actions: int) -> list[dict]:
     results = []
     for corpus, gen, baseline in (
-        ("hasbench", gen_hasbench, _jsonl_baseline),
+        ("hasbench", gen_hasbench, _hasbench_baseline),
         ("almanac", gen_almanac, _almanac_baseline),
         ("tau2", gen_tau2, _tau2_baseline),
         ("coauthor", gen_coauthor, _coauthor_baseline),

@@ -13,7 +13,9 @@ Limits (environment variables override them):
 
 * ``GRAPHLAKE_YAML_MAX_NODES`` (default 1,000,000): scalars, sequences and mappings a
   document or a top-level item expands to, aliases counted at every use;
-* ``GRAPHLAKE_YAML_MAX_DEPTH`` (default 500): nesting depth.
+* ``GRAPHLAKE_YAML_MAX_DEPTH`` (default 200): nesting depth (PyYAML's constructor recurses,
+  a few Python frames a level, so past about 240 levels it would overflow the interpreter's
+  stack instead of naming the limit).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from typing import Any
 import yaml
 
 DEFAULT_MAX_NODES = 1_000_000
-DEFAULT_MAX_DEPTH = 500
+DEFAULT_MAX_DEPTH = 200
 
 
 class YamlLimitError(yaml.YAMLError):
@@ -144,9 +146,141 @@ def _no_anchors(data: bytes | str) -> bool:
     return "&" not in data
 
 
+#: The scalar types the safe loader makes of plain text; anything else (``!!binary``, merge keys,
+#: ``=``) is left to the composer path, which knows every rule.
+_PLAIN_TAGS = frozenset(
+    "tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str", "timestamp")
+)
+_STR = "tag:yaml.org,2002:str"
+
+
+class _NotPlain(Exception):
+    """The text uses something the event builder leaves to the composer path."""
+
+
+class _EventBuilder:
+    """Python objects straight from libyaml's event stream, for the common YAML: no anchors,
+    no explicit tags, no complex keys, one document. Composing a node graph first (what
+    ``yaml.load`` does, and :func:`check_expansion` needs) costs seven times the C parse,
+    and most of it goes on resolving and constructing the same few scalars again and again;
+    here each distinct plain scalar is resolved and constructed once. Node count and depth
+    are counted as the events pass, with the same limits. Anything unusual raises
+    :class:`_NotPlain` and the caller takes the composer path, so errors and limits read
+    exactly as before."""
+
+    def __init__(self) -> None:
+        self.resolver = yaml.resolver.Resolver()
+        self.constructor = yaml.constructor.SafeConstructor()
+        self.scalars: dict[tuple, Any] = {}
+
+    def scalar(self, ev: yaml.ScalarEvent) -> Any:
+        if ev.tag is not None and ev.tag != "!":
+            raise _NotPlain
+        key = (ev.value, ev.implicit)
+        try:
+            return self.scalars[key]
+        except KeyError:
+            pass
+        tag = self.resolver.resolve(yaml.ScalarNode, ev.value, ev.implicit)
+        if tag not in _PLAIN_TAGS:
+            raise _NotPlain
+        value = (
+            ev.value
+            if tag == _STR
+            else self.constructor.yaml_constructors[tag](
+                self.constructor, yaml.ScalarNode(tag, ev.value)
+            )
+        )
+        self.scalars[key] = value
+        return value
+
+    def items(self, text: str, split: bool) -> tuple[bool, list[tuple[Any, str]]]:
+        """(whether the top level was split, [(value, source text)]): with ``split``, a
+        top-level sequence gives one entry per item, each counted against the limits on its
+        own (as :func:`load_yaml_items`); otherwise the document is one entry."""
+        budget, depth = max_nodes(), max_depth()
+        scalar_ev, alias_ev = yaml.ScalarEvent, yaml.AliasEvent
+        seq_start, map_start = yaml.SequenceStartEvent, yaml.MappingStartEvent
+        ends = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
+        # a frame: [container, is mapping, key waiting for its value, start index]
+        stack: list[list] = []
+        out: list[tuple[Any, str]] = []
+        outer = 0  # 1 while inside a split top-level sequence
+        documents = count = 0
+
+        def place(value: Any, start: int, end: int) -> None:
+            nonlocal count
+            if len(stack) == outer:
+                out.append((value, text[start:end]))
+                count = 0
+                return
+            frame = stack[-1]
+            if not frame[1]:
+                frame[0].append(value)
+            elif frame[2] is _NO_KEY:
+                if isinstance(value, list | dict):
+                    raise _NotPlain  # a complex key: the composer path says why
+                frame[2] = value
+            else:
+                frame[0][frame[2]] = value
+                frame[2] = _NO_KEY
+
+        for ev in yaml.parse(text, Loader=_loader_class()):
+            kind = type(ev)
+            if kind is scalar_ev or kind is seq_start or kind is map_start:
+                if ev.anchor is not None:
+                    raise _NotPlain
+                if split and kind is seq_start and not stack and not out:
+                    outer = 1
+                    stack.append([None, False, _NO_KEY, ev.start_mark.index])
+                    continue
+                count += 1
+                if count > budget or len(stack) - outer + 1 > depth:
+                    raise _NotPlain  # past a limit: the composer path words the error
+                if kind is scalar_ev:
+                    place(self.scalar(ev), ev.start_mark.index, ev.end_mark.index)
+                    continue
+                if ev.tag not in (None, "!") or (
+                    stack and stack[-1][1] and stack[-1][2] is _NO_KEY
+                ):
+                    raise _NotPlain
+                container = {} if kind is map_start else []
+                stack.append([container, kind is map_start, _NO_KEY, ev.start_mark.index])
+            elif kind in ends:
+                frame = stack.pop()
+                if frame[0] is not None:
+                    place(frame[0], frame[3], ev.end_mark.index)
+            elif kind is alias_ev:
+                raise _NotPlain
+            elif kind is yaml.DocumentStartEvent:
+                documents += 1
+                if documents > 1:
+                    raise _NotPlain  # the composer path's "expected a single document"
+        if not documents:
+            raise _NotPlain
+        return bool(outer), out
+
+
+_NO_KEY = object()
+
+
+def _fast_items(text: str, split: bool) -> tuple[bool, list[tuple[Any, str]]] | None:
+    """:meth:`_EventBuilder.items`, or None where the composer path must decide."""
+    if _loader_class() is yaml.SafeLoader:
+        return None  # no libyaml: the event stream is no faster than composing
+    try:
+        return _EventBuilder().items(text, split)
+    except (_NotPlain, yaml.YAMLError, ValueError, TypeError):
+        return None
+
+
 def load_yaml(data: bytes | str) -> Any:
     """Parse one YAML document safely and within the limits. Raises ``yaml.YAMLError``
     (:class:`YamlLimitError` past a limit) for what cannot be loaded."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    fast = _fast_items(text, split=False)
+    if fast is not None:
+        return fast[1][0][0]
     loader = _loader_class()(data)
     try:
         node = loader.get_single_node()
@@ -173,6 +307,9 @@ def load_yaml_items(data: bytes | str) -> list[YamlItem]:
     siblings still load. Any other top level is one item. Raises ``yaml.YAMLError`` for text
     that is not YAML at all."""
     text = data.decode("utf-8") if isinstance(data, bytes) else data
+    fast = _fast_items(text, split=True)
+    if fast is not None:
+        return [YamlItem(value, None, source) for value, source in fast[1]]
     loader = _loader_class()(text)
     try:
         root = loader.get_single_node()

@@ -14,6 +14,7 @@ import yaml
 from watchdog import run_bounded
 
 from conftest import FIXTURES
+from graphlake.ingest import yaml_bounded
 from graphlake.ingest.yaml_bounded import (
     YamlLimitError,
     check_expansion,
@@ -77,6 +78,59 @@ def test_one_bad_item_of_a_list_is_one_error_and_its_siblings_load():
     items = load_yaml_items(text)
     assert [i.value for i in items] == [{"id": 1}, None, {"id": 3}]
     assert "circular" in items[1].error and items[1].source == "&r [1, *r]"
+
+
+_TRICKY_YAML = [
+    "",
+    "---\n",
+    "plain scalar\n",
+    "- 1\n- '1'\n- [2, 3]\n- {a: b}\n- ''\n- ~\n",
+    "- yes\n- no\n- 1e3\n- 0x1F\n- 0o17\n- 1:20\n- .inf\n",
+    "- 2001-12-14\n- 2001-12-14 21:59:43.10 -5\n",
+    "a: 1\na: 2\nb: {c: [x, {d: null}]}\n",
+    "x: &a 1\ny: *a\n",
+    "a: !!binary aGk=\n",
+    "<<: {a: 1}\nb: 2\n",
+    "? [a]\n: 1\n",
+    "a: =\n",
+    "--- 1\n--- 2\n",
+    "[1, 2",
+    "- R&D\n- x\n",
+    "- !foo x\n",
+    "!!set {a, b}\n",
+    "%YAML 1.1\n--- a\n",
+    "[" * 600 + "]" * 600,
+    "- " + "[" * 199 + "]" * 199 + "\n- ok\n",
+    "- &a x\n- " + "[" * 199 + "]" * 199 + "\n- " + "[" * 201 + "]" * 201 + "\n",
+]
+
+
+def _outcome(fn, text):
+    try:
+        got = fn(text)
+    except yaml.YAMLError as exc:
+        return "error", str(exc)
+    if isinstance(got, list) and got and hasattr(got[0], "source"):
+        return [(repr(i.value), i.error, i.source) for i in got]
+    return repr(got)
+
+
+@pytest.mark.parametrize(
+    "text", _TRICKY_YAML + [(FIXTURES / "hasbench" / "tasks.yaml").read_text()]
+)
+def test_the_event_builder_reads_yaml_exactly_as_the_composer_path(monkeypatch, text):
+    """Tasks are built straight from libyaml's events (seven times faster than composing a
+    node graph); what it leaves to the composer path and what it reads itself must come out
+    the same, values, types, item sources and errors alike."""
+    fast = [_outcome(load_yaml, text), _outcome(load_yaml_items, text)]
+    monkeypatch.setattr(yaml_bounded, "_fast_items", lambda *a, **k: None)
+    assert fast == [_outcome(load_yaml, text), _outcome(load_yaml_items, text)]
+
+
+def test_ordinary_task_yaml_takes_the_event_builder():
+    text = (FIXTURES / "hasbench" / "tasks.yaml").read_text()
+    assert yaml_bounded._fast_items(text, split=True) is not None
+    assert yaml_bounded._fast_items("x: &a 1\ny: *a\n", split=True) is None
 
 
 def _tasks_with(bad: str) -> str:
