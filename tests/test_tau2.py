@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_kolab_fast import canon
 
 from conftest import SAMPLES, parse_with
 from graphlake.ingest.base import CollectingEmitter
@@ -210,6 +211,9 @@ def test_never_raises_and_every_simulation_is_accounted_for(tmp_path_factory, do
     folder = tmp_path_factory.mktemp("t")
     (folder / "f.json").write_text(json.dumps(doc))
     out = parse(folder)
+    with pytest.MonkeyPatch.context() as mp:  # read whole by orjson, or streamed: the same
+        whole, streamed = _streamed_and_whole(folder, mp)
+    assert whole == streamed
     sims = doc.get("simulations") if isinstance(doc, dict) else None
     if isinstance(sims, list):
         kinds = [r["record_kind"] for r in out.tables.get("rejects", [])]
@@ -311,3 +315,26 @@ def test_a_run_without_simulations_keeps_its_run(tmp_path):
     ]
     (attrs,) = q(tmp_path / "lake", "SELECT attrs FROM runs WHERE name = 'r'")
     assert json.loads(attrs["attrs"])["format_version"] == 2  # a top-level field kept
+
+
+def _streamed_and_whole(path: Path, monkeypatch) -> tuple[dict, dict]:
+    """A path's rows read whole by orjson (the default for files up to 64 MiB) and streamed
+    pass by pass with ijson (forced by a zero size limit)."""
+    whole = canon(parse(path).tables)
+    monkeypatch.setenv("GRAPHLAKE_TAU2_WHOLE_FILE_BYTES", "0")
+    streamed = canon(parse(path).tables)
+    monkeypatch.delenv("GRAPHLAKE_TAU2_WHOLE_FILE_BYTES")
+    return whole, streamed
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        *sorted(DATA.glob("*.json")),
+        *sorted((Path(__file__).parent / "fixtures" / "tau2_runs").iterdir()),
+    ],
+    ids=lambda p: p.name,
+)
+def test_a_file_read_whole_gives_the_rows_the_stream_gives(path, monkeypatch):
+    whole, streamed = _streamed_and_whole(path, monkeypatch)
+    assert whole == streamed and (whole.get("sessions") or whole.get("scenarios"))
