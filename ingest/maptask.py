@@ -43,9 +43,11 @@ from graphlake.ingest.base import RecordError as _Bad
 
 RE_SUFFIX = ".reference_expressions.json"
 ANN_SUFFIX = ".annotated.json"
+RE_LIST = "landmark_reference_expressions"
 RE_KNOWN = frozenset({"ref_id_unif", "start_time", "end_time", "speaker", "reference expression"})
 ANN_KNOWN = frozenset({"ref_id_unif", "interpretations", "reason", "extra"})
 SIDES = ("giver", "follower")
+FAST_BATCH = 2000  # dialogues per vectorised batch (~60,000 expressions)
 STEP = "dialogue"
 #: The NXT layers graphlake reads: <id>.<g|f>.<layer>.xml
 LAYER = re.compile(r"^(?P<dialogue>[^.]+)\.(?P<side>[gf])\.(?P<layer>timed-units|moves)\.xml$")
@@ -123,6 +125,24 @@ class MapTaskIngestor(Ingestor):
             units.append(SourceUnit(layer_files[0], "release_dialogue", tuple(layer_files)))
         return units
 
+    def parse_many(self, units: list[SourceUnit], start: int, out, tick=None) -> None:
+        """Runs of GMMT dialogues without release layers go through the vectorised reader
+        (:mod:`graphlake.ingest.maptask_fast`); what it hands back, and every other unit,
+        through :meth:`parse`."""
+        from graphlake.ingest.maptask_fast import convert_dialogues
+        from graphlake.ingest.vectorised import parse_batched
+
+        parse_batched(
+            units,
+            start,
+            out,
+            tick,
+            lambda u: u.kind == "dialogue" and not u.companions,
+            convert_dialogues,
+            self.parse,
+            FAST_BATCH,
+        )
+
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
         if unit.kind == "dialogue":
@@ -168,6 +188,53 @@ def _read_json(path: Path, out: Emitter, table: str):
     return obj
 
 
+def dialogue_id(obj: dict, path: Path) -> str:
+    """The dialogue's id: its ``dialogue_id``, else the file name's stem."""
+    sid = obj.get("dialogue_id")
+    return sid if isinstance(sid, str) and sid else path.name[: -len(RE_SUFFIX)]
+
+
+def session_attrs(obj: dict, refs) -> dict | None:
+    """A dialogue's session attrs: the maps its expressions name, and the file's other
+    top-level fields."""
+    maps = sorted({str(r.get("lm_id_orig", "")).split("_")[0] for r in refs if r.get("lm_id_orig")})
+    extra = {k: v for k, v in obj.items() if k not in ("dialogue_id", RE_LIST)}
+    return {"maps": maps, **extra} if maps or extra else None
+
+
+def grounding_attrs(rec: dict, interp: dict, extra: dict) -> str:
+    """A grounding annotation's attrs: the status record's other fields, interpretation
+    flags beyond the two sides, and the record's fields without a column."""
+    return to_json(
+        {
+            **{k: v for k, v in extra.items() if k != "status"},
+            **{k: v for k, v in interp.items() if k not in SIDES},
+            **{k: v for k, v in rec.items() if k not in ANN_KNOWN},
+        }
+    )
+
+
+def checked_expression(rec, seen: dict) -> tuple[str, str, float, float]:
+    """A reference expression's id, speaker, start and end, or :class:`RecordError` saying
+    what is wrong with it (both readers judge expressions with this)."""
+    if not isinstance(rec, dict):
+        raise _Bad("a reference expression is an object with ref_id_unif, speaker, times")
+    rid = rec.get("ref_id_unif")
+    if not isinstance(rid, str) or not rid:
+        raise _Bad("reference expression has no ref_id_unif")
+    if rid in seen:
+        raise _Bad(f"duplicate ref_id_unif {rid!r}; ids must be unique in a dialogue")
+    speaker = rec.get("speaker")
+    if speaker not in SIDES:
+        raise _Bad(f"{rid}: speaker {speaker!r} is neither giver nor follower")
+    a, b = rec.get("start_time"), rec.get("end_time")
+    if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)) or b < a:
+        raise _Bad(
+            f"{rid}: start_time/end_time must be numbers with end >= start, got {a!r}, {b!r}"
+        )
+    return rid, speaker, a, b
+
+
 class _Dialogue:
     def __init__(self, path: Path, out: Emitter):
         self.path, self.out = path, out
@@ -188,9 +255,7 @@ class _Dialogue:
         obj = _read_json(self.path, self.out, "events")
         if obj is None:
             return
-        sid = obj.get("dialogue_id")
-        if not isinstance(sid, str) or not sid:
-            sid = self.path.name[: -len(RE_SUFFIX)]
+        sid = dialogue_id(obj, self.path)
         refs: dict[str, dict] = {}
         self.node_rows: dict[str, dict] = {}
         for k, rec in enumerate(obj["landmark_reference_expressions"]):
@@ -227,19 +292,7 @@ class _Dialogue:
         if self.ann_path.is_file():
             self.annotations(sid, refs)
         ends = [r["end_time"] for r in refs.values()] + _Release(sid, self.out).read(layers)
-        maps = sorted(
-            {
-                str(r.get("lm_id_orig", "")).split("_")[0]
-                for r in refs.values()
-                if r.get("lm_id_orig")
-            }
-        )
-        extra = {
-            k: v
-            for k, v in obj.items()
-            if k not in ("dialogue_id", "landmark_reference_expressions")
-        }
-        self.session(sid, ends, {"maps": maps, **extra} if maps or extra else None)
+        self.session(sid, ends, session_attrs(obj, refs.values()))
 
     def release_only(self, layers: tuple[Path, ...]) -> None:
         """A dialogue of the HCRC release without GMMT annotations."""
@@ -285,21 +338,7 @@ class _Dialogue:
         )
 
     def expression(self, sid: str, k: int, rec, seen: dict) -> str:
-        if not isinstance(rec, dict):
-            raise _Bad("a reference expression is an object with ref_id_unif, speaker, times")
-        rid = rec.get("ref_id_unif")
-        if not isinstance(rid, str) or not rid:
-            raise _Bad("reference expression has no ref_id_unif")
-        if rid in seen:
-            raise _Bad(f"duplicate ref_id_unif {rid!r}; ids must be unique in a dialogue")
-        speaker = rec.get("speaker")
-        if speaker not in SIDES:
-            raise _Bad(f"{rid}: speaker {speaker!r} is neither giver nor follower")
-        a, b = rec.get("start_time"), rec.get("end_time")
-        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in (a, b)) or b < a:
-            raise _Bad(
-                f"{rid}: start_time/end_time must be numbers with end >= start, got {a!r}, {b!r}"
-            )
+        rid, speaker, a, b = checked_expression(rec, seen)
         text = rec.get("reference expression")
         attrs = to_json({k: v for k, v in rec.items() if k not in RE_KNOWN})
         self.out.row(
@@ -370,7 +409,18 @@ class _Dialogue:
                 continue
             interp = rec.get("interpretations") or {}
             extra = rec.get("extra") or {}
-            flags = {k2: v for k2, v in interp.items() if k2 not in SIDES}
+            if not isinstance(interp, dict) or not isinstance(extra, dict):
+                self.reject(
+                    self.ann_path,
+                    "annotations",
+                    "interpretation",
+                    ref,
+                    f"{sid}: {rid}: 'interpretations' and 'extra' must be objects "
+                    "({giver, follower} and {status})",
+                    rec,
+                    sid,
+                )
+                continue
             for side in SIDES:
                 if side in interp:
                     self.out.row(
@@ -399,13 +449,7 @@ class _Dialogue:
                     "label": extra.get("status"),
                     "text": rec.get("reason"),
                     "annotator": "GMMT annotators",
-                    "attrs": to_json(
-                        {
-                            **{k2: v for k2, v in extra.items() if k2 != "status"},
-                            **flags,
-                            **{k2: v for k2, v in rec.items() if k2 not in ANN_KNOWN},
-                        }
-                    ),
+                    "attrs": grounding_attrs(rec, interp, extra),
                 },
             )
 

@@ -16,17 +16,13 @@ import pytest
 
 from graphlake.demo.almanac_gen import write_almanac_corpus
 from graphlake.ingest.almanac_fast import read_batch
-from tests.test_kolab_fast import both_paths, canon, strip_unit
+from tests.test_kolab_fast import assert_same as same_on_both_paths
 
 FIXTURE = Path(__file__).parent / "fixtures" / "almanac"
 
 
 def assert_same(folder: Path) -> None:
-    fast, slow = both_paths(folder, "almanac")
-    fast, slow = canon(strip_unit(fast)), canon(strip_unit(slow))
-    assert fast.keys() == slow.keys()
-    for table in slow:
-        assert fast[table] == slow[table], table
+    same_on_both_paths(folder, "almanac")
 
 
 @pytest.fixture(scope="module")
