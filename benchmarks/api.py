@@ -29,7 +29,7 @@ from pathlib import Path
 import duckdb
 
 import graphlake
-from benchmarks.run import ROOT, corpus
+from benchmarks.run import ROOT, corpus, publish
 from graphlake.lake import Lake
 from graphlake.pipeline import ingest_path
 from graphlake.schema import TABLES
@@ -154,10 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds = 3 if args.quick else 7
     args.work.mkdir(parents=True, exist_ok=True)
     text = report(bench(lake_for(args.work, sessions), rounds, calls=200), sessions, rounds)
-    print(text)
-    if not args.no_write:
-        with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
-            fh.write("\n" + text)
+    publish(text, write=not args.no_write)
     return 0
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from benchmarks.run import ROOT, timed
+from benchmarks.run import ROOT, publish, timed
 from graphlake.config import samples_dir
 from graphlake.demo.almanac_gen import write_almanac_corpus
 from graphlake.demo.hasbench_gen import write_hasbench_corpus
@@ -509,10 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     actions = args.actions or (10_000 if args.quick else 100_000)
     args.work.mkdir(parents=True, exist_ok=True)
     text = report(bench(args.work, actions), actions)
-    print(text)
-    if not args.no_write:
-        with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
-            fh.write("\n" + text)
+    publish(text, write=not args.no_write)
     return 0
 
 

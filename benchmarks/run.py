@@ -72,6 +72,14 @@ class PeakRss:
         self._thread.join()
 
 
+def publish(text: str, write: bool = True) -> None:
+    """Print a report and, unless told not to, append it to docs/benchmarks.md."""
+    print(text)
+    if write:
+        with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+            fh.write("\n" + text)
+
+
 def timed(fn, *args, **kwargs):
     with PeakRss() as rss:
         t0 = time.perf_counter()
