@@ -25,6 +25,7 @@ import re
 import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 from graphlake.ingest import register
 from graphlake.ingest.base import (
@@ -214,9 +215,10 @@ def grounding_attrs(rec: dict, interp: dict, extra: dict) -> str:
     )
 
 
-def checked_expression(rec, seen: dict) -> tuple[str, str, float, float]:
-    """A reference expression's id, speaker, start and end, or :class:`RecordError` saying
-    what is wrong with it (both readers judge expressions with this)."""
+def checked_expression(rec, seen: dict) -> tuple[str, str, Any, Any]:
+    """A reference expression's id, speaker, start and end (numbers as the source wrote them,
+    int or float: ordering and durations use them as they are), or :class:`RecordError`
+    saying what is wrong with it (both readers judge expressions with this)."""
     if not isinstance(rec, dict):
         raise _Bad("a reference expression is an object with ref_id_unif, speaker, times")
     rid = rec.get("ref_id_unif")

@@ -171,7 +171,7 @@ def _dialogue(path: Path, k: int, ex: list, ann: list, limit: int):
 
 
 def _table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
-    columns = list(zip(*rows, strict=True)) if rows else [[] for _ in schema]
+    columns: list = list(zip(*rows, strict=True)) if rows else [[] for _ in schema]
     return pa.Table.from_arrays(
         [pa.array(c, type=f.type) for c, f in zip(columns, schema, strict=True)], schema=schema
     )

@@ -244,7 +244,7 @@ class _EventBuilder:
                     stack and stack[-1][1] and stack[-1][2] is _NO_KEY
                 ):
                     raise _NotPlain
-                container = {} if kind is map_start else []
+                container: dict | list = {} if kind is map_start else []
                 stack.append([container, kind is map_start, _NO_KEY, ev.start_mark.index])
             elif kind in ends:
                 frame = stack.pop()
