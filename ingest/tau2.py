@@ -61,7 +61,6 @@ BROKEN_JSON = (ijson.JSONError, UnicodeDecodeError)
 #: bytes) instead of streamed pass by pass with ijson: a tenth of the time
 WHOLE_FILE_ENV = "GRAPHLAKE_TAU2_WHOLE_FILE_BYTES"
 WHOLE_FILE_BYTES = 32 << 20
-_NOT_READ = object()
 
 
 class _Clean:
@@ -73,16 +72,17 @@ class _Clean:
 
 
 def _read_small(path: Path):
-    """The file's JSON value when it is small enough and orjson reads it, else ``_NOT_READ``
-    (the stream decides: NaN, Infinity, huge integers, bytes that are not UTF-8, a break)."""
+    """The file's JSON value when it is small enough and orjson reads it, else None: the
+    stream decides (NaN, Infinity, huge integers, bytes that are not UTF-8, a break; a file
+    that is just ``null`` streams too, to the same answer)."""
     from graphlake.config import int_env
 
     try:
         if path.stat().st_size > int_env(WHOLE_FILE_ENV, WHOLE_FILE_BYTES):
-            return _NOT_READ
+            return None
         return orjson.loads(path.read_bytes())
     except (OSError, orjson.JSONDecodeError):
-        return _NOT_READ
+        return None
 
 
 SIMULATIONS_DIR = "simulations"
@@ -179,7 +179,7 @@ class Tau2Ingestor(Ingestor):
         try:
             self._parse_json(unit, out)
         finally:
-            self._whole = _NOT_READ
+            self._whole = None
 
     def _parse_json(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
@@ -251,11 +251,11 @@ class Tau2Ingestor(Ingestor):
     # A file of up to WHOLE_FILE_BYTES that orjson reads is held in memory (``_whole``) and
     # each pass below is a look-up in it; anything else (larger, NaN, bytes that are not
     # UTF-8, a truncated copy) is streamed by ijson, pass by pass, in bounded memory.
-    _whole = _NOT_READ
+    _whole = None
 
     def _shape(self, path: Path) -> str:
         doc = self._whole
-        if doc is not _NOT_READ and doc is not None:
+        if doc is not None:
             if isinstance(doc, list):
                 return "tasks"
             return "results" if isinstance(doc, dict) and "simulations" in doc else "other"
@@ -271,7 +271,7 @@ class Tau2Ingestor(Ingestor):
         """The first value at ``prefix``; None when absent or past a point where the file
         stops being valid JSON (the simulations pass reports that)."""
         doc = self._whole
-        if doc is not _NOT_READ and doc is not None:
+        if doc is not None:
             return doc.get(prefix) if isinstance(doc, dict) else None
         try:
             with RepairedUtf8(path) as fh:
@@ -285,7 +285,7 @@ class Tau2Ingestor(Ingestor):
         """(index, value) at ``prefix``, streamed. ``to_the_break``: stop quietly where the
         file stops being valid JSON instead of raising."""
         doc = self._whole
-        if doc is not _NOT_READ and doc is not None:
+        if doc is not None:
             *keys, last = prefix.split(".")
             assert last == "item", prefix
             for key in keys:
