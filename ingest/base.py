@@ -365,12 +365,19 @@ def json_lines(
 
 
 def parse_isolated(
-    parse: Callable[[SourceUnit, Emitter], None], unit: SourceUnit, out: EmitterBase, index: int
+    parse: Callable[[SourceUnit, Emitter], None],
+    unit: SourceUnit,
+    out: EmitterBase,
+    index: int,
+    undo: Callable[[], None] | None = None,
 ) -> None:
     """Parse one unit so that whatever its reader raises (a bug, a RecursionError on absurd
-    nesting, a library error) rejects that unit alone and the run goes on."""
+    nesting, a library error) rejects that unit alone and the run goes on. ``undo`` forgets
+    what the reader collected of the unit outside the emitter (rows batched across units)."""
     out.unit = index
     try:
         parse(unit, out)
     except Exception as exc:  # noqa: BLE001 - any failure of one file must not end the run
+        if undo is not None:
+            undo()
         out.fail_unit(index, unit, exc)

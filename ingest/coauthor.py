@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from graphlake.ingest import register
@@ -39,9 +39,11 @@ from graphlake.ingest.base import (
     file_units,
     head_bytes,
     json_lines,
+    parse_isolated,
     shape_reason,
     to_json,
 )
+from graphlake.ingest.vectorised import TupleBatch
 from graphlake.schema.quill import DeltaError, apply_delta
 
 KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
@@ -94,22 +96,23 @@ class Episode:
         return text.strip() == chosen.strip()
 
 
-def _track(spans: list[Episode], kind: str, pos: int, n: int) -> None:
-    """Move the tracked spans through one edit; mark those it touches inside."""
+def _track(spans: list[Episode], kind: str, pos: int, n: int, by_writer: bool = True) -> None:
+    """Move the tracked spans through one edit; mark those a writer's edit touches inside
+    (the system inserting text moves spans but does not modify them)."""
     for ep in spans:
         s, e = ep.span
         if kind == "insert":
             if pos <= s:
                 ep.span = [s + n, e + n]
             elif pos < e:
-                ep.modified = True
+                ep.modified = ep.modified or by_writer
                 ep.span = [s, e + n]
         else:
             end = pos + n
             if end <= s:
                 ep.span = [s - n, e - n]
             elif pos < e:
-                ep.modified = True
+                ep.modified = ep.modified or by_writer
                 before = max(0, min(s, end) - pos)
                 inside = min(e, end) - max(s, pos)
                 ep.span = [s - before, e - before - inside]
@@ -125,7 +128,28 @@ class CoAuthorIngestor(Ingestor):
     def units(self, path: Path) -> list[SourceUnit]:
         return file_units(path, "jsonl", "a CoAuthor .jsonl file")
 
+    def parse_many(self, units: list[SourceUnit], start: int, out, tick=None) -> None:
+        """Each log parsed on its own (a failure is that file's reject), with the events of
+        many logs collected into one Arrow batch."""
+        rows = LogRows()
+        for i, unit in enumerate(units):
+            mark = rows.mark()
+            parse_isolated(
+                lambda u, o: self._parse(u, o, rows), unit, out, start + i,
+                undo=lambda mark=mark: rows.undo(mark),
+            )  # fmt: skip
+            if rows.full():
+                rows.emit(out)
+            if tick:
+                tick(unit, 1)
+        rows.emit(out)
+
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        rows = LogRows()
+        self._parse(unit, out, rows)
+        rows.emit(out)
+
+    def _parse(self, unit: SourceUnit, out: Emitter, rows: LogRows) -> None:
         if unit.kind != "jsonl":
             out.reject(
                 source_file=str(unit.path),
@@ -136,12 +160,94 @@ class CoAuthorIngestor(Ingestor):
                 raw=head_bytes(unit.path),
             )
             return
-        _Session(unit.path, out).run()
+        _Session(unit.path, out, rows).run()
+
+
+class LogRows:
+    """The tables with a row per log line or episode, batched across logs
+    (:class:`~graphlake.ingest.vectorised.TupleBatch`); sessions, participants, steps and
+    documents (a few rows a log) go through the emitter row by row."""
+
+    BATCH = 50_000
+
+    def __init__(self) -> None:
+        self.events = TupleBatch(
+            "events",
+            (
+                "session_id", "event_id", "seq", "t", "timestamp", "actor", "actor_type",
+                "kind", "channel", "initiator", "node_id", "text", "payload", "attrs",
+            ),
+            {"step_id": STEP},
+        )  # fmt: skip
+        self.nodes = TupleBatch(
+            "nodes",
+            (
+                "session_id", "node_id", "local_id", "actor_type", "actor", "label", "detail",
+                "t_start", "t_end", "in_degree", "out_degree",
+            ),
+            {"step_id": STEP, "n_occurrences": 1},
+        )  # fmt: skip
+        self.occurrences = TupleBatch(
+            "node_occurrences",
+            ("session_id", "node_id", "t_start", "t_end", "actor_type"),
+            {"seq": 0, "step_id": STEP},
+        )
+        self.edges = TupleBatch(
+            "edges",
+            ("session_id", "edge_id", "src", "dst"),
+            {"kind": "sequential", "level": "action", "step_id": STEP},
+        )
+        self.adoptions = TupleBatch(
+            "annotations",
+            (
+                "session_id", "annotation_id", "target_id", "source_node", "ai_node",
+                "response_node", "label", "attrs",
+            ),
+            {
+                "kind": "adoption", "target_kind": "node", "step_id": STEP, "source_seq": 0,
+                "ai_seq": 0, "response_seq": 0, "annotator": "derived from the log",
+            },
+        )  # fmt: skip
+        self.all = (self.events, self.nodes, self.occurrences, self.edges, self.adoptions)
+
+    def mark(self) -> tuple[int, ...]:
+        return tuple(map(len, self.all))
+
+    def undo(self, mark: tuple[int, ...]) -> None:
+        for batch, n in zip(self.all, mark, strict=True):
+            batch.truncate(n)
+
+    def full(self) -> bool:
+        return sum(map(len, self.all)) >= self.BATCH
+
+    def emit(self, out: Emitter) -> None:
+        for batch in self.all:
+            batch.emit(out)
+
+
+_CHANNELS: dict[str, str] = {}
+
+
+def _channel(name: str) -> str:
+    if name.startswith("suggestion"):
+        return "suggestion"
+    return "system" if name.startswith("system") else "editor"
+
+
+def _micros(ms: float) -> int:
+    """Microseconds since 1970 of a millisecond timestamp that is not an integer, rounded as
+    ``datetime.fromtimestamp`` rounds it."""
+    return (datetime.fromtimestamp(ms / 1000, UTC) - _EPOCH) // timedelta(microseconds=1)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NUMBER = (int, float)
 
 
 class _Session:
-    def __init__(self, path: Path, out: Emitter):
+    def __init__(self, path: Path, out: Emitter, rows: LogRows):
         self.path, self.out, self.src = path, out, str(path)
+        self.rows = rows
         m = _SESSION_ID.search(path.stem)
         self.sid = m.group(0) if m else path.stem
         genre = path.stem[: m.start()].strip("_-") if m and m.start() else path.parent.name
@@ -151,6 +257,7 @@ class _Session:
         self.t0: int | None = None
         self.t_last = 0.0
         self.episodes: list[Episode] = []
+        self.tracked: list[Episode] = []  # episodes whose inserted span edits move
         self.open: Episode | None = None
         self.last: Episode | None = None  # the latest episode with candidates (for reopen)
         self.settings: dict = {}
@@ -169,10 +276,9 @@ class _Session:
     def run(self) -> None:
         for lineno, ev in json_lines(self.path, self.reject):
             if (
-                not isinstance(ev, dict)
+                type(ev) is not dict
+                or type(ev.get("eventTimestamp")) not in _NUMBER  # a bool is no time
                 or not isinstance(ev.get("eventName"), str)
-                or not isinstance(ev.get("eventTimestamp"), int | float)
-                or isinstance(ev.get("eventTimestamp"), bool)
             ):
                 self.reject(
                     lineno,
@@ -214,7 +320,8 @@ class _Session:
             self.t0 = ev["eventTimestamp"]
             self.settings = {k: ev.get(k) for k in GENERATION if k in ev}
         t = (ev["eventTimestamp"] - self.t0) / 1000.0
-        self.t_last = max(self.t_last, t)
+        if t > self.t_last:
+            self.t_last = t
         if name == "system-initialize" and self.prompt is None:
             doc = ev.get("currentDoc")
             if doc is not None and not isinstance(doc, str):
@@ -235,38 +342,28 @@ class _Session:
                 )
                 return
             inserted = "".join(
-                op["insert"]
-                for op in delta["ops"]
-                if isinstance(op, dict) and isinstance(op.get("insert"), str)
-            )
+                [op["insert"] for op in delta["ops"] if isinstance(op.get("insert"), str)]
+            )  # apply_delta checked that every op is an object
             self.edits(source, edits, inserted)
         node = self.episode_step(name, source, t, ev, lineno)
         human = source == "user"
-        self.out.row(
-            "events",
-            {
-                "session_id": self.sid,
-                "event_id": f"l{lineno}",
-                "seq": ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
-                "t": t,
-                "timestamp": datetime.fromtimestamp(ev["eventTimestamp"] / 1000, UTC),
-                "actor": "writer" if human else "gpt3",
-                "actor_type": "human" if human else "ai",
-                "kind": name,
-                "channel": "suggestion"
-                if name.startswith("suggestion")
-                else ("system" if name.startswith("system") else "editor"),
-                "initiator": "human" if human else "agent",
-                "node_id": node,
-                "step_id": STEP,
-                "text": inserted,
-                "payload": to_json(delta) if isinstance(delta, dict) else None,
-                "attrs": to_json(
-                    {k: v for k, v in ev.items() if k not in KNOWN}
-                    | ({"textDelta": delta} if delta and not isinstance(delta, dict) else {})
-                ),
-            },
-        )
+        ts = ev["eventTimestamp"]
+        extra = dict(ev)
+        for k in KNOWN:
+            extra.pop(k, None)
+        if delta and not isinstance(delta, dict):
+            extra["textDelta"] = delta
+        channel = _CHANNELS.get(name) or _CHANNELS.setdefault(name, _channel(name))
+        self.rows.events.append(
+            (
+                self.out.unit, self.sid, f"l{lineno}",
+                ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
+                t, ts * 1000 if type(ts) is int else _micros(ts),
+                "writer" if human else "gpt3", "human" if human else "ai", name, channel,
+                "human" if human else "agent", node, inserted,
+                to_json(delta) if isinstance(delta, dict) else None, to_json(extra),
+            )
+        )  # fmt: skip
 
     def edits(self, source, edits, inserted: str | None) -> None:
         ep = self.open
@@ -280,17 +377,12 @@ class _Session:
         ):
             _, pos, n = edits[0]  # the selected suggestion landing in the document
             ep.span = [pos, pos + n]
+            self.tracked.append(ep)
             self.open = None
             return
-        tracked = [e for e in self.episodes if e.span is not None]
-        for kind, pos, n in edits:
-            if source == "user":
-                _track(tracked, kind, pos, n)
-            else:  # another insertion by the system moves spans but does not "modify" them
-                for e in tracked:
-                    was = e.modified
-                    _track([e], kind, pos, n)
-                    e.modified = was
+        if self.tracked:
+            for kind, pos, n in edits:
+                _track(self.tracked, kind, pos, n, source == "user")
 
     def _new_episode(self, t: float, lineno: int, base: Episode | None = None) -> Episode:
         ep = Episode(len(self.episodes), t, lineno)
@@ -417,26 +509,21 @@ class _Session:
             prev = self.episode_rows(ep, prev, nodes, edges)
         succ = {src for src, _ in edges}
         pred = {dst for _, dst in edges}
-        for row in nodes:  # a chain: one successor and one predecessor, but at its ends
-            row["out_degree"] = int(row["node_id"] in succ)
-            row["in_degree"] = int(row["node_id"] in pred)
-            out.row("nodes", row)
+        unit, add = out.unit, self.rows.nodes.append
+        for nid, atype, actor, label, a, b, detail in nodes:
+            # a chain: one successor and one predecessor, but at its ends
+            add(
+                (
+                    unit, sid, nid, nid, atype, actor, label, detail, a, b,
+                    int(nid in pred), int(nid in succ),
+                )
+            )  # fmt: skip
+        add = self.rows.edges.append
         for src, dst in edges:
-            out.row(
-                "edges",
-                {
-                    "session_id": sid,
-                    "edge_id": f"{src}->{dst}:sequential",
-                    "src": src,
-                    "dst": dst,
-                    "kind": "sequential",
-                    "level": "action",
-                    "step_id": STEP,
-                },
-            )
+            add((unit, sid, f"{src}->{dst}:sequential", src, dst))
 
     def episode_rows(
-        self, ep: Episode, prev: str | None, node_rows: list[dict], edges: list[tuple[str, str]]
+        self, ep: Episode, prev: str | None, node_rows: list[tuple], edges: list[tuple[str, str]]
     ) -> str | None:
         """Nodes, edges and the adoption annotation of one episode; returns its last node."""
         sid, out, k = self.sid, self.out, ep.k
@@ -476,57 +563,20 @@ class _Session:
             nodes.append(
                 (f"ep{k}/response", "human", "writer", text, ep.t_decide, ep.t_decide, None)
             )
-        for nid, atype, actor, lab, a, b, detail in nodes:
-            node_rows.append(
-                {
-                    "session_id": sid,
-                    "node_id": nid,
-                    "local_id": nid,
-                    "step_id": STEP,
-                    "actor_type": atype,
-                    "actor": actor,
-                    "label": lab,
-                    "detail": detail,
-                    "t_start": a,
-                    "t_end": b,
-                    "n_occurrences": 1,
-                }
-            )
-            out.row(
-                "node_occurrences",
-                {
-                    "session_id": sid,
-                    "node_id": nid,
-                    "seq": 0,
-                    "t_start": a,
-                    "t_end": b,
-                    "step_id": STEP,
-                    "actor_type": atype,
-                },
-            )
+        node_rows.extend(nodes)
+        unit, add = out.unit, self.rows.occurrences.append
+        for nid, atype, _actor, _label, a, b, _detail in nodes:
+            add((unit, sid, nid, a, b, atype))
         chain = [n[0] for n in nodes]
         if prev is not None:
             chain = [prev, *chain]
         edges.extend(zip(chain, chain[1:], strict=False))
         if label is not None and ep.t_open is not None:
-            out.row(
-                "annotations",
-                {
-                    "session_id": sid,
-                    "annotation_id": f"ep{k}/adoption",
-                    "kind": "adoption",
-                    "target_kind": "node",
-                    "target_id": f"ep{k}/response",
-                    "step_id": STEP,
-                    "source_node": f"ep{k}/request",
-                    "ai_node": f"ep{k}/suggestion",
-                    "response_node": f"ep{k}/response",
-                    "source_seq": 0,
-                    "ai_seq": 0,
-                    "response_seq": 0,
-                    "label": label,
-                    "annotator": "derived from the log",
-                    "attrs": to_json(
+            self.rows.adoptions.append(
+                (
+                    unit, sid, f"ep{k}/adoption", f"ep{k}/response", f"ep{k}/request",
+                    f"ep{k}/suggestion", f"ep{k}/response", label,
+                    to_json(
                         {
                             "chosen_index": ep.chosen,
                             "span": ep.span,
@@ -539,8 +589,8 @@ class _Session:
                             **({"reopens": ep.reopens} if ep.reopens else {}),
                         }
                     ),
-                },
-            )
+                )
+            )  # fmt: skip
         return chain[-1]
 
 

@@ -76,7 +76,7 @@ def test_document_at_any_event(lake):
     assert after.rstrip("\n").endswith("it's not wrong.")  # Quill keeps a final newline
 
 
-def log(tmp_path, events) -> Path:
+def log(tmp_path, events, stem: str = "creative_0123456789abcdef0123456789abcdef") -> Path:
     t = 1_000_000
     lines = [
         {
@@ -100,7 +100,8 @@ def log(tmp_path, events) -> Path:
                 else [],
             }
         )
-    path = tmp_path / "creative_0123456789abcdef0123456789abcdef.jsonl"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    path = tmp_path / f"{stem}.jsonl"
     path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
     return path
 
@@ -122,6 +123,7 @@ EPISODE = [
         ([("text-insert", "user", [{"retain": 7}, {"insert": "My "}])], "adopt"),  # before it
         ([("text-insert", "user", [{"retain": 9}, {"insert": "X"}])], "modify"),  # inside
         ([("text-delete", "user", [{"retain": 10}, {"delete": 2}])], "modify"),  # cut it
+        ([("text-insert", "api", [{"retain": 9}, {"insert": "X"}])], "adopt"),  # not the writer
         (
             [
                 ("text-insert", "user", [{"retain": 7}, {"insert": "My "}]),  # shifted,
@@ -179,6 +181,33 @@ def test_bad_lines_are_rejected_and_the_rest_lands(tmp_path):
     assert any("retain 999 runs past the end" in r for r in reasons)
     assert any("needs eventName" in r for r in reasons)
     assert len(out.tables["events"]) == 6
+
+
+def test_a_log_the_reader_fails_on_leaves_none_of_its_batched_rows(tmp_path, monkeypatch):
+    """Events and episode rows are batched across logs: a log whose reading fails half-way
+    takes back what it had added to the batch, and the logs around it land whole."""
+    from graphlake import ingest
+    from graphlake.ingest import coauthor
+
+    for k, genre in enumerate(("creative", "argumentative", "news")):
+        log(tmp_path / "in", EPISODE, f"{genre}_{k:032x}")
+    real = coauthor._Session.finish
+
+    def finish(self):
+        if "argumentative" in self.src:
+            raise RuntimeError("reader bug")
+        real(self)
+
+    monkeypatch.setattr(coauthor._Session, "finish", finish)
+    ing, out = ingest.get("coauthor"), CollectingEmitter("coauthor")
+    ing.parse_many(ing.units(tmp_path / "in"), 0, out)
+    assert sorted(s["domain"] for s in out.tables["sessions"]) == ["creative", "news"]
+    for table in ("events", "nodes", "node_occurrences", "edges", "annotations"):
+        assert {r["session_id"] for r in out.tables[table]} == {f"{0:032x}", f"{2:032x}"}
+        per_log = len(parse(log(tmp_path / "one", EPISODE)).tables[table])
+        assert len(out.tables[table]) == 2 * per_log, table
+    (reject,) = out.tables["rejects"]
+    assert "argumentative" in reject["source_file"] and "reader bug" in reject["reason"]
 
 
 def test_apply_delta():

@@ -18,7 +18,8 @@ At commit the run
 3. streams each table's staged files through DuckDB, dropping rows whose primary key is
    already in the lake (deterministic ids make re-ingesting an unchanged source a no-op) or
    repeats within the run;
-4. appends the survivors to the Delta tables and pins the new versions in one snapshot row.
+4. appends the survivors to the Delta tables (each table's checks and commit in its own
+   thread, runs after sessions) and pins the new versions in one snapshot row.
    Deletes and appends of a run become visible together, with that one row; older lake
    versions keep reading the rows as they were (time travel).
 """
@@ -31,6 +32,7 @@ import os
 import shutil
 import uuid
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -228,6 +230,16 @@ class StagingEmitter(EmitterBase):
         )
 
 
+def _losers_table(losers: list[tuple[str | None, int]]) -> pa.Table:
+    """The (session_id, unit) pairs whose staged rows a commit leaves out."""
+    return pa.table(
+        {
+            "session_id": pa.array([s for s, _ in losers], pa.string()),
+            UNIT: pa.array([u for _, u in losers], pa.int32()),
+        }
+    )
+
+
 class LakeRun:
     """One ingest run: a staging folder, its emitters, and the commit that publishes them."""
 
@@ -290,15 +302,7 @@ class LakeRun:
                 )
                 try:
                     if losers:
-                        con.register(
-                            "_losers",
-                            pa.table(
-                                {
-                                    "session_id": pa.array([s for s, _ in losers], pa.string()),
-                                    UNIT: pa.array([u for _, u in losers], pa.int32()),
-                                }
-                            ),
-                        )
+                        con.register("_losers", _losers_table(losers))
                     sources = {
                         t: self._source(con, t, bool(losers), stats)
                         for t in TABLES
@@ -325,16 +329,25 @@ class LakeRun:
                             stats.removed[table] = removed
                             versions[table] = version
                     after = replace(base, table_versions=dict(versions))
-                    for table, src in sources.items():  # sessions before runs (TABLES order)
-                        now = replace(base, table_versions=dict(versions))
-                        if table == "runs":
-                            src = self._used_runs(src, now)
-                        elif table == "rejects":
-                            src = self._new_rejects(src, now)
-                        added, version = self._append(con, table, after, src)
+                    if "rejects" in sources:
+                        sources["rejects"] = self._new_rejects(sources["rejects"], after)
+                    # each table's checks and Delta commit are independent and release the
+                    # GIL (DuckDB, delta-rs): run side by side; runs after sessions, which
+                    # decide whether the default run is used
+                    first = [t for t in sources if t != "runs"]
+                    for table, (added, version) in zip(
+                        first, self._append_each(con, first, after, sources, losers), strict=True
+                    ):
                         if added:
                             stats.added[table] = added
                             versions[table] = version
+                    if "runs" in sources:
+                        now = replace(base, table_versions=dict(versions))
+                        src = self._used_runs(sources["runs"], now)
+                        added, version = self._append(con, "runs", after, src)
+                        if added:
+                            stats.added["runs"] = added
+                            versions["runs"] = version
                 finally:
                     con.close()
                 snap = None
@@ -594,6 +607,26 @@ class LakeRun:
         dt.delete(predicate)
         return n, DeltaTable(str(self.lake.table_path(table))).version()
 
+    def _append_each(
+        self, con, tables: list[str], base: Snapshot, sources: dict, losers: list
+    ) -> list[tuple[int, int | None]]:
+        """:meth:`_append` of each of ``tables``, side by side in threads, each on its own
+        cursor of ``con`` (one database: the memory limit holds for all of them)."""
+        if len(tables) < 2:
+            return [self._append(con, t, base, sources[t]) for t in tables]
+
+        def one(table: str) -> tuple[int, int | None]:
+            cur = con.cursor()
+            try:
+                if losers:  # a registered table belongs to its connection
+                    cur.register("_losers", _losers_table(losers))
+                return self._append(cur, table, base, sources[table])
+            finally:
+                cur.close()
+
+        with ThreadPoolExecutor(min(len(tables), os.cpu_count() or 1, 4)) as pool:
+            return list(pool.map(one, tables))
+
     def _append(self, con, table: str, base: Snapshot, staged: tuple[str, list, bool]):
         """Add one table's staged rows to the lake; return (rows added, new Delta version).
 
@@ -642,9 +675,10 @@ class LakeRun:
         """Move staged files into the Delta table and commit them (no data rewritten)."""
         schema = TABLES[table].schema
         path = self.lake.table_path(table)
+        dt = None
         if not DeltaTable.is_deltatable(str(path)):
             path.parent.mkdir(parents=True, exist_ok=True)
-            DeltaTable.create(str(path), schema=schema)
+            dt = DeltaTable.create(str(path), schema=schema)
         actions, rows = [], 0
         for f in files:
             n = pq.read_metadata(f).num_rows
@@ -666,7 +700,7 @@ class LakeRun:
             rows += n
         if not actions:
             return 0, None
-        dt = DeltaTable(str(path))
+        dt = dt or DeltaTable(str(path))
         dt.create_write_transaction(actions, mode="append", schema=schema)
         return rows, DeltaTable(str(path)).version()
 
