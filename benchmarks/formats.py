@@ -233,17 +233,36 @@ def _maptask_baseline(folder: Path, out: Path) -> tuple[int, int]:
 
 
 def _marble_baseline(folder: Path, out: Path) -> tuple[int, int]:
+    """Each task line a scenario row, each agent a participant and each relationship triple
+    an edge, with the columns graphlake gives them (the fields without a column kept as
+    JSON text, as graphlake keeps them)."""
     rows: dict[str, list[dict]] = {"sessions": [], "events": [], "annotations": []}
     for p in sorted(folder.glob("*.jsonl")):
         for line in p.read_text().splitlines():
             t = json.loads(line)
-            rows["sessions"].append({"task_id": t["task_id"], "task": t["task"]["content"]})
+            sid = f"{t['scenario']}/{t['task_id']}"
+            body = t["task"]
+            rest = {k: v for k, v in t.items() if k not in ("task", "agents", "relationships")}
+            rows["sessions"].append(
+                {"scenario_id": sid, "title": body["content"][:120], "domain": t["scenario"],
+                 "goal": body["content"], "instructions": body.get("output_format"),
+                 "coordination_mode": t.get("coordinate_mode"),
+                 "evaluation_criteria": json.dumps(t.get("metrics")), "source_file": str(p),
+                 "attrs": json.dumps(rest)}
+            )  # fmt: skip
             for a in t["agents"]:
-                rows["events"].append({"task_id": t["task_id"], "agent": a["agent_id"]})
+                rows["events"].append(
+                    {"participant_id": f"{sid}/{a['agent_id']}", "kind": "ai",
+                     "role": a["type"], "name": a["agent_id"],
+                     "persona": json.dumps({"profile": a.get("profile")}),
+                     "attrs": json.dumps({"scenario_id": sid})}
+                )  # fmt: skip
             for src, dst, kind in t["relationships"]:
                 rows["annotations"].append(
-                    {"task_id": t["task_id"], "src": src, "dst": dst, "kind": kind}
-                )
+                    {"edge_id": f"{sid}/{src}->{sid}/{dst}:{kind}", "src": f"{sid}/{src}",
+                     "dst": f"{sid}/{dst}", "kind": kind, "level": "participant",
+                     "attrs": json.dumps({"scenario_id": sid})}
+                )  # fmt: skip
     return _write(rows, out)
 
 

@@ -41,7 +41,15 @@ from graphlake.ingest.base import (
     to_json,
 )
 from graphlake.ingest.base import RecordError as _Bad
-from graphlake.ingest.scenario_graph import BadScenario, agent_rows, relationship_rows, user_rows
+from graphlake.ingest.scenario_graph import (
+    EDGE_FIELDS,
+    PARTICIPANT_FIELDS,
+    BadScenario,
+    agent_tuples,
+    as_dicts,
+    relationship_tuples,
+    user_tuples,
+)
 
 LEVELS = {"A1", "A2", "A3", "A4", "A5"}
 CHANNELS = {"clarification", "feedback", "control"}
@@ -146,8 +154,13 @@ def _task(task, src: str) -> list[tuple[str, dict]]:
         raise _Bad("a HAS-Bench task is a mapping with task_id (appendix B.3.2)")
     sid = str(task["task_id"])
     users = task.get("users") or []
-    people = agent_rows(task.get("agents"), sid) + user_rows(users, sid)
-    edges = relationship_rows(task.get("relationships"), sid, {p["participant_id"] for p in people})
+    people = as_dicts(
+        agent_tuples(task.get("agents"), sid) + user_tuples(users, sid), PARTICIPANT_FIELDS
+    )
+    edges = as_dicts(
+        relationship_tuples(task.get("relationships"), sid, {p["participant_id"] for p in people}),
+        EDGE_FIELDS,
+    )
     user = users[0] if users and isinstance(users[0], dict) else {}
     domain = sid.split("_", 1)[0] if "_" in sid else None
     rows = [

@@ -38,8 +38,14 @@ from graphlake.ingest.base import (
     shape_reason,
     to_json,
 )
+from graphlake.ingest.scenario_graph import (
+    EDGE_FIELDS,
+    PARTICIPANT_FIELDS,
+    agent_tuples,
+    relationship_tuples,
+)
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
-from graphlake.ingest.scenario_graph import agent_rows, relationship_rows
+from graphlake.ingest.vectorised import TupleBatch
 
 KNOWN = frozenset(
     {
@@ -72,6 +78,11 @@ class MarbleIngestor(Ingestor):
         )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        rows = _ScenarioRows()
+        self._parse(unit, out, rows)
+        rows.emit(out)
+
+    def _parse(self, unit: SourceUnit, out: Emitter, rows: _ScenarioRows) -> None:
         src = str(unit.path)
         if unit.kind == "jsonl":
 
@@ -83,9 +94,11 @@ class MarbleIngestor(Ingestor):
                     if isinstance(line, dict) and "iterations" in line:
                         _ResultLog(unit.path, lineno, out).read(line)
                     else:
-                        self._task(line, None, src, f"line {lineno}", out)
+                        self._task(line, None, src, f"line {lineno}", out, rows)
                 except SHAPE_ERRORS as exc:  # one odd line is one reject, not a lost file
                     bad(lineno, shape_reason(exc), line)
+                if rows.full():
+                    rows.emit(out)
         elif unit.kind == "yaml":
             text = read_whole(unit.path)
             try:
@@ -93,7 +106,7 @@ class MarbleIngestor(Ingestor):
             except yaml.YAMLError as exc:
                 self._reject(out, src, "$", f"not valid YAML ({exc})", text)
                 return
-            self._task(task, unit.path.stem, src, "$", out)
+            self._task(task, unit.path.stem, src, "$", out, rows)
         else:
             self._reject(
                 out,
@@ -114,32 +127,27 @@ class MarbleIngestor(Ingestor):
             raw=raw,
         )
 
-    def _task(self, task, stem: str | None, src: str, ref: str, out: Emitter) -> None:
+    def _task(
+        self, task, stem: str | None, src: str, ref: str, out: Emitter, rows: _ScenarioRows
+    ) -> None:
         try:
             sid = _scenario_id(task, stem)
-            agents = agent_rows(task.get("agents"), sid)
-            edges = relationship_rows(
-                task.get("relationships"), sid, {a["participant_id"] for a in agents}
-            )
+            agents = agent_tuples(task.get("agents"), sid)
+            edges = relationship_tuples(task.get("relationships"), sid, {a[1] for a in agents})
         except _Bad as exc:
             self._reject(out, src, ref, str(exc), task)
             return
         body = task.get("task") if isinstance(task.get("task"), dict) else {}
         mode = task.get("coordination_mode", task.get("coordinate_mode"))
         env = task.get("environment") if isinstance(task.get("environment"), dict) else {}
-        out.row(
-            "scenarios",
-            {
-                "session_id": "",
-                "scenario_id": sid,
-                "title": " ".join(str(body.get("content") or "").split())[:120] or None,
-                "domain": task.get("scenario") or env.get("type") or None,
-                "goal": body.get("content"),
-                "instructions": body.get("output_format"),
-                "coordination_mode": mode or None,
-                "evaluation_criteria": to_json(task["metrics"]) if task.get("metrics") else None,
-                "source_file": src,
-                "attrs": to_json(
+        unit = out.unit
+        rows.scenarios.append(
+            (
+                unit, sid, " ".join(str(body.get("content") or "").split())[:120] or None,
+                task.get("scenario") or env.get("type") or None, body.get("content"),
+                body.get("output_format"), mode or None,
+                to_json(task["metrics"]) if task.get("metrics") else None, src,
+                to_json(
                     {k: v for k, v in task.items() if k not in KNOWN | {"metrics"}}
                     | {
                         "task": {
@@ -148,12 +156,41 @@ class MarbleIngestor(Ingestor):
                     }
                     | ({"spelled": "coordinate_mode"} if "coordinate_mode" in task else {})
                 ),
-            },
-        )
+            )
+        )  # fmt: skip
+        add = rows.participants.append
         for a in agents:
-            out.row("participants", a)
+            add((unit, *a))
+        add = rows.edges.append
         for e in edges:
-            out.row("edges", e)
+            add((unit, *e))
+
+
+class _ScenarioRows:
+    """A file's scenarios, their participants and relationship edges, batched
+    (:class:`~graphlake.ingest.vectorised.TupleBatch`): a task line makes about eight rows."""
+
+    BATCH = 50_000
+
+    def __init__(self) -> None:
+        self.scenarios = TupleBatch(
+            "scenarios",
+            (
+                "scenario_id", "title", "domain", "goal", "instructions", "coordination_mode",
+                "evaluation_criteria", "source_file", "attrs",
+            ),
+            {"session_id": ""},
+        )  # fmt: skip
+        self.participants = TupleBatch("participants", PARTICIPANT_FIELDS)
+        self.edges = TupleBatch("edges", EDGE_FIELDS)
+        self.all = (self.scenarios, self.participants, self.edges)
+
+    def full(self) -> bool:
+        return sum(map(len, self.all)) >= self.BATCH
+
+    def emit(self, out: Emitter) -> None:
+        for batch in self.all:
+            batch.emit(out)
 
 
 def _scenario_id(task, stem: str | None) -> str:

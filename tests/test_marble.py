@@ -150,3 +150,34 @@ def test_engine_result_log_runs_become_sessions_with_their_scores():
     assert [e["actor"] for e in chain if e["kind"] == "task_result"] == ["agent1", "agent3"]
     # rationale text is not a score, but it is kept
     assert json.loads(sessions["result_log:1"]["attrs"])["code_quality"]["rationale"] == "clean"
+
+
+def test_a_value_that_does_not_fit_its_column_is_one_reject_in_a_batch(tmp_path):
+    """Task rows reach the lake as Arrow batches; an agent whose ``type`` is a number (a
+    text column) is a reject naming the column, and every other row of the batch lands."""
+    from graphlake.pipeline import ingest_path
+    from graphlake.query import run_sql
+
+    lines = [
+        {
+            "scenario": "coding",
+            "task_id": k,
+            "agents": [{"agent_id": "a", "type": 5 if k == 7 else "CodingAgent"}],
+            "relationships": [],
+            "task": {"content": f"task {k}"},
+        }
+        for k in range(20)
+    ]
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "t.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    lake = tmp_path / "lake"
+    ingest_path("marble", tmp_path / "in", lake)
+
+    def q(sql):
+        return run_sql(sql, lake).table.to_pylist()
+
+    (reject,) = q("SELECT record_ref, reason FROM rejects")
+    assert reject["record_ref"] == "participants.role"
+    assert reject["reason"].startswith("column role holds string, and 5 is not one")
+    assert q("SELECT count(*) AS n FROM participants") == [{"n": 19}]
+    assert q("SELECT count(*) AS n FROM scenarios") == [{"n": 20}]
