@@ -7,7 +7,7 @@ import gc
 import os
 import sys
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
@@ -165,6 +165,11 @@ def ingest_path(
                 kept_set = set(map(id, kept))
                 units = [u for u in units if id(u) not in kept_set]
     before = {f: _stat(f) for f in files}
+    # the manifest's content hashes are taken while the units are parsed (hashing releases
+    # the GIL); a file that changes meanwhile shows in its stat and is not vouched for
+    hasher = ThreadPoolExecutor(1, thread_name_prefix="graphlake-manifest")
+    fingerprints = hasher.submit(manifest.record, files)
+    hasher.shutdown(wait=False)
     run = LakeRun(lake, corpus, source, replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
     done, reading = 0, len(units)
@@ -227,7 +232,7 @@ def ingest_path(
     stats.units = total
     stats.unchanged_units = len(kept)
     if not any(s.failed_units for s in summaries):  # a unit that failed is read again
-        _remember(lake, manifest, files, before)
+        _remember(lake, manifest, fingerprints.result(), files, before)
     return stats, snap
 
 
@@ -295,10 +300,12 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> boo
     return n > 0
 
 
-def _remember(lake: Lake, manifest: SourceManifest, files: list[Path], before: dict) -> None:
-    """Write the source's manifest: the files as the run read them. A file that changed
-    while it was read is not vouched for (the next ingest reads the source again)."""
-    recorded = manifest.record(files)
+def _remember(
+    lake: Lake, manifest: SourceManifest, recorded: dict, files: list[Path], before: dict
+) -> None:
+    """Write the source's manifest: the files as the run read them (``recorded``, their
+    fingerprints taken during the run). A file that changed while it was read is not
+    vouched for (the next ingest reads the source again)."""
     if any(_stat(f) != before.get(f) for f in files):
         return
     manifest.save(recorded, lake.snapshot().lake_version)

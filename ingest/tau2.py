@@ -52,6 +52,7 @@ from graphlake.ingest.base import (
     within,
 )
 from graphlake.ingest.base import RecordError as _Bad
+from graphlake.ingest.vectorised import TupleBatch
 
 RESULTS_NAME = "results.json"
 #: What ijson raises where a file stops being JSON (truncation, NaN). Bytes that are not
@@ -107,6 +108,7 @@ MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requ
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
 TASK_KNOWN = frozenset({"id", "description", "user_scenario", "evaluation_criteria"})
 ROLES = {"assistant": ("ai", "agent"), "user": ("human", "human"), "tool": ("system", None)}
+EVENT_BATCH = 50_000
 
 
 def _ts(text) -> datetime:
@@ -131,6 +133,8 @@ class Tau2Ingestor(Ingestor):
 
     name = "tau2"
     help = "tau2-bench results files ({info, tasks, simulations}) or task files ([task, ...])."
+    _whole: dict | None = None  # the file being read, when it was small enough to parse once
+    _events: TupleBatch
 
     def units(self, path: Path) -> list[SourceUnit]:
         """Run folders (``results.json`` beside ``simulations/``) as one unit each, and every
@@ -161,6 +165,13 @@ class Tau2Ingestor(Ingestor):
         )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        # a unit's events, handed over as Arrow batches; a unit that fails hands over none
+        # beyond those already handed over, which the emitter drops with the unit
+        self._events = TupleBatch("events", EVENT_FIELDS)
+        self._parse_unit(unit, out)
+        self._events.emit(out)
+
+    def _parse_unit(self, unit: SourceUnit, out: Emitter) -> None:
         src = str(unit.path)
         if unit.kind == "run_dir":
             self._run_dir(unit.path, out)
@@ -603,6 +614,7 @@ class Tau2Ingestor(Ingestor):
                     else (to_json(who) if who else None),
                 },
             )
+        unit, add = out.unit, self._events.append
         if isinstance(messages, list):
             for i, msg in enumerate(messages):
                 try:
@@ -619,14 +631,16 @@ class Tau2Ingestor(Ingestor):
                     )
                     continue
                 for r in rows:
-                    out.row("events", r)
+                    add((unit, *r))
         for r in tick_rows:
-            out.row("events", r)
+            add((unit, *r))
+        if len(self._events) >= EVENT_BATCH:
+            self._events.emit(out)
         for row in _outcomes(sid, sim.get("reward_info")):
             out.row("annotations", row)
 
     @staticmethod
-    def _message(sid: str, i: int, msg, start: datetime) -> list[dict]:
+    def _message(sid: str, i: int, msg, start: datetime) -> list[tuple]:
         if not isinstance(msg, dict):
             raise _Bad("expected an object with role, content and timestamp")
         role = msg.get("role")
@@ -635,23 +649,15 @@ class Tau2Ingestor(Ingestor):
         ts = _ts(msg.get("timestamp"))
         t = (ts - start).total_seconds()
         atype, initiator = ROLES[role]
-        base = {"session_id": sid, "t": t, "timestamp": ts}
+        base = (sid, t, None, ts)
         if role == "tool":
             return [_tool_result(base, f"m{i}", i * 100, msg)]
         rows = [
-            {
-                **base,
-                "event_id": f"m{i}",
-                "seq": i * 100,
-                "actor": role,
-                "actor_type": atype,
-                "kind": "message",
-                "channel": "chat",
-                "initiator": initiator,
-                "text": _s(msg.get("content")),
-                "attrs": attrs_json(msg, MSG_KNOWN),
-            }
-        ]
+            (
+                *base, f"m{i}", i * 100, role, atype, "message", "chat", initiator, None,
+                None, _s(msg.get("content")), None, attrs_json(msg, MSG_KNOWN),
+            )
+        ]  # fmt: skip
         calls = msg.get("tool_calls") or []
         if not isinstance(calls, list):
             raise _Bad("tool_calls must be a list")
@@ -662,45 +668,37 @@ class Tau2Ingestor(Ingestor):
         return rows
 
 
-def _tool_call(base: dict, event_id: str, seq: int, call, role: str, j: int) -> dict:
+#: An event's columns, in the order of the tuples the readers below make; ``base`` is its
+#: first four (session, t, t_end, timestamp)
+EVENT_FIELDS = (
+    "session_id", "t", "t_end", "timestamp", "event_id", "seq", "actor", "actor_type", "kind",
+    "channel", "initiator", "request_id", "status", "text", "payload", "attrs",
+)  # fmt: skip
+
+
+def _tool_call(base: tuple, event_id: str, seq: int, call, role: str, j: int) -> tuple:
     """A tool call; one requested by the user is a human-side control action (HAS-Bench 3.2)."""
     if not isinstance(call, dict) or not call.get("name"):
         raise _Bad(f"tool call #{j} has no name")
     req = call.get("requestor") or role
-    return {
-        **base,
-        "event_id": event_id,
-        "seq": seq,
-        "actor": req,
-        "actor_type": ROLES.get(req, ("ai", "agent"))[0],
-        "kind": "tool_call",
-        "channel": "control" if req == "user" else "tool",
-        "initiator": "human" if req == "user" else "agent",
-        "request_id": _s(call.get("id")),
-        "text": _s(call["name"]),
-        "payload": to_json(call.get("arguments")),
-        "attrs": attrs_json(call, TOOL_CALL_KNOWN),
-    }
+    return (
+        *base, event_id, seq, req, ROLES.get(req, ("ai", "agent"))[0], "tool_call",
+        "control" if req == "user" else "tool", "human" if req == "user" else "agent",
+        _s(call.get("id")), None, _s(call["name"]), to_json(call.get("arguments")),
+        attrs_json(call, TOOL_CALL_KNOWN),
+    )  # fmt: skip
 
 
-def _tool_result(base: dict, event_id: str, seq: int, msg) -> dict:
+def _tool_result(base: tuple, event_id: str, seq: int, msg) -> tuple:
     if not isinstance(msg, dict):
         raise _Bad("a tool result must be an object")
     req = msg.get("requestor")
-    return {
-        **base,
-        "event_id": event_id,
-        "seq": seq,
-        "actor": "tool",
-        "actor_type": "system",
-        "kind": "tool_result",
-        "channel": "control" if req == "user" else "tool",
-        "initiator": "human" if req == "user" else "agent",
-        "request_id": _s(msg.get("id")),
-        "status": "error" if msg.get("error") else "answered",
-        "text": _s(msg.get("content")),
-        "attrs": attrs_json(msg, MSG_KNOWN),
-    }
+    return (
+        *base, event_id, seq, "tool", "system", "tool_result",
+        "control" if req == "user" else "tool", "human" if req == "user" else "agent",
+        _s(msg.get("id")), "error" if msg.get("error") else "answered",
+        _s(msg.get("content")), None, attrs_json(msg, MSG_KNOWN),
+    )  # fmt: skip
 
 
 class _TickReader:
@@ -722,8 +720,8 @@ class _TickReader:
         self.open: dict[str, dict] = {}
         self.tick_fields: dict[str, dict] = {}
 
-    def read(self, ticks: list) -> list[dict]:
-        rows: list[dict] = []
+    def read(self, ticks: list) -> list[tuple]:
+        rows: list[tuple] = []
         for i, tick in enumerate(ticks):
             try:
                 rows.extend(self._tick(i, tick))
@@ -741,7 +739,7 @@ class _TickReader:
             rows.append(self._close(side))
         return rows
 
-    def _tick(self, i: int, tick) -> list[dict]:
+    def _tick(self, i: int, tick) -> list[tuple]:
         if not isinstance(tick, dict):
             raise _Bad("expected an object with tick_id and timestamp")
         ts = _ts(tick.get("timestamp"))
@@ -749,8 +747,8 @@ class _TickReader:
         dur = tick.get("tick_duration_seconds")
         t_end = t + (float(dur) if isinstance(dur, int | float) else 0.0)
         tid = tick.get("tick_id", i)
-        base = {"session_id": self.sid, "t": t, "timestamp": ts}
-        rows: list[dict] = []
+        base = (self.sid, t, None, ts)
+        rows: list[tuple] = []
         for k, (side, role) in enumerate(self.SIDES):
             chunk = tick.get(f"{side}_chunk")
             if chunk is not None and not isinstance(chunk, dict):
@@ -835,7 +833,7 @@ class _TickReader:
         if fields:
             cur["_fields"].append({"tick_id": tid, **fields})
 
-    def _close(self, side: str) -> dict:
+    def _close(self, side: str) -> tuple:
         row = self.open.pop(side)
         attrs = {"mode": "full_duplex", "ticks": row.pop("_ticks")}
         fields = row.pop("_fields")
@@ -844,7 +842,7 @@ class _TickReader:
         row["text"] = "".join(row.pop("_parts"))
         row.pop("_ids")
         row["attrs"] = to_json(attrs)
-        return row
+        return tuple(map(row.get, EVENT_FIELDS))
 
 
 def scenario_id(domain: str | None, task_id) -> str:

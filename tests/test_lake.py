@@ -49,6 +49,48 @@ def _copy_with_old_times(src: Path, dst: Path) -> None:
         os.utime(f, (old, old))
 
 
+def test_a_file_edited_while_the_ingest_runs_is_read_again(tmp_path, monkeypatch):
+    """The manifest's hashes are taken while units are parsed, so a file edited after it was
+    read may be hashed as edited (here the hashing waits for the edit): it is not vouched for
+    (its stat moved during the run), and the next ingest reads it again and lands the edit."""
+    import threading
+
+    from graphlake.demo.public_gen import write_coauthor_corpus
+    from graphlake.lake import manifest
+
+    edited = threading.Event()
+    real_record = manifest.SourceManifest.record
+
+    def record_after_the_edit(self, files):
+        edited.wait(60)
+        return real_record(self, files)
+
+    monkeypatch.setattr(manifest.SourceManifest, "record", record_after_the_edit)
+
+    src = tmp_path / "src"
+    _copy_with_old_times(write_coauthor_corpus(tmp_path / "gen", sessions=3), src)
+    first_log = sorted(src.rglob("*.jsonl"))[0]
+    lake = tmp_path / "lake"
+
+    def edit_the_first(done: int, total: int, path: Path) -> None:
+        if done == 1:  # the first log has been read: append an event to it
+            with first_log.open("a") as fh:
+                fh.write(json.dumps({"eventName": "text-insert", "eventSource": "user",
+                                     "eventTimestamp": 1_700_000_000_000}) + "\n")  # fmt: skip
+            edited.set()
+
+    def late_events() -> int:
+        sql = "SELECT count(*) AS n FROM events WHERE timestamp >= '2023-11-14'"
+        return run_sql(sql, lake).table.to_pylist()[0]["n"]
+
+    ingest_path("coauthor", src, lake, workers=1, on_unit=edit_the_first)
+    assert late_events() == 0  # read before the edit
+    again, _ = ingest_path("coauthor", src, lake)
+    assert again.unchanged_units == 0 and late_events() == 1
+    third, _ = ingest_path("coauthor", src, lake)
+    assert third.unchanged_units == third.units == 3  # the manifest holds the files as they are
+
+
 def test_an_unchanged_source_is_not_read_a_changed_one_is(lake, tmp_path, monkeypatch):
     """Re-ingesting an unchanged folder parsed every byte again (0.9-1.2x of a first ingest).
     The manifest skips it; a file touched but not changed is found unchanged by its hash; an
