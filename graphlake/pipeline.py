@@ -11,12 +11,13 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_compl
 from contextlib import contextmanager
 from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
+from stat import S_ISDIR, S_ISREG
 
 import pyarrow as pa
 
 from graphlake import ingest
 from graphlake.errors import WrongCorpusError
-from graphlake.ingest.base import IngestStats, SourceUnit, data_files
+from graphlake.ingest.base import IngestStats, SourceUnit, data_files, path_order
 from graphlake.ingest.sniff import is_non_data, sniff, votes
 from graphlake.lake import Lake, Snapshot
 from graphlake.lake.manifest import SourceManifest, reader_fingerprint
@@ -150,13 +151,14 @@ def ingest_path(
     units = [u for u in units if not is_non_data(u.path)]
     total = len(units)
     source = str(Path(path).resolve())
-    files = _files_in(sorted({p for u in units for p in (u.path, *u.companions)}))
+    file_stats: dict[Path, os.stat_result] = {}
+    files = _files_in(sorted({p for u in units for p in u.files()}, key=path_order), file_stats)
     manifest = SourceManifest.open(lake.root, corpus, source, _readers())
     kept: list[SourceUnit] = []  # units not read: as the last ingest of the path read them
     if lake.exists():
         lake.init()  # checks the lake's schema version before anything else
         if not (force or prune) and manifest.holds_for(lake.snapshots(), corpus, source):
-            if manifest.unchanged(files):
+            if manifest.unchanged(files, stats=file_stats):
                 return _nothing_read(lake, manifest, files, skipped, total)
             if ingestor.independent_units:
                 kept = [u for u in units if manifest.unchanged(_files_of(u), every=False)]
@@ -263,14 +265,28 @@ def _nothing_read(
     return stats, None
 
 
-def _files_in(paths: list[Path]) -> list[Path]:
+def _files_in(paths: list[Path], stats: dict[Path, os.stat_result] | None = None) -> list[Path]:
     """The files the manifest fingerprints: each path, or every file below a folder, walked
-    as the ingestors walk it (links that leave the folder are not read, nor hashed)."""
-    return [f for p in paths if p.exists() for f in data_files(p)]
+    as the ingestors walk it (links that leave the folder are not read, nor hashed). One
+    stat a path, kept in ``stats`` for the manifest's check: a re-ingest of thousands of
+    unchanged files spends its time on stats."""
+    out: list[Path] = []
+    for p in paths:
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue
+        if S_ISDIR(st.st_mode):
+            out.extend(data_files(p))
+        elif S_ISREG(st.st_mode):
+            out.append(p)
+            if stats is not None:
+                stats[p] = st
+    return out
 
 
 def _files_of(unit: SourceUnit) -> list[Path]:
-    return _files_in([unit.path, *unit.companions])
+    return _files_in(list(unit.files()))
 
 
 def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> bool:

@@ -100,25 +100,33 @@ class MapTaskIngestor(Ingestor):
                 "folder of them"
             )
         files = data_files(path)
-        names = {p.name for p in files}
+        named = [(p, p.name) for p in files]  # a name costs a parse of the path each time
+        names = {name for _p, name in named}
+        by_path = {str(p): p for p in files}
         layers: dict[str, list[Path]] = defaultdict(list)  # dialogue id -> its NXT files
-        for p in files:
-            m = LAYER.match(p.name)
+        for p, name in named:
+            m = LAYER.match(name)
             if m:
                 layers[m["dialogue"]].append(p)
         units = []
-        for p in files:
-            if LAYER.match(p.name):
+        for p, name in named:
+            if LAYER.match(name):
                 continue
-            if p.name.endswith(RE_SUFFIX):
+            if name.endswith(RE_SUFFIX):
+                ann = by_path.get(str(p)[: -len(RE_SUFFIX)] + ANN_SUFFIX)
                 units.append(
-                    SourceUnit(p, "dialogue", tuple(layers.pop(p.name[: -len(RE_SUFFIX)], ())))
+                    SourceUnit(
+                        p,
+                        "dialogue",
+                        tuple(layers.pop(name[: -len(RE_SUFFIX)], ())),
+                        (ann,) if ann is not None else (),
+                    )
                 )
-            elif p.name.endswith(ANN_SUFFIX):
-                partner = p.name[: -len(ANN_SUFFIX)] + RE_SUFFIX
+            elif name.endswith(ANN_SUFFIX):
+                partner = name[: -len(ANN_SUFFIX)] + RE_SUFFIX
                 if partner not in names and not (p.parent / partner).exists():
                     units.append(SourceUnit(p, "orphan_annotations"))
-            elif p.suffix.lower() == ".csv" and p.name.startswith("landmarks_configuration"):
+            elif p.suffix.lower() == ".csv" and name.startswith("landmarks_configuration"):
                 units.append(SourceUnit(p, "landmarks"))
             else:
                 units.append(SourceUnit(p, "other"))

@@ -21,7 +21,7 @@ _HEAD_BYTES = 64 << 10
 
 
 def is_non_data(path: Path) -> bool:
-    return path.is_file() and bool(NON_DATA.match(path.name))
+    return bool(NON_DATA.match(path.name)) and path.is_file()
 
 
 def _first_value(path: Path):

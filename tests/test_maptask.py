@@ -173,3 +173,31 @@ def test_hcrc_release_layers_become_words_moves_and_dialogue_acts():
         "misunderstood",
         "pending",
     }
+
+
+def test_an_edited_annotations_file_is_found_on_re_ingest(tmp_path):
+    """A dialogue's ``.annotated.json`` is read beside its expressions file, not as a unit of
+    its own: the manifest fingerprints it with the dialogue, so editing only the annotations
+    reads the dialogue again (it used to be skipped as unchanged) and the edit lands."""
+    import os
+    import time
+
+    from graphlake.demo.public_gen import write_maptask_corpus
+
+    src = write_maptask_corpus(tmp_path / "gen", dialogues=2)
+    old = time.time() - 3600  # times the manifest can trust
+    for f in src.rglob("*"):
+        os.utime(f, (old, old))
+    lake = tmp_path / "lake"
+    ingest_path("maptask", src, lake)
+    ann = sorted(src.rglob("*.annotated.json"))[0]
+    doc = json.loads(ann.read_text())
+    rid = doc["landmark_reference_expressions"][0]["ref_id_unif"]
+    doc["landmark_reference_expressions"][0]["extra"]["status"] = "edited"
+    ann.write_text(json.dumps(doc))
+    stats, snap = ingest_path("maptask", src, lake)
+    assert snap is not None and stats.replaced_sessions == 1
+    rows = run_sql(
+        f"SELECT label FROM annotations WHERE annotation_id = '{rid}/grounding'", lake
+    ).table.to_pylist()
+    assert rows == [{"label": "edited"}]

@@ -90,10 +90,13 @@ class SourceManifest:
             return cls(path, reader)
         return cls(path, reader, data.get("files", {}), data.get("lake_version"))
 
-    def unchanged(self, files: list[Path], *, every: bool = True) -> bool:
+    def unchanged(
+        self, files: list[Path], *, every: bool = True, stats: dict | None = None
+    ) -> bool:
         """Whether exactly these files were read last time, byte for byte (``every``: and
         no other; else these may be some of them, one unit's). Hashes only the files whose
-        size matches but whose time moved or cannot be trusted."""
+        size matches but whose time moved or cannot be trusted. ``stats``: files' stat
+        results taken just before, not taken again."""
         if self.lake_version is None or (every and len(files) != len(self.files)):
             return False
         for f in files:
@@ -102,7 +105,8 @@ class SourceManifest:
                 return False
             size, mtime_ns, digest, at = known
             try:
-                st = f.stat()
+                st = stats.get(f) if stats else None
+                st = st or f.stat()
             except OSError:
                 return False
             if st.st_size != size:
