@@ -59,6 +59,8 @@ KNOWN = frozenset(
     }
 )
 
+_TASK_COLUMNS = KNOWN | {"metrics"}
+
 
 @register("marble")
 class MarbleIngestor(Ingestor):
@@ -147,15 +149,7 @@ class MarbleIngestor(Ingestor):
                 task.get("scenario") or env.get("type") or None, body.get("content"),
                 body.get("output_format"), mode or None,
                 to_json(task["metrics"]) if task.get("metrics") else None, src,
-                to_json(
-                    {k: v for k, v in task.items() if k not in KNOWN | {"metrics"}}
-                    | {
-                        "task": {
-                            k: v for k, v in body.items() if k not in ("content", "output_format")
-                        }
-                    }
-                    | ({"spelled": "coordinate_mode"} if "coordinate_mode" in task else {})
-                ),
+                to_json(_task_attrs(task, body)),
             )
         )  # fmt: skip
         add = rows.participants.append
@@ -164,6 +158,15 @@ class MarbleIngestor(Ingestor):
         add = rows.edges.append
         for e in edges:
             add((unit, *e))
+
+
+def _task_attrs(task: dict, body: dict) -> dict:
+    """A task's fields without a column (and how it spelled the coordination field)."""
+    attrs = {k: v for k, v in task.items() if k not in _TASK_COLUMNS}
+    attrs["task"] = {k: v for k, v in body.items() if k not in ("content", "output_format")}
+    if "coordinate_mode" in task:
+        attrs["spelled"] = "coordinate_mode"
+    return attrs
 
 
 class _ScenarioRows:
