@@ -31,13 +31,19 @@ Queries (each engine computes the same answer; the run checks they agree before 
 
 Load times are reported on their own: graphlake's is the ingest of the JSON corpus into the
 lake; the baselines' is reading the lake's rows (exported to Parquet) into pandas and into
-Kuzu. graphlake and hand SQL are timed as the median of 3 runs, opening the catalog included;
-networkx and Kuzu once (their times are long).
+Kuzu. The lake, the export and the Kuzu database are kept in the scratch folder and reused
+while the corpus and the code that builds them are unchanged (their load times as measured
+when built). Like for like: every engine answers with the same shape (the row count and the
+sum of one column), on a connection opened once (``graphlake.connect``, as Kuzu's), and is
+timed as the median of ``--rounds`` (3) interleaved rounds; before the rounds, graphlake's
+SQL, the hand SQL and the query-time SQL must give exactly the same rows (row hashes).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import platform
 import shutil
@@ -50,6 +56,7 @@ import numpy as np
 import pandas as pd
 import psutil
 
+import graphlake
 from benchmarks.run import ROOT, timed
 from graphlake.demo.corpus import GRAPH_BENCH_SHAPE, write_graph_corpus
 from graphlake.lake import Lake
@@ -180,6 +187,9 @@ LIVE = {
         WHERE a.actor_type = 'ai' AND h.actor_type = 'human'""",
 }
 
+#: Issue 22's goals for the query-time rows, as multiples of Kuzu's speed
+LIVE_GOAL = {"adoption chains": 2, "AI / human overlap join": 5}
+
 #: The numeric column each answer's rows are summed over, to compare with the baselines.
 SUM_COLUMN = {
     "adoption chains": "chain_length",
@@ -189,21 +199,31 @@ SUM_COLUMN = {
 }
 
 
-def _wrap(sql: str, name: str) -> str:
-    return (
-        f"SELECT count(*) AS n, coalesce(sum({SUM_COLUMN[name]}), 0) AS s, "
-        f"coalesce(sum(hash(t)), 0) AS h FROM ({sql}) t"
-    )
+def _wrap(sql: str, name: str, hashed: bool = False) -> str:
+    """The answer as every engine returns it: its row count and the sum of one column
+    (``hashed``: and an order-independent hash of every row, to check two SQL forms give
+    exactly the same rows; not timed, since Kuzu and networkx return no such hash)."""
+    h = ", coalesce(sum(hash(t)), 0) AS h" if hashed else ""
+    return f"SELECT count(*) AS n, coalesce(sum({SUM_COLUMN[name]}), 0) AS s{h} FROM ({sql}) t"
 
 
-def run_duckdb(lake: Lake, sql: str, name: str, runs: int = 3) -> tuple[float, tuple]:
-    times, answer = [], None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        row = run_sql(_wrap(sql, name), lake, max_rows=None, timeout_s=None).table.to_pylist()[0]
-        times.append(time.perf_counter() - t0)
-        answer = (row["n"], int(row["s"]), int(row["h"]))
-    return statistics.median(times), answer
+def run_duckdb(gl, sql: str, name: str) -> tuple[float, tuple]:
+    """One timed run on an open connection (``graphlake.connect``, as a notebook holds one,
+    and as Kuzu's connection is held): (seconds, (rows, sum))."""
+    t0 = time.perf_counter()
+    row = gl.sql(_wrap(sql, name)).to_pylist()[0]
+    return time.perf_counter() - t0, (row["n"], int(row["s"]))
+
+
+def same_rows(lake: Lake, a: str, b: str, name: str) -> bool:
+    """Whether two SQL forms of a question give the same rows (count, sum and row hash)."""
+    rows = [
+        run_sql(
+            _wrap(sql, name, hashed=True), lake, max_rows=None, timeout_s=None
+        ).table.to_pylist()[0]
+        for sql in (a, b)
+    ]
+    return rows[0] == rows[1]
 
 
 # ------------------------------------------------------------------------------ baselines
@@ -417,7 +437,34 @@ def run_kuzu(con, cypher: str) -> tuple[float | None, tuple | None]:
 # ------------------------------------------------------------------------------ the run
 
 
-def build_lake(work: Path, sessions: int) -> tuple[Lake, float, float, int]:
+def _code_digest() -> str:
+    """What the lake, the export and the Kuzu database are built by: the readers, the lake's
+    writer and views, and this benchmark. A cached build is reused only while it matches."""
+    files = [
+        *sorted((ROOT / "ingest").glob("*.py")),
+        *sorted((ROOT / "graphlake" / "lake").glob("*.py")),
+        *sorted((ROOT / "graphlake" / "schema").glob("*.py")),
+        *sorted((ROOT / "queries").rglob("*.sql")),
+        Path(__file__),
+    ]
+    h = hashlib.blake2b(digest_size=12)
+    for f in files:
+        h.update(f.read_bytes())
+    return h.hexdigest()
+
+
+def _cached(marker: Path, digest: str) -> dict | None:
+    """The load times recorded beside a build made by the same code, else None."""
+    try:
+        got = json.loads(marker.read_text())
+    except (OSError, ValueError):
+        return None
+    return got if got.get("digest") == digest else None
+
+
+def build_lake(work: Path, sessions: int, digest: str) -> tuple[Lake, dict]:
+    """The benchmark lake, built (ingest, then the materialized views) or reused when the
+    corpus and the code that builds it are unchanged; its load times as measured then."""
     src = work / f"graph-{sessions}"
     if not (src / ".complete").exists():
         shutil.rmtree(src, ignore_errors=True)
@@ -425,14 +472,45 @@ def build_lake(work: Path, sessions: int) -> tuple[Lake, float, float, int]:
         write_graph_corpus(src, sessions, seed=31, shape=GRAPH_BENCH_SHAPE)
         (src / ".complete").write_text("ok")
     lake_dir = work / f"lake-graph-{sessions}"
+    marker = work / f"lake-graph-{sessions}.json"
+    loads = _cached(marker, digest)
+    if loads is not None and lake_dir.is_dir():
+        print(f"reusing {lake_dir} (built by the same code)", flush=True)
+        return Lake(lake_dir), {**loads, "cached": True}
     shutil.rmtree(lake_dir, ignore_errors=True)
     print("ingesting (graphlake's load) ...", flush=True)
     _out, secs, _peak = timed(ingest_path, "kolab", src, lake_dir)
     lake = Lake(lake_dir)
     print("refreshing the materialized views ...", flush=True)
-    report = refresh(lake)
+    derived = refresh(lake).seconds
     nodes = run_sql("SELECT count(*) AS n FROM nodes", lake).table["n"][0].as_py()
-    return lake, secs, report.seconds, nodes
+    loads = {"digest": digest, "lake": secs, "derived": derived, "nodes": nodes}
+    marker.write_text(json.dumps(loads))
+    return lake, {**loads, "cached": False}
+
+
+def baseline_loads(lake: Lake, work: Path, sessions: int, loads: dict, digest: str):
+    """The rows exported for the baselines, read into pandas, and the Kuzu database: the
+    export and the database reused with a reused lake (their load times as measured when
+    built); the pandas read is timed every run."""
+    export_dir = work / f"export-graph-{sessions}"
+    kuzu_dir = work / f"kuzu-db-{sessions}"
+    marker = work / f"kuzu-db-{sessions}.json"
+    built = _cached(marker, digest) if loads["cached"] else None
+    if built is None or not kuzu_dir.exists():
+        _o, export_secs, _p = timed(export_tables, lake, export_dir)
+        (_db, con), kuzu_secs, _p = timed(load_kuzu, export_dir, kuzu_dir)
+        built = {"digest": digest, "export": export_secs, "kuzu": kuzu_secs}
+        marker.write_text(json.dumps(built))
+    else:
+        import kuzu
+
+        print(f"reusing {kuzu_dir} and {export_dir}", flush=True)
+        _db = kuzu.Database(str(kuzu_dir), buffer_pool_size=6 << 30)
+        con = kuzu.Connection(_db)
+        con.set_query_timeout(KUZU_TIMEOUT_S * 1000)
+    tables, pandas_secs, _p = timed(load_pandas, export_dir)
+    return (_db, con), tables, {**built, "pandas": pandas_secs}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -446,78 +524,94 @@ def main(argv: list[str] | None = None) -> int:
         help="scratch folder",
     )
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
-    ap.add_argument("--only", help="run only the queries whose name contains this text")
+    ap.add_argument(
+        "--only", help="run only the queries whose name contains one of these texts (a,b)"
+    )
+    ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per engine [3]")
     args = ap.parse_args(argv)
     sessions = args.sessions or (3_000 if args.quick else 100_000)
     args.work.mkdir(parents=True, exist_ok=True)
 
-    lake, lake_secs, derived_secs, n_nodes = build_lake(args.work, sessions)
+    digest = _code_digest()
+    lake, loads = build_lake(args.work, sessions, digest)
     print(
-        f"lake: {n_nodes:,} nodes in {lake_secs:.1f} s (materialized views {derived_secs:.1f} s)",
+        f"lake: {loads['nodes']:,} nodes in {loads['lake']:.1f} s (materialized views "
+        f"{loads['derived']:.1f} s){' (cached)' if loads['cached'] else ''}",
         flush=True,
     )
-    export_dir = args.work / f"export-graph-{sessions}"
-    _o, export_secs, _p = timed(export_tables, lake, export_dir)
-    tables, pandas_secs, _p = timed(load_pandas, export_dir)
-    (_db, con), kuzu_secs, _p = timed(load_kuzu, export_dir, args.work / "kuzu-db")
-    print(f"loads: pandas {pandas_secs:.1f} s, kuzu {kuzu_secs:.1f} s", flush=True)
+    (_db, con), tables, base_loads = baseline_loads(lake, args.work, sessions, loads, digest)
+    print(
+        f"loads: pandas {base_loads['pandas']:.1f} s, kuzu {base_loads['kuzu']:.1f} s", flush=True
+    )
+
+    only = [x.strip() for x in args.only.split(",")] if args.only else []
+    names = [q for q in GRAPHLAKE if not only or any(x in q for x in only)]
+    for name in names:  # the SQL forms give exactly the same rows (untimed)
+        assert same_rows(lake, GRAPHLAKE[name], HAND[name], name), (name, "hand SQL")
+        if name in LIVE:
+            assert same_rows(lake, GRAPHLAKE[name], LIVE[name], name), (name, "query time")
+    t0 = time.perf_counter()
+    gl = graphlake.connect(lake.root, max_rows=0, timeout_s=0)
+    gl.sql("SELECT 1")  # the catalog opens on first use
+    base_loads["catalog"] = time.perf_counter() - t0
+    engines = {
+        "graphlake": lambda name: run_duckdb(gl, GRAPHLAKE[name], name),
+        "live": lambda name: run_duckdb(gl, LIVE[name], name) if name in LIVE else (0.0, None),
+        "hand": lambda name: run_duckdb(gl, HAND[name], name),
+        "networkx": lambda name: _timed_answer(NETWORKX[name], tables),
+        "kuzu": lambda name: run_kuzu(con, KUZU[name]),
+    }
+    times: dict[tuple[str, str], list[float | None]] = {}
+    answers: dict[str, tuple] = {}
+    for r in range(args.rounds):  # interleaved: each round asks every engine every question
+        for name in names:
+            for engine, run in engines.items():
+                if engine == "live" and name not in LIVE:
+                    continue
+                secs, ans = run(name)
+                times.setdefault((name, engine), []).append(secs)
+                if ans is None:
+                    continue
+                want = answers.setdefault(name, ans)
+                # the overlap baselines count pairs without a relation sum
+                assert ans[0] == want[0] and (ans[1] == want[1] or name.startswith("AI")), (
+                    name, engine, ans, want,
+                )  # fmt: skip
+            print(
+                f"round {r + 1}: {name}: "
+                + ", ".join(
+                    f"{e} {_secs(times[(name, e)][-1])}" for e in engines if (name, e) in times
+                ),
+                flush=True,
+            )
+
+    def med(name: str, engine: str) -> float | None:
+        got = times.get((name, engine)) or [None]
+        return None if any(t is None for t in got) else statistics.median(got)  # type: ignore[type-var]
 
     rows = []
-    for name in [q for q in GRAPHLAKE if not args.only or args.only in q]:
-        g_secs, g_ans = run_duckdb(lake, GRAPHLAKE[name], name)
-        h_secs, h_ans = run_duckdb(lake, HAND[name], name)
-        assert g_ans == h_ans, (name, g_ans, h_ans)
-        print(
-            f"{name}: graphlake {g_secs:.2f} s, hand SQL {h_secs:.2f} s, {g_ans[0]:,} rows",
-            flush=True,
-        )
-        n_ans, n_secs, _p = timed(NETWORKX[name], tables)
-        assert n_ans[0] == g_ans[0] and (n_ans[1] == g_ans[1] or name.startswith("AI")), (
-            name,
-            "networkx",
-            n_ans,
-            g_ans,
-        )
-        print(f"  networkx {n_secs:.1f} s", flush=True)
-        k_secs, k_ans = run_kuzu(con, KUZU[name])
-        if k_ans is not None:
-            assert k_ans[0] == g_ans[0] and (k_ans[1] == g_ans[1] or name.startswith("AI")), (
-                name,
-                "kuzu",
-                k_ans,
-                g_ans,
-            )
-        print(f"  kuzu {'timeout' if k_secs is None else f'{k_secs:.1f} s'}", flush=True)
-        rows.append(
-            {
-                "name": name,
-                "rows": g_ans[0],
-                "graphlake": g_secs,
-                "hand": h_secs,
-                "networkx": n_secs,
-                "kuzu": k_secs,
-            }
-        )
+    for name in names:
+        row = {
+            "name": name,
+            "rows": answers[name][0],
+            "graphlake": med(name, "graphlake"),
+            "hand": med(name, "hand"),
+            "networkx": med(name, "networkx"),
+            "kuzu": med(name, "kuzu"),
+            "goal": None,
+        }
+        rows.append(row)
         if name in LIVE:
-            l_secs, l_ans = run_duckdb(lake, LIVE[name], name)
-            assert l_ans == g_ans, (name, "computed at query time", l_ans, g_ans)
-            print(f"  graphlake, computed at query time {l_secs:.2f} s", flush=True)
             rows.append(
-                {**rows[-1], "name": f"{name}, computed at query time", "graphlake": l_secs}
+                {
+                    **row,
+                    "name": f"{name}, computed at query time",
+                    "graphlake": med(name, "live"),
+                    "goal": LIVE_GOAL[name],
+                }
             )
 
-    text = report(
-        rows,
-        sessions,
-        n_nodes,
-        lake_secs,
-        derived_secs,
-        export_secs,
-        pandas_secs,
-        kuzu_secs,
-        args.quick,
-        args.only,
-    )
+    text = report(rows, sessions, loads, base_loads, args.rounds, args.quick, args.only)
     print(text)
     if not args.no_write:
         with (ROOT / "docs" / "benchmarks.md").open("a") as f:
@@ -525,18 +619,16 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def report(
-    rows,
-    sessions,
-    n_nodes,
-    lake_secs,
-    derived_secs,
-    export_secs,
-    pandas_secs,
-    kuzu_secs,
-    quick,
-    only=None,
-) -> str:
+def _secs(v: float | None) -> str:
+    return "stopped" if v is None else f"{v:.2f} s"
+
+
+def _timed_answer(fn, tables) -> tuple[float, tuple]:
+    answer, secs, _peak = timed(fn, tables)
+    return secs, answer
+
+
+def report(rows, sessions, loads, base_loads, rounds, quick, only=None) -> str:
     gib = 1 << 30
     command = (
         "python -m benchmarks.graph"
@@ -545,11 +637,14 @@ def report(
     )
 
     def secs(v):
-        return f"> {KUZU_TIMEOUT_S} s (stopped)" if v is None else f"{v:.2f} s"
+        if v is None:
+            return f"> {KUZU_TIMEOUT_S} s (stopped)"
+        return f"{v:.2f} s" if v >= 0.1 else f"{v * 1000:.0f} ms"
 
     def ratio(base, ours):
         return f"> {KUZU_TIMEOUT_S / ours:.0f}x" if base is None else f"{base / ours:.1f}x"
 
+    cached = " (reused, built by the same code; times as measured then)" if loads["cached"] else ""
     lines = [
         f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, graph queries{' (quick)' if quick else ''}"
         + (f" (only: {only})" if only else ""),
@@ -557,33 +652,42 @@ def report(
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, "
         f"{psutil.virtual_memory().total / gib:.0f} GiB, Python {platform.python_version()}. "
         f"Command: `{command}`. Corpus: "
-        f"{sessions:,} generated Kolab sessions, {n_nodes:,} nodes.",
+        f"{sessions:,} generated Kolab sessions, {loads['nodes']:,} nodes.",
         "",
-        f"Loads: graphlake ingest of the JSON corpus {lake_secs:.1f} s, then "
-        f"{derived_secs:.1f} s refreshing the materialized views `adoptions`, "
-        f"`adoption_chains` and `co_occurrences`; export of the lake's "
-        f"rows to Parquet for the baselines {export_secs:.1f} s; pandas read {pandas_secs:.1f} s;"
-        f" Kuzu 0.11.3 load (COPY) {kuzu_secs:.1f} s.",
+        f"Loads{cached}: graphlake ingest of the JSON corpus {loads['lake']:.1f} s, then "
+        f"{loads['derived']:.1f} s refreshing the materialized views `adoptions`, "
+        f"`adoption_chains` and `co_occurrences`; export of the lake's rows to Parquet for "
+        f"the baselines {base_loads['export']:.1f} s; Kuzu 0.11.3 load (COPY) "
+        f"{base_loads['kuzu']:.1f} s; pandas read (this run) {base_loads['pandas']:.1f} s; "
+        f"graphlake's catalog opened in {base_loads['catalog']:.2f} s.",
         "",
         "| query | rows | graphlake | hand DuckDB SQL | pandas + networkx | Kuzu (Cypher) | "
-        "vs hand | vs networkx | vs Kuzu | goal (<= 1.5x hand, >= 5x Kuzu) |",
+        "vs hand | vs networkx | vs Kuzu | goal |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         vs_hand = r["graphlake"] / r["hand"]
         vs_kuzu = None if r["kuzu"] is None else r["kuzu"] / r["graphlake"]
-        ok = vs_hand <= 1.5 and (vs_kuzu is None or vs_kuzu >= 5)
+        if r["goal"] is None:  # issue 9: the question as graphlake answers it
+            ok = vs_hand <= 1.5 and (vs_kuzu is None or vs_kuzu >= 5)
+            goal = "<= 1.5x hand, >= 5x Kuzu"
+        else:  # issue 22: the plan, not the materialization, does the work
+            ok = vs_kuzu is None or vs_kuzu >= r["goal"]
+            goal = f">= {r['goal']:g}x Kuzu"
         lines.append(
             f"| {r['name']} | {r['rows']:,} | {secs(r['graphlake'])} | {secs(r['hand'])} | "
             f"{secs(r['networkx'])} | {secs(r['kuzu'])} | {vs_hand:.2f}x the time | "
             f"{ratio(r['networkx'], r['graphlake'])} | {ratio(r['kuzu'], r['graphlake'])} | "
-            f"{'met' if ok else '**not met**'} |"
+            f"{goal}: {'met' if ok else '**not met**'} |"
         )
     lines += [
         "",
-        "graphlake and hand SQL: median of 3, catalog opening included; every engine "
-        "returned the same number of rows (and the same hop and label sums) before its "
-        "time was counted.",
+        f"Every engine: median of {rounds} interleaved rounds (a round asks each engine each "
+        "question in turn), the same answer shape from each (the row count and the sum of "
+        "one column), each on a connection opened once before the rounds, as Kuzu's is "
+        "(`graphlake.connect`; the catalog's opening is above). Before the timed rounds, "
+        "graphlake's SQL, the hand SQL and the query-time SQL were checked to give exactly "
+        "the same rows (row hashes), and every engine's count and sum had to agree.",
         "",
     ]
     return "\n".join(lines)

@@ -43,7 +43,7 @@ from graphlake.ingest.base import (
     shape_reason,
     to_json,
 )
-from graphlake.ingest.vectorised import TupleBatch
+from graphlake.ingest.vectorised import Batches, TupleBatch
 from graphlake.schema.quill import DeltaError, apply_delta
 
 KNOWN = frozenset({"eventName", "eventSource", "eventTimestamp", "textDelta"})
@@ -163,12 +163,10 @@ class CoAuthorIngestor(Ingestor):
         _Session(unit.path, out, rows).run()
 
 
-class LogRows:
+class LogRows(Batches):
     """The tables with a row per log line or episode, batched across logs
     (:class:`~graphlake.ingest.vectorised.TupleBatch`); sessions, participants, steps and
     documents (a few rows a log) go through the emitter row by row."""
-
-    BATCH = 50_000
 
     def __init__(self) -> None:
         self.events = TupleBatch(
@@ -208,21 +206,7 @@ class LogRows:
                 "ai_seq": 0, "response_seq": 0, "annotator": "derived from the log",
             },
         )  # fmt: skip
-        self.all = (self.events, self.nodes, self.occurrences, self.edges, self.adoptions)
-
-    def mark(self) -> tuple[int, ...]:
-        return tuple(map(len, self.all))
-
-    def undo(self, mark: tuple[int, ...]) -> None:
-        for batch, n in zip(self.all, mark, strict=True):
-            batch.truncate(n)
-
-    def full(self) -> bool:
-        return sum(map(len, self.all)) >= self.BATCH
-
-    def emit(self, out: Emitter) -> None:
-        for batch in self.all:
-            batch.emit(out)
+        super().__init__(self.events, self.nodes, self.occurrences, self.edges, self.adoptions)
 
 
 _CHANNELS: dict[str, str] = {}

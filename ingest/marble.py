@@ -45,7 +45,7 @@ from graphlake.ingest.scenario_graph import (
     relationship_tuples,
 )
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
-from graphlake.ingest.vectorised import TupleBatch
+from graphlake.ingest.vectorised import Batches, TupleBatch
 
 KNOWN = frozenset(
     {
@@ -169,11 +169,9 @@ def _task_attrs(task: dict, body: dict) -> dict:
     return attrs
 
 
-class _ScenarioRows:
+class _ScenarioRows(Batches):
     """A file's scenarios, their participants and relationship edges, batched
     (:class:`~graphlake.ingest.vectorised.TupleBatch`): a task line makes about eight rows."""
-
-    BATCH = 50_000
 
     def __init__(self) -> None:
         self.scenarios = TupleBatch(
@@ -186,14 +184,7 @@ class _ScenarioRows:
         )  # fmt: skip
         self.participants = TupleBatch("participants", PARTICIPANT_FIELDS)
         self.edges = TupleBatch("edges", EDGE_FIELDS)
-        self.all = (self.scenarios, self.participants, self.edges)
-
-    def full(self) -> bool:
-        return sum(map(len, self.all)) >= self.BATCH
-
-    def emit(self, out: Emitter) -> None:
-        for batch in self.all:
-            batch.emit(out)
+        super().__init__(self.scenarios, self.participants, self.edges)
 
 
 def _scenario_id(task, stem: str | None) -> str:

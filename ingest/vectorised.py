@@ -199,8 +199,8 @@ class TupleBatch:
         del self.rows[n:]
 
     def emit(self, out) -> None:
-        rows, self.rows = self.rows, []
-        self.append = self.rows.append
+        rows = self.rows.copy()
+        self.rows.clear()  # the same list: an ``append`` a reader holds stays valid
         if not rows:
             return
         schema = TABLES[self.table].schema
@@ -220,3 +220,28 @@ class TupleBatch:
             out.unit = was
             return
         out.rows(self.table, canonical(self.table, pa.table(arrays)))
+
+
+class Batches:
+    """The :class:`TupleBatch` es a reader fills together (a log's events and its episode
+    rows), handed over together once they hold ``size`` rows, and taken back together to a
+    mark when a unit fails half-read."""
+
+    size = 50_000
+
+    def __init__(self, *batches: TupleBatch):
+        self.all = batches
+
+    def mark(self) -> tuple[int, ...]:
+        return tuple(map(len, self.all))
+
+    def undo(self, mark: tuple[int, ...]) -> None:
+        for batch, n in zip(self.all, mark, strict=True):
+            batch.truncate(n)
+
+    def full(self) -> bool:
+        return sum(map(len, self.all)) >= self.size
+
+    def emit(self, out) -> None:
+        for batch in self.all:
+            batch.emit(out)
