@@ -209,9 +209,6 @@ class LogRows(Batches):
         super().__init__(self.events, self.nodes, self.occurrences, self.edges, self.adoptions)
 
 
-_CHANNELS: dict[str, str] = {}
-
-
 def _channel(name: str) -> str:
     if name.startswith("suggestion"):
         return "suggestion"
@@ -337,13 +334,12 @@ class _Session:
             extra.pop(k, None)
         if delta and not isinstance(delta, dict):
             extra["textDelta"] = delta
-        channel = _CHANNELS.get(name) or _CHANNELS.setdefault(name, _channel(name))
         self.rows.events.append(
             (
                 self.out.unit, self.sid, f"l{lineno}",
                 ev["eventNum"] if isinstance(ev.get("eventNum"), int) else lineno,
                 t, ts * 1000 if type(ts) is int else _micros(ts),
-                "writer" if human else "gpt3", "human" if human else "ai", name, channel,
+                "writer" if human else "gpt3", "human" if human else "ai", name, _channel(name),
                 "human" if human else "agent", node, inserted,
                 to_json(delta) if isinstance(delta, dict) else None, to_json(extra),
             )

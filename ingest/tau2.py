@@ -52,7 +52,7 @@ from graphlake.ingest.base import (
     within,
 )
 from graphlake.ingest.base import RecordError as _Bad
-from graphlake.ingest.vectorised import TupleBatch
+from graphlake.ingest.vectorised import Batches, TupleBatch
 
 RESULTS_NAME = "results.json"
 #: What ijson raises where a file stops being JSON (truncation, NaN). Bytes that are not
@@ -108,7 +108,6 @@ MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requ
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
 TASK_KNOWN = frozenset({"id", "description", "user_scenario", "evaluation_criteria"})
 ROLES = {"assistant": ("ai", "agent"), "user": ("human", "human"), "tool": ("system", None)}
-EVENT_BATCH = 50_000
 
 
 def _ts(text) -> datetime:
@@ -634,7 +633,7 @@ class Tau2Ingestor(Ingestor):
                     add((unit, *r))
         for r in tick_rows:
             add((unit, *r))
-        if len(self._events) >= EVENT_BATCH:
+        if len(self._events) >= Batches.size:
             self._events.emit(out)
         for row in _outcomes(sid, sim.get("reward_info")):
             out.row("annotations", row)
