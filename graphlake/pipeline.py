@@ -94,7 +94,7 @@ def _worker_context():
     if "forkserver" not in get_all_start_methods():
         return get_context("spawn")
     ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["graphlake.pipeline"])
+    ctx.set_forkserver_preload(["graphlake.pipeline", "graphlake.ingest.preload"])
     return ctx
 
 

@@ -114,6 +114,9 @@ class MapTaskIngestor(Ingestor):
                 continue
             if name.endswith(RE_SUFFIX):
                 ann = by_path.get(str(p)[: -len(RE_SUFFIX)] + ANN_SUFFIX)
+                if ann is None:  # not listed (a single file was given): beside it on disk?
+                    beside = p.with_name(name[: -len(RE_SUFFIX)] + ANN_SUFFIX)
+                    ann = beside if beside.is_file() else None
                 units.append(
                     SourceUnit(
                         p,

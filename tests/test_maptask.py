@@ -175,10 +175,12 @@ def test_hcrc_release_layers_become_words_moves_and_dialogue_acts():
     }
 
 
-def test_an_edited_annotations_file_is_found_on_re_ingest(tmp_path):
+@pytest.mark.parametrize("given", ["folder", "one file"])
+def test_an_edited_annotations_file_is_found_on_re_ingest(tmp_path, given):
     """A dialogue's ``.annotated.json`` is read beside its expressions file, not as a unit of
     its own: the manifest fingerprints it with the dialogue, so editing only the annotations
-    reads the dialogue again (it used to be skipped as unchanged) and the edit lands."""
+    reads the dialogue again (it used to be skipped as unchanged) and the edit lands. So too
+    when the expressions file alone is given: its annotations beside it are part of it."""
     import os
     import time
 
@@ -189,10 +191,16 @@ def test_an_edited_annotations_file_is_found_on_re_ingest(tmp_path):
     for f in src.rglob("*"):
         os.utime(f, (old, old))
     lake = tmp_path / "lake"
-    ingest_path("maptask", src, lake)
     ann = sorted(src.rglob("*.annotated.json"))[0]
+    if given == "one file":
+        src = ann.with_name(ann.name.replace(".annotated.json", ".reference_expressions.json"))
+    ingest_path("maptask", src, lake)
     doc = json.loads(ann.read_text())
     rid = doc["landmark_reference_expressions"][0]["ref_id_unif"]
+    label = doc["landmark_reference_expressions"][0]["extra"]["status"]
+    assert run_sql(
+        f"SELECT label FROM annotations WHERE annotation_id = '{rid}/grounding'", lake
+    ).table.to_pylist() == [{"label": label}]
     doc["landmark_reference_expressions"][0]["extra"]["status"] = "edited"
     ann.write_text(json.dumps(doc))
     stats, snap = ingest_path("maptask", src, lake)
