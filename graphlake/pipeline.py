@@ -25,9 +25,14 @@ from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 from graphlake.schema import emit
 
 #: Below this many units, or this many bytes in a few big files, starting worker processes
-#: costs more than it saves.
+#: costs more than it saves: the first pool of a process starts the forkserver, which imports
+#: graphlake, DuckDB and every reader again (about 0.3-0.5 s on 2 cores).
 PARALLEL_MIN_UNITS = 400
 PARALLEL_MIN_BYTES = 32 << 20
+#: Whether this process has started worker processes before: its forkserver is then running,
+#: and a pool costs a fork a worker (tens of milliseconds), so a sliced file of a few
+#: megabytes is worth parsing in parallel (a notebook or server that ingests again).
+_forkserver_warm = False
 
 
 def default_workers(units: list[SourceUnit]) -> int:
@@ -36,8 +41,16 @@ def default_workers(units: list[SourceUnit]) -> int:
         return cores
     if len(units) < 4:
         return 1
-    size = sum(u.path.stat().st_size for u in units if u.path.is_file())
+    if _forkserver_warm and any(u.span for u in units):
+        return cores  # a file large enough that its reader sliced it, and workers start warm
+    size = sum(_bytes(u) for u in units)
     return cores if size >= PARALLEL_MIN_BYTES else 1
+
+
+def _bytes(unit: SourceUnit) -> int:
+    if unit.span is not None:
+        return unit.span[1] - unit.span[0]
+    return unit.path.stat().st_size if unit.path.is_file() else 0
 
 
 def _parse_units(
@@ -189,6 +202,8 @@ def ingest_path(
             summaries = []
             chunk = max(1, min(4000, -(-reading // (workers * 4))))
             settings = _settings()
+            global _forkserver_warm
+            _forkserver_warm = True
             with ProcessPoolExecutor(workers, mp_context=_worker_context()) as pool:
                 with _main_not_rerun():  # the workers start as tasks are submitted
                     futures = {

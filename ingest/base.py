@@ -13,8 +13,8 @@ import codecs
 import io
 import json
 import os
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -217,6 +217,10 @@ class SourceUnit:
     #: Files beside the unit that its reader opens too but that are not parsed as its own
     #: (a GMMT dialogue's annotations): fingerprinted with it, so an edit to one is seen
     reads: tuple[Path, ...] = ()
+    #: (start, end, first line number): the bytes [start, end) of ``path`` that the unit
+    #: is, cut at line ends: a slice of a large JSON Lines file, so that several workers
+    #: parse one file (:func:`line_slices`)
+    span: tuple[int, int, int] | None = None
 
     def files(self) -> tuple[Path, ...]:
         """Every path the unit reads (folders are walked by the manifest)."""
@@ -357,18 +361,89 @@ def iso_time(value, what: str = "started_at") -> datetime | None:
 
 
 def json_lines(
-    path: Path, bad_line: Callable[[int, str, bytes], None]
+    path: Path,
+    bad_line: Callable[[int, str, bytes], None],
+    span: tuple[int, int, int] | None = None,
 ) -> Iterator[tuple[int, Any]]:
     """Stream a JSON Lines file as (line number, value); blank lines are skipped and a line
-    that is not JSON goes to ``bad_line(lineno, reason, raw)`` instead."""
+    that is not JSON goes to ``bad_line(lineno, reason, raw)`` instead. With ``span`` (a
+    :func:`line_slices` unit's), only those bytes, numbered as lines of the whole file."""
     with Path(path).open("rb") as fh:
-        for lineno, line in enumerate(fh, 1):
+        lines: Iterable[bytes] = fh
+        first = 1
+        if span is not None:
+            start, end, first = span
+            fh.seek(start)
+            lines = _slice_lines(fh.read(end - start))
+        for lineno, line in enumerate(lines, first):
             if not line.strip():
                 continue
             try:
                 yield lineno, load_json(line)
             except ValueError as exc:
                 bad_line(lineno, f"not valid JSON ({exc})", line)
+
+
+#: A JSON Lines file this large is cut into slices of at least SLICE_BYTES (line_slices)
+SLICE_MIN_BYTES = 4 << 20
+SLICE_BYTES = 1 << 20
+
+
+def line_slices(units: list[SourceUnit], kind: str) -> list[SourceUnit]:
+    """``units``, with each of ``kind`` whose file holds SLICE_MIN_BYTES or more cut at line
+    ends into slices (:attr:`SourceUnit.span`: four a core at most, of SLICE_BYTES at least),
+    so that worker processes share one large file as they share many small ones. Only for
+    formats whose lines are read independently of each other (a MARBLE task or result log a
+    line). The cut reads the file once, counting lines, so each slice knows the number of
+    its first line."""
+    out: list[SourceUnit] = []
+    cores = max(1, min(os.cpu_count() or 1, 8))
+    for u in units:
+        size = u.path.stat().st_size if u.kind == kind and u.path.is_file() else 0
+        if size < SLICE_MIN_BYTES:
+            out.append(u)
+            continue
+        pieces = max(2, min(4 * cores, size // SLICE_BYTES))
+        with u.path.open("rb") as fh:
+            spans = _cut_at_lines(fh, size, [size * k // pieces for k in range(1, pieces)])
+        out.extend(replace(u, span=span) for span in spans)
+    return out
+
+
+def _cut_at_lines(
+    fh, size: int, targets: list[int], block_size: int = 1 << 20
+) -> list[tuple[int, int, int]]:
+    """(start, end, number of the first line) of slices of ``fh`` that end at the first line
+    end at or after each target offset; one pass over the file in blocks."""
+    spans: list[tuple[int, int, int]] = []
+    start, first, lines, offset, t = 0, 1, 0, 0, 0  # lines: line ends before ``offset``
+    while t < len(targets) and (block := fh.read(block_size)):
+        while t < len(targets):
+            at = max(targets[t], start) - offset
+            if at >= len(block):
+                break
+            nl = block.find(b"\n", at)
+            if nl < 0:  # no line end after the target in this block: the next one's first
+                targets[t] = offset + len(block)
+                break
+            cut = offset + nl + 1
+            if cut >= size:
+                t = len(targets)
+                break
+            spans.append((start, cut, first))
+            start, first = cut, 1 + lines + block.count(b"\n", 0, nl + 1)
+            t += 1
+        lines += block.count(b"\n")
+        offset += len(block)
+    spans.append((start, size, first))
+    return spans
+
+
+def _slice_lines(data: bytes) -> list[bytes]:
+    """``data`` split into lines as a file iterates them (at ``\\n`` only, each keeping it)."""
+    lines = [line + b"\n" for line in data.split(b"\n")]
+    lines[-1] = lines[-1][:-1]  # the last piece had no line end of its own
+    return lines
 
 
 def parse_isolated(

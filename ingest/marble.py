@@ -33,6 +33,7 @@ from graphlake.ingest.base import (
     file_units,
     head_bytes,
     json_lines,
+    line_slices,
     load_yaml,
     read_whole,
     shape_reason,
@@ -73,10 +74,15 @@ class MarbleIngestor(Ingestor):
     )
 
     def units(self, path: Path) -> list[SourceUnit]:
-        return file_units(
-            path,
-            {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
-            "MARBLE task .jsonl or scenario .yaml files",
+        """Each file, a large .jsonl one in slices (every line is a task or a run of its
+        own, so workers can share the file)."""
+        return line_slices(
+            file_units(
+                path,
+                {".jsonl": "jsonl", ".yaml": "yaml", ".yml": "yaml"},
+                "MARBLE task .jsonl or scenario .yaml files",
+            ),
+            "jsonl",
         )
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
@@ -91,7 +97,7 @@ class MarbleIngestor(Ingestor):
             def bad(lineno, reason, raw):
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
-            for lineno, line in json_lines(unit.path, bad):
+            for lineno, line in json_lines(unit.path, bad, unit.span):
                 try:
                     if isinstance(line, dict) and "iterations" in line:
                         _ResultLog(unit.path, lineno, out).read(line)
