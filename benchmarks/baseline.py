@@ -7,6 +7,10 @@ Two baselines, both measured in the same run as graphlake (see benchmarks/run.py
   writes the concatenated tables to Parquet. It validates nothing and resolves adoption
   references by id within the responding step only (graphlake also resolves by time across
   steps and rejects what does not resolve).
+* :func:`duckdb_ingest_baseline` is what an expert in DuckDB would write instead: one
+  ``read_json`` over every graph file, ``unnest`` of steps, nodes and edges, and the nodes
+  and edges tables written to Parquet. Two tables, no validation, no occurrences or
+  adoptions, no commit: the floor a single SQL engine sets on reading the same bytes.
 * :func:`metrics_baseline` computes the collab_metrics columns (B, W, R_A, R_M, solo lead-in)
   per session with pandas and networkx, from the Parquet tables the ingest baseline wrote.
 """
@@ -103,6 +107,37 @@ def ingest_baseline(corpus: Path, out: Path) -> int:
     for k, dfs in parts.items():
         pd.concat(dfs, ignore_index=True).to_parquet(out / f"{k}.parquet")
     return sum(len(d) for d in parts["nodes"])
+
+
+def duckdb_ingest_baseline(corpus: Path, out: Path) -> int:
+    """Every graph file under ``corpus`` read by DuckDB's ``read_json`` and unnested into
+    nodes and edges, written to Parquet in ``out``; returns the nodes."""
+    import duckdb
+
+    out.mkdir(parents=True, exist_ok=True)
+    con = duckdb.connect()
+    try:
+        glob = str(Path(corpus) / "**" / "*.json").replace("'", "''")
+        con.execute(
+            "CREATE TEMP TABLE steps AS SELECT session_id, unnest(steps) AS s "
+            f"FROM read_json('{glob}', format = 'auto', union_by_name = true, "
+            "maximum_object_size = 268435456)"
+        )
+        con.execute(
+            "COPY (SELECT session_id, s.key || '/' || n.id AS node_id, s.key AS step_id, "
+            "n.actor_type, n.actor, n.label, n.detail, n.time "
+            "FROM (SELECT session_id, s, unnest(s.nodes) AS n FROM steps)) "
+            f"TO '{out / 'nodes.parquet'}' (FORMAT parquet)"
+        )
+        con.execute(
+            "COPY (SELECT session_id, s.key || '/' || e.\"from\" AS src, "
+            "s.key || '/' || e.\"to\" AS dst, e.type AS kind "
+            "FROM (SELECT session_id, s, unnest(s.edges) AS e FROM steps)) "
+            f"TO '{out / 'edges.parquet'}' (FORMAT parquet)"
+        )
+        return con.execute(f"SELECT count(*) FROM '{out / 'nodes.parquet'}'").fetchone()[0]
+    finally:
+        con.close()
 
 
 def metrics_baseline(tables: Path) -> pd.DataFrame:
