@@ -366,7 +366,8 @@ def _hasbench_baseline(folder: Path, out: Path) -> tuple[int, int]:
 def _almanac_baseline(folder: Path, out: Path) -> tuple[int, int]:
     """The tables graphlake makes of Almanac sessions, the straightforward way: events, nodes,
     node occurrences, the sequential edges, canvas cell changes, mental-model and grounding
-    annotations, one step per session (the same row counts; ids as graphlake spells them)."""
+    annotations, one step per session, and the maps' landmarks (the same row counts but for
+    graphlake's one row in ``runs``; ids as graphlake spells them)."""
     names = (
         "sessions", "participants", "steps", "events", "nodes", "node_occurrences", "edges",
         "canvas_cells", "annotations",
@@ -412,6 +413,19 @@ def _almanac_baseline(folder: Path, out: Path) -> tuple[int, int]:
                     {"session_id": sid, "id": f"{eid}/grounding", "label": a["grounding_act"]}
                 )
         rows["steps"].append({"session_id": sid, "t_end": max((a["t"] for a in acts), default=0)})
+    rows["landmarks"] = []
+    for p in sorted(folder.rglob("maps/*.json")):  # a row per map, and one per landmark in it
+        m = json.loads(p.read_text())
+        map_id = str(m.get("map_id") or p.stem)
+        rest = {k: v for k, v in m.items() if k != "landmarks"}
+        rows["landmarks"].append(
+            {"map_id": map_id, "landmark_id": "_map", "attrs": json.dumps(rest)}
+        )
+        for name, lm in m["landmarks"].items():
+            rows["landmarks"].append(
+                {"map_id": map_id, "landmark_id": name, "on_giver_map": lm.get("on_guide_map"),
+                 "on_follower_map": lm.get("on_follower_map"), "attrs": json.dumps(lm)}
+            )  # fmt: skip
     return _write(rows, out)
 
 
