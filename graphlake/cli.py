@@ -197,6 +197,10 @@ def ingest(
     it was. A source whose files are all unchanged since the last ingest of the same PATH
     is not read at all (--force reads it).
     """
+    if path.is_dir():  # many files, likely: the parse workers' server starts meanwhile
+        from graphlake.workers import start_early
+
+        start_early()
     from graphlake import ingest as ingestors
     from graphlake.errors import UnknownCorpusError
 

@@ -9,7 +9,6 @@ import sys
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
-from multiprocessing import get_all_start_methods, get_context
 from pathlib import Path
 from stat import S_ISDIR, S_ISREG
 
@@ -23,16 +22,14 @@ from graphlake.lake import Lake, Snapshot
 from graphlake.lake.manifest import SourceManifest, reader_fingerprint
 from graphlake.lake.writer import LakeRun, StagingEmitter, StagingSummary
 from graphlake.schema import emit
+from graphlake.workers import started as forkserver_started
+from graphlake.workers import worker_context
 
 #: Below this many units, or this many bytes in a few big files, starting worker processes
 #: costs more than it saves: the first pool of a process starts the forkserver, which imports
 #: graphlake, DuckDB and every reader again (about 0.3-0.5 s on 2 cores).
 PARALLEL_MIN_UNITS = 400
 PARALLEL_MIN_BYTES = 32 << 20
-#: Whether this process has started worker processes before: its forkserver is then running,
-#: and a pool costs a fork a worker (tens of milliseconds), so a sliced file of a few
-#: megabytes is worth parsing in parallel (a notebook or server that ingests again).
-_forkserver_warm = False
 
 
 def default_workers(units: list[SourceUnit]) -> int:
@@ -41,8 +38,10 @@ def default_workers(units: list[SourceUnit]) -> int:
         return cores
     if len(units) < 4:
         return 1
-    if _forkserver_warm and any(u.span for u in units):
-        return cores  # a file large enough that its reader sliced it, and workers start warm
+    if forkserver_started() and any(u.span for u in units):
+        # a file large enough that its reader sliced it, and this process's forkserver runs
+        # (a notebook or server that ingests again): a pool costs a fork a worker
+        return cores
     size = sum(_bytes(u) for u in units)
     return cores if size >= PARALLEL_MIN_BYTES else 1
 
@@ -106,18 +105,6 @@ def _adopt_settings(settings: dict[str, str]) -> None:
     for k in [k for k in os.environ if k.startswith("GRAPHLAKE_") and k not in settings]:
         del os.environ[k]
     os.environ.update(settings)
-
-
-def _worker_context():
-    """Workers forked from a clean server process, never from this one: a process that
-    already ingested holds DuckDB, Arrow and Delta threads, and a plain fork of it hung or
-    crashed its workers (a notebook that ingests twice). The server imports the ingestors
-    once, so each worker starts warm. Platforms without forkserver spawn."""
-    if "forkserver" not in get_all_start_methods():
-        return get_context("spawn")
-    ctx = get_context("forkserver")
-    ctx.set_forkserver_preload(["graphlake.pipeline", "graphlake.ingest.preload"])
-    return ctx
 
 
 @contextmanager
@@ -230,9 +217,7 @@ def _ingest(
             summaries = []
             chunk = max(1, min(4000, -(-reading // (workers * 4))))
             settings = _settings()
-            global _forkserver_warm
-            _forkserver_warm = True
-            with ProcessPoolExecutor(workers, mp_context=_worker_context()) as pool:
+            with ProcessPoolExecutor(workers, mp_context=worker_context()) as pool:
                 with _main_not_rerun():  # the workers start as tasks are submitted
                     futures = {
                         pool.submit(

@@ -1,5 +1,5 @@
 """What a parsing worker needs before its first unit, imported once by the forkserver that
-forks the workers (:func:`graphlake.pipeline._worker_context`), so each worker starts warm.
+forks the workers (:mod:`graphlake.workers`), so each worker starts warm.
 
 A worker forked without these imported them on its first unit: every reader, their XML and
 JSON libraries, DuckDB, and pandas, which PyArrow imports the first time it converts a Python
