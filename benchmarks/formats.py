@@ -504,18 +504,24 @@ def _age(folder: Path) -> None:
         os.utime(f, (old, old))
 
 
-def bench(work: Path, actions: int, rounds: int = 3) -> list[dict]:
-    """Per format, ``rounds`` interleaved pairs (graphlake into a new lake, then the
-    baseline), each followed by a re-ingest of the unchanged folder; medians reported."""
+def bench(work: Path, actions: int, rounds: int = 3, only: list[str] | None = None) -> list[dict]:
+    """Per format (or those named in ``only``), ``rounds`` interleaved pairs (graphlake into
+    a new lake, then the baseline), each followed by a re-ingest of the unchanged folder;
+    medians reported."""
     results = []
-    for corpus, gen, baseline in (
-        ("hasbench", gen_hasbench, _hasbench_baseline),
-        ("almanac", gen_almanac, _almanac_baseline),
-        ("tau2", gen_tau2, _tau2_baseline),
-        ("coauthor", gen_coauthor, _coauthor_baseline),
-        ("maptask", gen_maptask, _maptask_baseline),
-        ("marble", gen_marble, _marble_baseline),
-    ):
+    formats = [
+        f
+        for f in (
+            ("hasbench", gen_hasbench, _hasbench_baseline),
+            ("almanac", gen_almanac, _almanac_baseline),
+            ("tau2", gen_tau2, _tau2_baseline),
+            ("coauthor", gen_coauthor, _coauthor_baseline),
+            ("maptask", gen_maptask, _maptask_baseline),
+            ("marble", gen_marble, _marble_baseline),
+        )
+        if not only or f[0] in only
+    ]
+    for corpus, gen, baseline in formats:
         src = gen(work, actions)
         if src is None:
             continue
@@ -551,13 +557,12 @@ def bench(work: Path, actions: int, rounds: int = 3) -> list[dict]:
     return results
 
 
-def report(results: list[dict], actions: int) -> str:
+def report(results: list[dict], actions: int, command: str = "python -m benchmarks.formats") -> str:
     gib = 1 << 30
     lines = [
         f"## {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, ingest per format (~{actions:,} actions each)",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores. Command: "
-        "`python -m benchmarks.formats`",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores. Command: `{command}`",
         "",
         f"Medians of {results[0]['rounds'] if results else 0} interleaved rounds (graphlake, "
         "baseline, re-ingest); peak RSS the highest; ratio = baseline time / graphlake time, "
@@ -593,10 +598,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=3, help="interleaved rounds per format [3]")
     ap.add_argument("--work", type=Path, default=ROOT / "bench-data" / "formats")
     ap.add_argument("--no-write", action="store_true", help="do not append to the docs")
+    ap.add_argument("--only", help="formats to run, comma-separated (e.g. maptask,marble)")
     args = ap.parse_args(argv)
     actions = args.actions or (10_000 if args.quick else 100_000)
     args.work.mkdir(parents=True, exist_ok=True)
-    text = report(bench(args.work, actions, args.rounds), actions)
+    only = [x.strip() for x in args.only.split(",")] if args.only else None
+    command = "python -m benchmarks.formats" + "".join(
+        f" {a}" for a in (argv if argv is not None else sys.argv[1:])
+    )
+    text = report(bench(args.work, actions, args.rounds, only), actions, command)
     publish(text, write=not args.no_write)
     return 0
 
