@@ -136,7 +136,8 @@ def duckdb_ingest_baseline(corpus: Path, out: Path) -> int:
             f"FROM (SELECT session_id, s.key AS k, unnest(s.edges) AS e FROM {steps})) "
             f"TO '{out / 'edges.parquet'}' (FORMAT parquet)"
         )
-        return con.execute(f"SELECT count(*) FROM '{out / 'nodes.parquet'}'").fetchone()[0]
+        (nodes,) = con.execute(f"SELECT count(*) FROM '{out / 'nodes.parquet'}'").fetchall()[0]
+        return nodes
     finally:
         con.close()
 
