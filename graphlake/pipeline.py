@@ -194,7 +194,10 @@ def _ingest(
                     return _nothing_read(lake, manifest, files, skipped, total)
                 kept_set = set(map(id, kept))
                 units = [u for u in units if id(u) not in kept_set]
-    before = {f: _stat(f) for f in files}
+    # each file as it was before the parse (the listing's stats where it took one)
+    before = {
+        f: (st.st_size, st.st_mtime_ns) if (st := file_stats.get(f)) else _stat(f) for f in files
+    }
     # the manifest's content hashes are taken while the units are parsed (hashing releases
     # the GIL); a file that changes meanwhile shows in its stat and is not vouched for
     hasher = ThreadPoolExecutor(1, thread_name_prefix="graphlake-manifest")
