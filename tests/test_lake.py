@@ -501,6 +501,30 @@ def test_a_staging_folder_killed_while_being_made_is_still_cleaned(lake):
     assert alive.exists() and made.exists()
 
 
+def test_a_staging_folder_killed_while_being_removed_is_still_cleaned(lake, monkeypatch):
+    """Removing a staging folder deletes its owner file at some point; a run killed after that
+    (CI caught one, a kill -9 just after an ingest's commit) must not leave a folder the next
+    writer keeps for a day as one it cannot attribute."""
+    import shutil
+
+    lake.init()
+    made = lake.new_staging("ingest")
+    (made / "nodes").mkdir()
+    (made / "nodes" / "part.parquet").write_bytes(b"staged rows")
+
+    def killed_mid_removal(path, ignore_errors=False):
+        (Path(path) / "owner.json").unlink()  # what rmtree got through before the kill
+        raise SystemExit("killed")
+
+    monkeypatch.setattr(shutil, "rmtree", killed_mid_removal)
+    with pytest.raises(SystemExit):
+        lake.remove_staging(made)
+    monkeypatch.undo()
+    assert len(list(lake.staging_dir.iterdir())) == 1  # the half-removed folder
+    assert lake.clean_staging()
+    assert not list(lake.staging_dir.iterdir())
+
+
 # ------------------------------------------------------------------ readers across a vacuum
 
 

@@ -31,7 +31,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from functools import cache
@@ -156,7 +155,7 @@ def refresh(lake: Lake, *, full: bool = False, memory_limit: str = "1GB") -> Ref
             versions.update({name: v for name, (_n, v) in made.items()})
         finally:
             con.close()
-            shutil.rmtree(staging, ignore_errors=True)
+            lake.remove_staging(staging)
         report.snapshot = lake.commit_snapshot(
             operation="refresh", corpus=None, source=None, table_versions=versions, rows_added={}
         )

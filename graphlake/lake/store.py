@@ -76,6 +76,8 @@ EMPTY = Snapshot(0, None, "empty", None, None, {}, {})
 LOCK_TIMEOUT = 600.0
 #: File in a run's staging folder naming the process that owns it
 OWNER = "owner.json"
+#: The name prefix of a staging folder its owner is removing (Lake.remove_staging)
+REMOVING = ".removing-"
 
 
 def _alive(pid: int) -> bool:
@@ -360,10 +362,22 @@ class Lake:
         making.rename(final)
         return final
 
+    def remove_staging(self, staging: Path) -> None:
+        """Remove a staging folder this process owns. It is renamed first, to a name that
+        says it is being removed: the removal deletes the owner file at some point, and a
+        kill after that would otherwise leave a folder with no owner, which a later writer
+        keeps for a day (it cannot tell it from one being made elsewhere)."""
+        doomed = staging.with_name(f"{REMOVING}{staging.name}")
+        try:
+            staging.rename(doomed)
+        except FileNotFoundError:
+            return
+        shutil.rmtree(doomed, ignore_errors=True)
+
     def clean_staging(self) -> list[str]:
         """Remove staging folders whose run is dead: its owner process is gone from this host
-        (a folder still being made names its process; any other folder without an owner is
-        dead once over a day old)."""
+        (a folder still being made names its process; one being removed is dead; any other
+        folder without an owner is dead once over a day old)."""
         removed = []
         if not self.staging_dir.is_dir():
             return removed
@@ -374,7 +388,9 @@ class Lake:
             except (FileNotFoundError, NotADirectoryError, ValueError):
                 owner = None
             making = re.match(r"\.(\d+)-", run.name)
-            if owner is None and making:
+            if run.name.startswith(REMOVING):
+                dead = True  # its owner was removing it
+            elif owner is None and making:
                 dead = not _alive(int(making.group(1)))
             elif owner is None:
                 dead = time.time() - run.stat().st_mtime > 86400

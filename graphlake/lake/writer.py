@@ -29,7 +29,6 @@ from __future__ import annotations
 import itertools
 import json
 import os
-import shutil
 import uuid
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -272,8 +271,8 @@ class LakeRun:
         return StagingEmitter(self.corpus, self.staging, prefix, flush_rows, self.default_run)
 
     def abort(self) -> None:
-        """Forget everything staged (nothing was committed)."""
-        shutil.rmtree(self.staging, ignore_errors=True)
+        """Forget everything staged (nothing was committed), or what a commit left there."""
+        self.lake.remove_staging(self.staging)
 
     # -- commit ----------------------------------------------------------------------------
     def commit(self, summaries: list[StagingSummary]) -> tuple[IngestStats, Snapshot | None]:
