@@ -374,7 +374,7 @@ def json_lines(
         if span is not None:
             start, end, first = span
             fh.seek(start)
-            lines = _slice_lines(fh.read(end - start))
+            lines = _lines_within(fh, end - start)
         for lineno, line in enumerate(lines, first):
             if not line.strip():
                 continue
@@ -439,11 +439,14 @@ def _cut_at_lines(
     return spans
 
 
-def _slice_lines(data: bytes) -> list[bytes]:
-    """``data`` split into lines as a file iterates them (at ``\\n`` only, each keeping it)."""
-    lines = [line + b"\n" for line in data.split(b"\n")]
-    lines[-1] = lines[-1][:-1]  # the last piece had no line end of its own
-    return lines
+def _lines_within(fh, size: int) -> Iterator[bytes]:
+    """The lines of ``fh`` from where it stands, for ``size`` bytes (a slice ends at a line
+    end), streamed as a whole file is: never more than a line in memory."""
+    for line in fh:
+        yield line
+        size -= len(line)
+        if size <= 0:
+            return
 
 
 def parse_isolated(

@@ -210,9 +210,10 @@ def _table(rows: list[tuple], schema: pa.Schema) -> pa.Table:
     )
 
 
-def _columns(n: int, idx: pa.Array, **cols) -> pa.Table:
+def _columns(idx: pa.Array, **cols) -> pa.Table:
     """A canonical table's columns from arrays and constants (a text: the same in every
     row), with the ``_idx`` the emitter turns into source units."""
+    n = len(idx)
     arrays = {
         name: v if isinstance(v, pa.Array | pa.ChunkedArray) else pa.repeat(pa.scalar(v), n)
         for name, v in cols.items()
@@ -230,7 +231,6 @@ def derive(ex: pa.Table, ann: pa.Table, corpus: str) -> dict[str, pa.Table]:
     human, step = "human", STEP
     out = {
         "events": _columns(
-            n,
             idx,
             **common,
             event_id=rid,
@@ -248,7 +248,6 @@ def derive(ex: pa.Table, ann: pa.Table, corpus: str) -> dict[str, pa.Table]:
             attrs=c("attrs"),
         ),
         "nodes": _columns(
-            n,
             idx,
             **common,
             node_id=rid,
@@ -265,7 +264,6 @@ def derive(ex: pa.Table, ann: pa.Table, corpus: str) -> dict[str, pa.Table]:
             out_degree=pc.is_valid(c("next")).cast(pa.int32()),
         ),
         "node_occurrences": _columns(
-            n,
             idx,
             **common,
             node_id=rid,
@@ -278,7 +276,7 @@ def derive(ex: pa.Table, ann: pa.Table, corpus: str) -> dict[str, pa.Table]:
     }
     linked = ex.filter(pc.is_valid(c("next")))
     out["edges"] = _columns(
-        linked.num_rows, linked.column("_idx"), corpus=corpus,
+        linked.column("_idx"), corpus=corpus,
         session_id=linked.column("sid"),
         edge_id=pc.binary_join_element_wise(
             linked.column("rid"), "->", linked.column("next"), ":sequential", ""
@@ -292,20 +290,20 @@ def derive(ex: pa.Table, ann: pa.Table, corpus: str) -> dict[str, pa.Table]:
         label = got.column(side)
         parts.append(
             _columns(
-                got.num_rows, got.column("_idx"), corpus=corpus,
+                got.column("_idx"), corpus=corpus,
                 session_id=got.column("sid"),
                 annotation_id=pc.binary_join_element_wise(
                     got.column("rid"), f"/interpretation/{side}", ""
                 ),
                 kind="interpretation", target_kind="event", target_id=got.column("rid"),
-                step_id=step, label=pc.if_else(pc.equal(label, ""), None, label),
+                step_id=step, label=label,  # "" was made None as it was read
                 text=pa.nulls(got.num_rows, pa.string()), annotator="GMMT annotators",
                 attrs=f'{{"participant":"{side}"}}',
             )
         )  # fmt: skip
     parts.append(
         _columns(
-            ann.num_rows, ann.column("_idx"), corpus=corpus, session_id=ann.column("sid"),
+            ann.column("_idx"), corpus=corpus, session_id=ann.column("sid"),
             annotation_id=pc.binary_join_element_wise(ann.column("rid"), "/grounding", ""),
             kind="grounding", target_kind="event", target_id=ann.column("rid"), step_id=step,
             label=ann.column("status"), text=ann.column("reason"),
