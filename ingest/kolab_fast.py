@@ -19,9 +19,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphlake.ingest.timefmt import clock_ranges
 from graphlake.ingest.vectorised import connection, read_records, strict_json
 
 _S = pa.string()
@@ -70,21 +72,6 @@ GRAPH_SCHEMA = pa.schema(
 )
 _PARSE = strict_json(GRAPH_SCHEMA)
 
-# A clock range exactly as the paper writes it; anything else goes to the full parser.
-_RANGE = r"^(\d\d):([0-5]\d):([0-5]\d)-(\d\d):([0-5]\d):([0-5]\d)$"
-
-
-# clock_parts(text) -> the six clock fields ('' when text is not a range);
-# clock_secs(parts) -> [start, end] seconds; forward(range) -> NULL when end < start
-_MACROS = f"""
-CREATE MACRO clock_parts(t) AS
-    regexp_extract(t, '{_RANGE}', ['h1', 'm1', 's1', 'h2', 'm2', 's2']);
-CREATE MACRO clock_secs(p) AS CASE WHEN p.h1 <> '' THEN
-    [p.h1::INTEGER * 3600 + p.m1::INTEGER * 60 + p.s1::INTEGER,
-     p.h2::INTEGER * 3600 + p.m2::INTEGER * 60 + p.s2::INTEGER]::DOUBLE[] END;
-CREATE MACRO forward(r) AS CASE WHEN r[2] >= r[1] THEN r END;
-"""
-
 
 @dataclass
 class FastBatch:
@@ -122,24 +109,6 @@ def read_graphs(paths: list[Path]) -> tuple[pa.Table | None, list[int]]:
     return table, sorted(set(bad) | set(unreadable))
 
 
-# times and user_response tuples, already flattened by Arrow (see _flatten), get their clock
-# texts parsed into seconds here
-_PARSE_TIMES = """
-CREATE OR REPLACE TEMP TABLE oc AS
-  SELECT _idx, key, id, seq, tx, r[1] AS a, r[2] AS b
-  FROM (SELECT *, forward(clock_secs(clock_parts(tx))) AS r FROM oc_raw);
-CREATE OR REPLACE TEMP TABLE ur AS
-  SELECT * EXCLUDE (sp, ap, rp), forward(clock_secs(sp)) AS src_r,
-         forward(clock_secs(ap)) AS ai_r, forward(clock_secs(rp)) AS resp_r
-  FROM (SELECT *, clock_parts(src_time) AS sp, clock_parts(ai_time) AS ap,
-               clock_parts(resp_time) AS rp
-        FROM (SELECT _idx, key, id, k, t, len(t) AS n,
-                     t[1] AS src_id, t[2] AS ai_id, t[3] AS label, t[4] AS src_time,
-                     t[5] AS ai_time, t[6] AS resp_time
-              FROM ur_raw));
-"""
-
-
 def _unlist(lists) -> tuple[pa.Array, pa.Array, pa.Array]:
     """Flatten a list column without copying: (values, parent row, position in its list)."""
     if isinstance(lists, pa.ChunkedArray):
@@ -148,8 +117,12 @@ def _unlist(lists) -> tuple[pa.Array, pa.Array, pa.Array]:
     values = pc.list_flatten(lists)
     lengths = pc.fill_null(pc.list_value_length(lists), 0)
     starts = pc.subtract(pc.cumulative_sum(lengths), lengths)
-    pos = pc.subtract(pa.array(range(len(values)), pa.int64()), pc.take(starts, parent))
+    pos = pc.subtract(_rows(len(values)), pc.take(starts, parent))
     return values, parent, pos
+
+
+def _rows(n: int) -> pa.Array:
+    return pa.array(np.arange(n, dtype=np.int64))
 
 
 def _fields(struct: pa.Array) -> dict[str, pa.Array]:
@@ -157,8 +130,53 @@ def _fields(struct: pa.Array) -> dict[str, pa.Array]:
     return {f.name: col for f, col in zip(struct.type, struct.flatten(), strict=True)}
 
 
+def _items(lists: pa.Array, count: int) -> list[pa.Array]:
+    """The first ``count`` items of each list as columns (null past a list's end), as
+    DuckDB's ``t[1]`` .. ``t[count]`` read them."""
+    values, parent, pos = _unlist(lists)
+    parent, pos = parent.to_numpy(), pos.to_numpy()
+    out = []
+    for i in range(count):
+        at = np.full(len(lists), -1, np.int64)
+        hit = np.flatnonzero(pos == i)
+        at[parent[hit]] = hit
+        out.append(pc.take(values, pa.array(at, mask=at < 0)))
+    return out
+
+
+def occurrences(oc: pa.Table) -> pa.Table:
+    """``oc`` with each time text parsed into ``a`` .. ``b`` seconds (null: not the paper's
+    exact shape, or backwards; the file then goes to the record parser)."""
+    a, b = clock_ranges(oc.column("tx"))
+    return oc.append_column("a", a).append_column("b", b)
+
+
+def responses(ur: pa.Table) -> pa.Table:
+    """``ur`` (one row per ``user_response`` tuple ``t``) with the tuple's six items as
+    columns, its length, and its three times parsed as :func:`occurrences` parses them."""
+    t = ur.column("t")
+    if isinstance(t, pa.ChunkedArray):
+        t = t.combine_chunks()
+    names = ("src_id", "ai_id", "label", "src_time", "ai_time", "resp_time")
+    cols = dict(zip(names, _items(t, len(names)), strict=True))
+    cols["n"] = pc.list_value_length(t)
+    for name, text in (
+        ("src", cols["src_time"]),
+        ("ai", cols["ai_time"]),
+        ("resp", cols["resp_time"]),
+    ):
+        cols[f"{name}_a"], cols[f"{name}_b"] = clock_ranges(text)
+    for name, col in cols.items():
+        ur = ur.append_column(name, col)
+    return ur
+
+
 def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
-    """The nested graph as flat tables: steps, nodes, node times, edges, user_response."""
+    """The nested graph as flat tables: steps, nodes, node times, edges, user_response.
+
+    Every row carries its file (``_idx``) and its step's row (``srow``); rows below a node
+    carry the node's row (``nrow``): the SQL joins on these integers, not on the text ids.
+    """
     idx = raw.column("_idx").combine_chunks()
     steps, sp, spos = _unlist(raw.column("steps"))
     sf = _fields(steps)
@@ -166,6 +184,7 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     st = pa.table(
         {
             "_idx": s_idx,
+            "srow": _rows(len(steps)),
             "ordinal": spos,
             **{
                 k: sf[k]
@@ -189,6 +208,8 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     nd = pa.table(
         {
             "_idx": n_idx,
+            "srow": nparent,
+            "nrow": _rows(len(nodes)),
             "key": n_key,
             "nidx": npos,
             **{
@@ -207,13 +228,16 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
         }
     )
     times, tparent, tpos = _unlist(nf["time"])
-    oc_raw = pa.table(
+    oc = pa.table(
         {
             "_idx": pc.take(n_idx, tparent),
+            "srow": pc.take(nparent, tparent),
+            "nrow": tparent,
             "key": pc.take(n_key, tparent),
             "id": pc.take(nf["id"], tparent),
             "seq": tpos,
             "tx": times,
+            "actor_type": pc.take(nf["actor_type"], tparent),
         }
     )
     edges, eparent, _ = _unlist(sf["edges"])
@@ -221,6 +245,7 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     ed = pa.table(
         {
             "_idx": pc.take(s_idx, eparent),
+            "srow": eparent,
             "key": pc.take(s_key, eparent),
             "src": ef["from"],
             "dst": ef["to"],
@@ -228,9 +253,12 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
         }
     )
     tuples, uparent, upos = _unlist(nf["user_response"])
-    ur_raw = pa.table(
+    ur = pa.table(
         {
             "_idx": pc.take(n_idx, uparent),
+            "srow": pc.take(nparent, uparent),
+            "nrow": uparent,
+            "urow": _rows(len(tuples)),
             "key": pc.take(n_key, uparent),
             "id": pc.take(nf["id"], uparent),
             "k": upos,
@@ -238,7 +266,14 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
         }
     )
     head = raw.drop_columns(["steps"]).append_column("no_steps", pc.is_null(raw.column("steps")))
-    return {"raw": head, "st": st, "nd": nd, "oc_raw": oc_raw, "ed": ed, "ur_raw": ur_raw}
+    return {
+        "raw": head,
+        "st": st,
+        "nd": nd,
+        "oc": occurrences(oc),
+        "ed": ed,
+        "ur": responses(ur),
+    }
 
 
 # every condition under which the full parser must judge the file instead, and what it is
@@ -256,8 +291,8 @@ UNION SELECT _idx, 'node ' || coalesce(key, '?') || '/' || coalesce(id, '?')
       || ' has no id or time, or an actor_type other than user or ai' FROM nd
   WHERE id IS NULL OR id = '' OR n_times IS NULL
       OR actor_type IS NULL OR actor_type NOT IN ('user', 'ai')
-UNION SELECT _idx, 'node id ' || key || '/' || id || ' is used twice' FROM nd
-  GROUP BY _idx, key, id HAVING count(*) > 1
+UNION SELECT any_value(_idx), 'node id ' || any_value(key) || '/' || id || ' is used twice'
+  FROM nd GROUP BY srow, id HAVING count(*) > 1
 UNION SELECT _idx, 'node ' || key || '/' || id || ' has a time that is not HH:MM:SS-HH:MM:SS'
   FROM oc WHERE a IS NULL
 UNION SELECT _idx, 'an edge of step ' || coalesce(key, '?') || ' lacks from, to or type, '
@@ -266,38 +301,37 @@ UNION SELECT _idx, 'an edge of step ' || coalesce(key, '?') || ' lacks from, to 
       OR src = '' OR dst = '' OR contains(src, '/') OR contains(dst, '/')
 UNION SELECT e._idx, 'edge ' || e.key || '/' || e.src || ' -> ' || e.dst
       || ' names a node its step does not have' FROM ed e ANTI JOIN nd n
-  ON n._idx = e._idx AND n.key = e.key AND n.id = e.src
+  ON n.srow = e.srow AND n.id = e.src
 UNION SELECT e._idx, 'edge ' || e.key || '/' || e.src || ' -> ' || e.dst
       || ' names a node its step does not have' FROM ed e ANTI JOIN nd n
-  ON n._idx = e._idx AND n.key = e.key AND n.id = e.dst
-UNION SELECT _idx, 'edge ' || key || '/' || src || ' -> ' || dst || ' is listed twice' FROM ed
-  GROUP BY _idx, key, src, dst, kind HAVING count(*) > 1
+  ON n.srow = e.srow AND n.id = e.dst
+UNION SELECT any_value(_idx), 'edge ' || any_value(key) || '/' || src || ' -> ' || dst
+      || ' is listed twice' FROM ed GROUP BY srow, src, dst, kind HAVING count(*) > 1
 UNION SELECT _idx, 'user_response ' || k || ' of node ' || key || '/' || id
       || ' is not [source, ai, adopt|modify|reject, time, time, time]' FROM ur
   WHERE t IS NULL OR n <> 6 OR list_has_any(t, [NULL])
       OR label NOT IN ('adopt', 'modify', 'reject') OR ai_id = ''
-      OR ai_r IS NULL OR resp_r IS NULL OR (src_time <> '' AND src_r IS NULL)
-      OR (src_id <> '' AND src_r IS NULL);
+      OR ai_a IS NULL OR resp_a IS NULL OR (src_time <> '' AND src_a IS NULL)
+      OR (src_id <> '' AND src_a IS NULL);
 """
 
-# occurrence intervals with each node's actor type, for resolution
+# occurrence intervals of the files still good, for resolution
 _RESOLVE = """
 CREATE OR REPLACE TEMP TABLE occ AS
-  SELECT o._idx, o.key, o.id, o.seq, o.a, o.b, n.actor_type
-  FROM oc o JOIN nd n ON n._idx = o._idx AND n.key = o.key AND n.id = o.id
-  WHERE o._idx NOT IN (SELECT _idx FROM bad);
+  SELECT _idx, srow, nrow, key, id, seq, a, b, actor_type FROM oc
+  WHERE _idx NOT IN (SELECT _idx FROM bad);
 CREATE OR REPLACE TEMP TABLE refs AS
-  SELECT _idx, key, id, k, 'ai' AS role, ai_id AS ref, ai_r[1] AS a, ai_r[2] AS b
+  SELECT _idx, srow, urow, key, id, k, 'ai' AS role, ai_id AS ref, ai_a AS a, ai_b AS b
   FROM ur WHERE _idx NOT IN (SELECT _idx FROM bad)
   UNION ALL
-  SELECT _idx, key, id, k, 'src', src_id, src_r[1], src_r[2]
+  SELECT _idx, srow, urow, key, id, k, 'src', src_id, src_a, src_b
   FROM ur WHERE src_id <> '' AND _idx NOT IN (SELECT _idx FROM bad);
 -- candidates are occurrences of the referenced local id containing the referenced range;
 -- own segment first: one hit there wins; several is ambiguous; none -> exactly one elsewhere.
 -- The candidates are aggregated as the join yields them, never stored: a local id used in
 -- many steps at the same times gives refs x steps of them
 CREATE OR REPLACE TEMP TABLE pick AS
-  SELECT _idx, key, id, k, role,
+  SELECT urow, role,
          CASE WHEN count(*) FILTER (WHERE own) = 1 THEN arg_max(okey, own)
               WHEN count(*) FILTER (WHERE own) = 0 AND count(*) = 1 THEN any_value(okey)
          END AS okey,
@@ -307,27 +341,31 @@ CREATE OR REPLACE TEMP TABLE pick AS
          CASE WHEN count(*) FILTER (WHERE own) = 1 THEN arg_max(actor_type, own)
               WHEN count(*) FILTER (WHERE own) = 0 AND count(*) = 1 THEN any_value(actor_type)
          END AS actor_type
-  FROM (SELECT r._idx, r.key, r.id, r.k, r.role, o.key AS okey, o.seq, o.actor_type,
-               (o.key = r.key) AS own
+  FROM (SELECT r.urow, r.role, o.key AS okey, o.seq, o.actor_type, (o.srow = r.srow) AS own
         FROM refs r JOIN occ o ON o._idx = r._idx AND o.id = r.ref
              AND o.a - 1e-6 <= r.a AND r.b <= o.b + 1e-6)
-  GROUP BY _idx, key, id, k, role;
+  GROUP BY urow, role;
 CREATE OR REPLACE TEMP TABLE resp AS
-  SELECT u._idx, u.key, u.id, u.k, min(o.seq) AS seq
-  FROM ur u JOIN occ o ON o._idx = u._idx AND o.key = u.key AND o.id = u.id
-       AND o.a - 1e-6 <= u.resp_r[1] AND u.resp_r[2] <= o.b + 1e-6
-  GROUP BY ALL;
+  SELECT u.urow, min(o.seq) AS seq
+  FROM ur u JOIN occ o ON o.nrow = u.nrow
+       AND o.a - 1e-6 <= u.resp_a AND u.resp_b <= o.b + 1e-6
+  GROUP BY u.urow;
 INSERT INTO bad
   SELECT r._idx, 'user_response ' || r.k || ' of node ' || r.key || '/' || r.id
          || ' names its ' || r.role || ' node ' || r.ref
          || ', which no single node of that actor type holds at that time'
-  FROM refs r LEFT JOIN pick p USING (_idx, key, id, k, role)
+  FROM refs r LEFT JOIN pick p USING (urow, role)
   WHERE p.okey IS NULL OR (r.role = 'ai' AND p.actor_type <> 'ai')
      OR (r.role = 'src' AND p.actor_type <> 'user')
   UNION SELECT u._idx, 'user_response ' || u.k || ' of node ' || u.key || '/' || u.id
          || ' has a response time the node does not occupy'
-  FROM ur u LEFT JOIN resp r USING (_idx, key, id, k)
+  FROM ur u LEFT JOIN resp r USING (urow)
   WHERE r.seq IS NULL AND u._idx NOT IN (SELECT _idx FROM bad);
+-- each session's AI participants, by the brand its nodes name ('ai' when they name none)
+CREATE OR REPLACE TEMP TABLE brands AS
+  SELECT DISTINCT _idx,
+         CASE WHEN trim(coalesce(actor, '')) = '' THEN 'ai' ELSE lower(trim(actor)) END AS brand
+  FROM nd WHERE actor_type = 'ai' AND _idx NOT IN (SELECT _idx FROM bad);
 """
 
 
@@ -338,13 +376,8 @@ def _outputs(corpus: str) -> dict[str, str]:
         "sessions": f"""
 SELECT {c}, r.session_id, r.title, r.goal, NULL::VARCHAR AS condition, NULL::VARCHAR AS domain,
        NULL::VARCHAR AS split,
-       list_concat([coalesce(nullif(r.participant_id, ''), 'user')],
-                   coalesce((SELECT list(DISTINCT lower(trim(n.actor)) ORDER BY
-                                         lower(trim(n.actor)))
-                             FROM (SELECT CASE WHEN trim(coalesce(actor, '')) = '' THEN 'ai'
-                                               ELSE actor END AS actor
-                                   FROM nd WHERE nd._idx = r._idx AND actor_type = 'ai') n),
-                            [])) AS participants,
+       list_concat([coalesce(nullif(r.participant_id, ''), 'user')], coalesce(b.brands, []))
+           AS participants,
        NULL::TIMESTAMPTZ AS started_at,
        greatest(se.t, oe.t) AS duration_s, f.path AS source_file,
        NULL::VARCHAR AS scenario_id, NULL::VARCHAR AS run_id, NULL::VARCHAR AS attrs,
@@ -352,6 +385,8 @@ SELECT {c}, r.session_id, r.title, r.goal, NULL::VARCHAR AS condition, NULL::VAR
 FROM raw r JOIN files f ON f._idx = r._idx
 LEFT JOIN (SELECT _idx, max(end_seconds) AS t FROM st GROUP BY _idx) se ON se._idx = r._idx
 LEFT JOIN (SELECT _idx, max(b) AS t FROM occ GROUP BY _idx) oe ON oe._idx = r._idx
+LEFT JOIN (SELECT _idx, list(brand ORDER BY brand) AS brands FROM brands GROUP BY _idx) b
+     ON b._idx = r._idx
 WHERE r.{ok}""",
         "participants": f"""
 SELECT {c}, r.session_id, coalesce(nullif(r.participant_id, ''), 'user') AS participant_id,
@@ -359,10 +394,8 @@ SELECT {c}, r.session_id, coalesce(nullif(r.participant_id, ''), 'user') AS part
        NULL::VARCHAR AS attrs, r._idx
 FROM raw r WHERE r.{ok}
 UNION ALL
-SELECT DISTINCT {c}, r.session_id, b.brand, 'ai', 'assistant', b.brand, NULL, NULL, r._idx
-FROM raw r JOIN (SELECT _idx, CASE WHEN trim(coalesce(actor, '')) = '' THEN 'ai'
-                              ELSE lower(trim(actor)) END AS brand
-                 FROM nd WHERE actor_type = 'ai') b ON b._idx = r._idx
+SELECT {c}, r.session_id, b.brand, 'ai', 'assistant', b.brand, NULL, NULL, r._idx
+FROM raw r JOIN brands b ON b._idx = r._idx
 WHERE r.{ok}""",
         "steps": f"""
 SELECT {c}, r.session_id, s.key AS step_id, s.ordinal::INTEGER AS ordinal, s.badge,
@@ -377,12 +410,12 @@ SELECT {c}, r.session_id, n.key || '/' || n.id AS node_id, n.id AS local_id, n.k
        coalesce(o.d, 0)::INTEGER AS out_degree, coalesce(i.d, 0)::INTEGER AS in_degree,
        NULL::VARCHAR AS attrs, n._idx
 FROM nd n JOIN raw r USING (_idx)
-LEFT JOIN (SELECT _idx, key, id, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY ALL) s
-     ON s._idx = n._idx AND s.key = n.key AND s.id = n.id
-LEFT JOIN (SELECT _idx, key, src, count(DISTINCT dst) AS d FROM ed GROUP BY ALL) o
-     ON o._idx = n._idx AND o.key = n.key AND o.src = n.id
-LEFT JOIN (SELECT _idx, key, dst, count(DISTINCT src) AS d FROM ed GROUP BY ALL) i
-     ON i._idx = n._idx AND i.key = n.key AND i.dst = n.id
+LEFT JOIN (SELECT nrow, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY nrow) s
+     ON s.nrow = n.nrow
+LEFT JOIN (SELECT srow, src, count(DISTINCT dst) AS d FROM ed GROUP BY ALL) o
+     ON o.srow = n.srow AND o.src = n.id
+LEFT JOIN (SELECT srow, dst, count(DISTINCT src) AS d FROM ed GROUP BY ALL) i
+     ON i.srow = n.srow AND i.dst = n.id
 WHERE n.{ok}""",
         "node_occurrences": f"""
 SELECT {c}, r.session_id, o.key || '/' || o.id AS node_id, o.seq::INTEGER AS seq,
@@ -408,11 +441,9 @@ SELECT {c}, r.session_id, u.key || '/' || u.id || '#ur' || u.k AS annotation_id,
        '{{"claude_node_time":"' || u.ai_time || '","source_node_time":"' || u.src_time
            || '","user_response_time":"' || u.resp_time || '"}}' AS attrs, u._idx
 FROM ur u JOIN raw r USING (_idx)
-JOIN pick pa ON pa._idx = u._idx AND pa.key = u.key AND pa.id = u.id AND pa.k = u.k
-     AND pa.role = 'ai'
-LEFT JOIN pick ps ON ps._idx = u._idx AND ps.key = u.key AND ps.id = u.id AND ps.k = u.k
-     AND ps.role = 'src'
-JOIN resp rs ON rs._idx = u._idx AND rs.key = u.key AND rs.id = u.id AND rs.k = u.k
+JOIN pick pa ON pa.urow = u.urow AND pa.role = 'ai'
+LEFT JOIN pick ps ON ps.urow = u.urow AND ps.role = 'src'
+JOIN resp rs ON rs.urow = u.urow
 WHERE u.{ok}""",
     }
 
@@ -422,7 +453,7 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
 
     Each output table carries ``_idx`` (the file's index in ``paths``) instead of ``_unit``.
     """
-    con = connection(_MACROS)
+    con = connection()
     try:
         flat = _flatten(raw)
         for name, table in flat.items():
@@ -433,7 +464,6 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
                 {"_idx": pa.array(range(len(paths)), pa.int32()), "path": [str(p) for p in paths]}
             ),
         )
-        con.execute(_PARSE_TIMES)
         con.execute(_ANOMALIES)
         con.execute(_RESOLVE)
         tables = {name: con.sql(sql).to_arrow_table() for name, sql in _outputs(corpus).items()}

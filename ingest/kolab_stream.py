@@ -26,13 +26,7 @@ import ijson
 import pyarrow as pa
 from ijson.common import ObjectBuilder
 
-from graphlake.ingest.kolab_fast import (
-    _ANOMALIES,
-    _MACROS,
-    _PARSE_TIMES,
-    _RESOLVE,
-    _outputs,
-)
+from graphlake.ingest.kolab_fast import _ANOMALIES, _RESOLVE, _outputs, occurrences, responses
 from graphlake.ingest.kolab_graph import NODE_KNOWN, STEP_KNOWN, ParsedGraph, Segment
 
 #: Nodes flattened in Python before they are appended to the database (bounds the buffers).
@@ -58,29 +52,38 @@ _SCHEMAS = {
         + [("no_nodes", pa.bool_()), ("no_edges", pa.bool_())]
     ),
     "nd_p": pa.schema(
-        [("_idx", pa.int32()), ("ordinal", _I), ("nidx", _I)]
+        [("_idx", pa.int32()), ("ordinal", _I), ("nrow", _I), ("nidx", _I)]
         + [(k, _S) for k in _NODE_TEXT]
         + [("n_times", pa.int32())]
     ),
-    "oc_p": pa.schema([("_idx", pa.int32()), ("ordinal", _I), ("id", _S), ("seq", _I), ("tx", _S)]),
+    "oc_p": pa.schema(
+        [("_idx", pa.int32()), ("ordinal", _I), ("nrow", _I), ("id", _S), ("seq", _I), ("tx", _S)]
+    ),
     "ed_p": pa.schema(
         [("_idx", pa.int32()), ("ordinal", _I), ("src", _S), ("dst", _S), ("kind", _S)]
     ),
     "ur_p": pa.schema(
-        [("_idx", pa.int32()), ("ordinal", _I), ("id", _S), ("k", _I), ("t", pa.list_(_S))]
+        [("_idx", pa.int32()), ("ordinal", _I), ("nrow", _I), ("urow", _I), ("id", _S)]
+        + [("k", _I), ("t", pa.list_(_S))]
     ),
 }
 
-# the flattened parts, given their step's key (a step's key may come after its nodes)
+# the time texts of occurrences and responses are parsed as each batch is appended
+_PARSED = {"oc_p": occurrences, "ur_p": responses}
+
+# the flattened parts, given their step's key (a step's key may come after its nodes); a
+# step's row (srow) is its ordinal, as the file is the only one
 _ASSEMBLE = """
-CREATE TEMP TABLE st AS SELECT * EXCLUDE (ordinal), ordinal FROM st_p;
-CREATE TEMP TABLE nd AS SELECT n._idx, s.key, n.* EXCLUDE (_idx, ordinal)
+CREATE TEMP TABLE st AS SELECT * EXCLUDE (ordinal), ordinal AS srow, ordinal FROM st_p;
+CREATE TEMP TABLE nd AS SELECT n._idx, n.ordinal AS srow, n.nrow, s.key,
+    n.* EXCLUDE (_idx, ordinal, nrow)
   FROM nd_p n JOIN st_p s USING (ordinal);
-CREATE TEMP TABLE oc_raw AS SELECT o._idx, s.key, o.id, o.seq, o.tx
-  FROM oc_p o JOIN st_p s USING (ordinal);
-CREATE TEMP TABLE ed AS SELECT e._idx, s.key, e.src, e.dst, e.kind
+CREATE TEMP TABLE oc AS SELECT o._idx, o.ordinal AS srow, o.nrow, s.key, o.id, o.seq, o.tx,
+    n.actor_type, o.a, o.b
+  FROM oc_p o JOIN st_p s USING (ordinal) JOIN nd_p n USING (nrow);
+CREATE TEMP TABLE ed AS SELECT e._idx, e.ordinal AS srow, s.key, e.src, e.dst, e.kind
   FROM ed_p e JOIN st_p s USING (ordinal);
-CREATE TEMP TABLE ur_raw AS SELECT u._idx, s.key, u.id, u.k, u.t
+CREATE TEMP TABLE ur AS SELECT u._idx, u.ordinal AS srow, s.key, u.* EXCLUDE (_idx, ordinal)
   FROM ur_p u JOIN st_p s USING (ordinal);
 """
 
@@ -120,18 +123,25 @@ class _Parts:
     def __init__(self, con: duckdb.DuckDBPyConnection):
         self.con = con
         self.buf: dict[str, list[dict]] = {name: [] for name in _SCHEMAS}
+        self.nodes = self.responses = 0  # rows so far: the next node's nrow, response's urow
         for name, schema in _SCHEMAS.items():
-            con.register("_empty", schema.empty_table())
+            con.register("_empty", self._parsed(name, schema.empty_table()))
             con.execute(f"CREATE TABLE {name} AS SELECT * FROM _empty")
             con.unregister("_empty")
 
     def add(self, name: str, row: dict) -> None:
         self.buf[name].append(row)
 
+    @staticmethod
+    def _parsed(name: str, table: pa.Table) -> pa.Table:
+        parse = _PARSED.get(name)
+        return parse(table) if parse else table
+
     def flush(self) -> None:
         for name, rows in self.buf.items():
             if rows:
-                self.con.register("_batch", pa.Table.from_pylist(rows, schema=_SCHEMAS[name]))
+                batch = pa.Table.from_pylist(rows, schema=_SCHEMAS[name])
+                self.con.register("_batch", self._parsed(name, batch))
                 self.con.execute(f"INSERT INTO {name} SELECT * FROM _batch")
                 self.con.unregister("_batch")
                 rows.clear()
@@ -162,10 +172,17 @@ def _node(node, ordinal: int, nidx: int, parts: _Parts) -> None:
         raise NotStreamable(f"{where} has fields without a column ({', '.join(unknown)})")
     row: dict = {k: _text(node.get(k), f"{where}.{k}") for k in _NODE_TEXT}
     times = _texts(node.get("time"), f"{where}.time")
-    row.update(_idx=0, ordinal=ordinal, nidx=nidx, n_times=None if times is None else len(times))
+    nrow = parts.nodes
+    parts.nodes += 1
+    row.update(
+        _idx=0, ordinal=ordinal, nrow=nrow, nidx=nidx, n_times=None if times is None else len(times)
+    )
     parts.add("nd_p", row)
     for seq, tx in enumerate(times or ()):
-        parts.add("oc_p", {"_idx": 0, "ordinal": ordinal, "id": row["id"], "seq": seq, "tx": tx})
+        parts.add(
+            "oc_p",
+            {"_idx": 0, "ordinal": ordinal, "nrow": nrow, "id": row["id"], "seq": seq, "tx": tx},
+        )
     responses = node.get("user_response")
     if responses is None:
         return
@@ -173,7 +190,12 @@ def _node(node, ordinal: int, nidx: int, parts: _Parts) -> None:
         raise NotStreamable(f"{where}.user_response is not a list of 6-item lists")
     for k, t in enumerate(responses):
         t = _texts(t, f"{where}.user_response[{k}]")
-        parts.add("ur_p", {"_idx": 0, "ordinal": ordinal, "id": row["id"], "k": k, "t": t})
+        parts.add(
+            "ur_p",
+            {"_idx": 0, "ordinal": ordinal, "nrow": nrow, "urow": parts.responses, "id": row["id"]}
+            | {"k": k, "t": t},
+        )
+        parts.responses += 1
 
 
 def _edge(edge, ordinal: int, j: int, parts: _Parts) -> None:
@@ -281,7 +303,6 @@ def stream_graph(
             },
         )
         try:
-            con.execute(_MACROS)
             parts = _Parts(con)
             with open(path, "rb") as fh:
                 try:
@@ -307,7 +328,6 @@ def stream_graph(
             )
             con.execute("CREATE TEMP TABLE files AS SELECT * FROM _files")
             con.execute(_ASSEMBLE)
-            con.execute(_PARSE_TIMES)
             con.execute(_ANOMALIES)
             con.execute(_RESOLVE)
             why = _why_bad(con)

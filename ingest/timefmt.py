@@ -58,3 +58,50 @@ def format_clock(t: float) -> str:
     """3723.4 -> ``"01:02:03"`` (whole seconds), the inverse of :func:`parse_clock`."""
     t = int(t)
     return f"{t // 3600:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+
+
+# byte positions of the digits in "HH:MM:SS-HH:MM:SS", the tens of minutes and seconds
+# (0-5), and the separators
+_DIGITS = [0, 1, 3, 4, 6, 7, 9, 10, 12, 13, 15, 16]
+_TENS_UNDER_6 = [3, 6, 12, 15]
+_SEPARATORS = {2: ord(":"), 5: ord(":"), 8: ord("-"), 11: ord(":"), 14: ord(":")}
+_RANGE_BYTES = 17
+
+
+def clock_ranges(texts) -> tuple:
+    """The exact shape ``HH:MM:SS-HH:MM:SS`` of a whole Arrow string array, parsed at once:
+    ``(start, end)`` float64 arrays of seconds, both null where a text is null, has any
+    other shape (ASCII digits only), or ends before it starts. The bulk readers send those to
+    the record parser, whose :func:`parse_range` takes the general forms; 40,000 texts cost
+    about a millisecond here against 20 through a regular expression."""
+    import numpy as np
+    import pyarrow as pa
+
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    texts = texts.cast(pa.string())
+    n = len(texts)
+    _validity, offsets_buf, data_buf = texts.buffers()
+    data = np.frombuffer(data_buf, np.uint8) if data_buf is not None else np.empty(0, np.uint8)
+    ok = np.zeros(n, bool)
+    start = np.zeros(n, np.float64)
+    end = np.zeros(n, np.float64)
+    if n:
+        offsets = np.frombuffer(offsets_buf, np.int32, n + 1, texts.offset * 4)
+        lengths = np.diff(offsets)
+        valid = texts.is_valid().to_numpy(zero_copy_only=False)
+        rows = np.flatnonzero(valid & (lengths == _RANGE_BYTES))
+        if len(rows):
+            chars = data[offsets[:-1][rows, None] + np.arange(_RANGE_BYTES)]
+            digits = chars[:, _DIGITS].astype(np.int64) - ord("0")
+            shaped = (digits >= 0).all(1) & (digits <= 9).all(1)
+            shaped &= (chars[:, _TENS_UNDER_6] <= ord("5")).all(1)
+            for pos, byte in _SEPARATORS.items():
+                shaped &= chars[:, pos] == byte
+            seconds = digits[:, 0::2] * 10 + digits[:, 1::2]  # hh, mm, ss, hh, mm, ss
+            t0 = seconds[:, 0] * 3600 + seconds[:, 1] * 60 + seconds[:, 2]
+            t1 = seconds[:, 3] * 3600 + seconds[:, 4] * 60 + seconds[:, 5]
+            shaped &= t1 >= t0
+            ok[rows] = shaped
+            start[rows], end[rows] = t0, t1
+    return pa.array(start, mask=~ok), pa.array(end, mask=~ok)

@@ -1,6 +1,11 @@
-import pytest
+import re
 
-from graphlake.ingest.timefmt import TimeFormatError, parse_clock, parse_range
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from graphlake.ingest.timefmt import TimeFormatError, clock_ranges, parse_clock, parse_range
 
 
 @pytest.mark.parametrize(
@@ -47,3 +52,41 @@ def test_parse_range(text, expected):
 def test_parse_range_errors_say_what_to_write(text, fragment):
     with pytest.raises(TimeFormatError, match=fragment):
         parse_range(text)
+
+
+_EXACT = re.compile(r"(\d\d):([0-5]\d):([0-5]\d)-(\d\d):([0-5]\d):([0-5]\d)", re.ASCII)
+_RANGE_LIKE = st.lists(st.sampled_from("0123456789:-5 x\u0663\u2013"), min_size=15, max_size=19)
+
+
+def _exact(text):
+    """The paper's exact shape, parsed one text at a time ((None, None): any other text)."""
+    if text is None or not _EXACT.fullmatch(text):
+        return None, None
+    try:
+        return parse_range(text)
+    except TimeFormatError:  # backwards
+        return None, None
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.builds("".join, _RANGE_LIKE),
+            st.tuples(*[st.integers(0, 99)] * 6).map(
+                lambda t: "{:02d}:{:02d}:{:02d}-{:02d}:{:02d}:{:02d}".format(*t)
+            ),
+        ),
+        max_size=40,
+    ),
+    st.integers(0, 3),
+)
+def test_clock_ranges_parses_the_exact_shape_as_parse_range_does_and_nothing_else(texts, skip):
+    """The bulk readers' whole-array parse takes exactly the texts of the shape
+    HH:MM:SS-HH:MM:SS that run forward, with parse_range's seconds; everything else is null
+    (those files go to the record parser). A sliced array reads from its own offset."""
+    arr = pa.array([None] * skip + texts, pa.string()).slice(skip)
+    start, end = clock_ranges(arr)
+    got = list(zip(start.to_pylist(), end.to_pylist(), strict=True))
+    want = [_exact(t) for t in texts]
+    assert got == want

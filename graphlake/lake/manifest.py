@@ -3,7 +3,7 @@
 Re-ingesting a folder cost as much as ingesting it: every byte was parsed again to find that
 nothing had changed. After each ingest the lake keeps a manifest of the source (one JSON file
 per corpus and source path under ``_graphlake/manifests/``): every file its units read, with
-size, modification time and a content hash (BLAKE2b), and a fingerprint of the readers (the
+size, modification time and a content hash (XXH3-128), and a fingerprint of the readers (the
 ingestors' code and the limits that change what they emit). The next ingest of the same path
 compares: sizes first, then the hash of every file whose size or time moved (a file touched
 but not changed is found unchanged by its content; a file whose time was set back after an
@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import xxhash
+
 from graphlake.schema.emit import stable_id
 
 #: Variables that change what a reader emits for the same bytes.
@@ -44,7 +46,7 @@ _READER_ENV = (
 #: A file modified this close to when it was hashed may change again within the same
 #: timestamp tick: its time proves nothing, so its content is hashed again.
 _RACY_NS = 2_000_000_000
-FORMAT = 1
+FORMAT = 2  # 2: content hashes are XXH3-128 (1: blake2b)
 
 
 def reader_fingerprint(reader_files: list[Path]) -> str:
@@ -59,7 +61,9 @@ def reader_fingerprint(reader_files: list[Path]) -> str:
 
 
 def _hash(path: Path) -> str:
-    h = hashlib.blake2b(digest_size=16)
+    """A file's content hash: XXH3-128, which tells changed content apart (it does not
+    need to resist forgery) at about 15 times blake2b's speed; it runs beside the parse."""
+    h = xxhash.xxh3_128()
     with path.open("rb") as fh:
         while block := fh.read(1 << 20):
             h.update(block)
