@@ -276,6 +276,8 @@ def _flatten(raw: pa.Table) -> dict[str, pa.Table]:
     }
 
 
+_OK = "_idx NOT IN (SELECT _idx FROM bad)"  # the row's file is still good
+
 # every condition under which the full parser must judge the file instead, and what it is
 # (a streamed graph too large for the full parser is a reject quoting it)
 _ANOMALIES = """
@@ -370,7 +372,8 @@ CREATE OR REPLACE TEMP TABLE brands AS
 
 
 def _outputs(corpus: str) -> dict[str, str]:
-    ok = "_idx NOT IN (SELECT _idx FROM bad)"
+    """The tables DuckDB builds itself: sessions, participants and annotations."""
+    ok = _OK
     c = f"'{corpus}' AS corpus"
     return {
         "sessions": f"""
@@ -397,38 +400,6 @@ UNION ALL
 SELECT {c}, r.session_id, b.brand, 'ai', 'assistant', b.brand, NULL, NULL, r._idx
 FROM raw r JOIN brands b ON b._idx = r._idx
 WHERE r.{ok}""",
-        "steps": f"""
-SELECT {c}, r.session_id, s.key AS step_id, s.ordinal::INTEGER AS ordinal, s.badge,
-       s.step_name AS name, s.step_action AS action, s.time_range,
-       s.start_seconds AS t_start, s.end_seconds AS t_end, NULL::VARCHAR AS attrs, s._idx
-FROM st s JOIN raw r USING (_idx) WHERE s.{ok}""",
-        "nodes": f"""
-SELECT {c}, r.session_id, n.key || '/' || n.id AS node_id, n.id AS local_id, n.key AS step_id,
-       CASE n.actor_type WHEN 'user' THEN 'human' ELSE 'ai' END AS actor_type, n.actor, n.label,
-       n.detail, n.softwares AS software, n.source_steps,
-       s.t_start, s.t_end, n.n_times::INTEGER AS n_occurrences,
-       coalesce(o.d, 0)::INTEGER AS out_degree, coalesce(i.d, 0)::INTEGER AS in_degree,
-       NULL::VARCHAR AS attrs, n._idx
-FROM nd n JOIN raw r USING (_idx)
-LEFT JOIN (SELECT nrow, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY nrow) s
-     ON s.nrow = n.nrow
-LEFT JOIN (SELECT srow, src, count(DISTINCT dst) AS d FROM ed GROUP BY ALL) o
-     ON o.srow = n.srow AND o.src = n.id
-LEFT JOIN (SELECT srow, dst, count(DISTINCT src) AS d FROM ed GROUP BY ALL) i
-     ON i.srow = n.srow AND i.dst = n.id
-WHERE n.{ok}""",
-        "node_occurrences": f"""
-SELECT {c}, r.session_id, o.key || '/' || o.id AS node_id, o.seq::INTEGER AS seq,
-       o.a AS t_start, o.b AS t_end, o.key AS step_id,
-       CASE o.actor_type WHEN 'user' THEN 'human' ELSE 'ai' END AS actor_type,
-       NULL::VARCHAR AS attrs, o._idx
-FROM occ o JOIN raw r USING (_idx) WHERE o.{ok}""",
-        "edges": f"""
-SELECT {c}, r.session_id,
-       e.key || '/' || e.src || '->' || e.key || '/' || e.dst || ':' || e.kind AS edge_id,
-       e.key || '/' || e.src AS src, e.key || '/' || e.dst AS dst, e.kind, 'action' AS level,
-       e.key AS step_id, NULL::VARCHAR AS attrs, e._idx
-FROM ed e JOIN raw r USING (_idx) WHERE e.{ok}""",
         "annotations": f"""
 SELECT {c}, r.session_id, u.key || '/' || u.id || '#ur' || u.k AS annotation_id,
        'adoption' AS kind, 'node' AS target_kind, u.key || '/' || u.id AS target_id,
@@ -445,6 +416,136 @@ JOIN pick pa ON pa.urow = u.urow AND pa.role = 'ai'
 LEFT JOIN pick ps ON ps.urow = u.urow AND ps.role = 'src'
 JOIN resp rs ON rs.urow = u.urow
 WHERE u.{ok}""",
+    }
+
+
+# Steps, nodes, occurrences and edges are mostly the source's own texts, which DuckDB would
+# copy into Arrow: Arrow builds those tables (:func:`build`) from these facts instead, the
+# rows of the files still good with their session. The fast path takes them from the flat
+# tables in memory, the stream (:mod:`~graphlake.ingest.kolab_stream`) through these queries.
+# what a node's occurrences and edges say about it, for the nodes of files still good
+NODE_FACTS = f"""
+SELECT n.nrow, s.t_start, s.t_end, coalesce(o.d, 0) AS out_degree, coalesce(i.d, 0) AS in_degree
+FROM nd n
+LEFT JOIN (SELECT nrow, min(a) AS t_start, max(b) AS t_end FROM occ GROUP BY nrow) s
+     ON s.nrow = n.nrow
+LEFT JOIN (SELECT srow, src, count(DISTINCT dst) AS d FROM ed GROUP BY ALL) o
+     ON o.srow = n.srow AND o.src = n.id
+LEFT JOIN (SELECT srow, dst, count(DISTINCT src) AS d FROM ed GROUP BY ALL) i
+     ON i.srow = n.srow AND i.dst = n.id
+WHERE n.{_OK}"""
+FACTS_SQL = {
+    "steps": f"SELECT s.*, r.session_id FROM st s JOIN raw r USING (_idx) WHERE s.{_OK}",
+    "nodes": f"""SELECT n.*, r.session_id, f.* EXCLUDE (nrow) FROM nd n JOIN raw r USING (_idx)
+JOIN ({NODE_FACTS}) f USING (nrow)""",
+    "node_occurrences": (
+        f"SELECT o.*, r.session_id FROM occ o JOIN raw r USING (_idx) WHERE o.{_OK}"
+    ),
+    "edges": f"SELECT e.*, r.session_id FROM ed e JOIN raw r USING (_idx) WHERE e.{_OK}",
+}
+
+
+def _fill(value: str, n: int) -> pa.Array:
+    """``value`` ``n`` times, built from its buffers (no Python object per row)."""
+    data = value.encode()
+    offsets = np.arange(n + 1, dtype=np.int32) * len(data)
+    return pa.StringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(data * n))
+
+
+def _path(step: pa.Array, local: pa.Array) -> pa.Array:
+    """A node's id in its session: ``step/local``."""
+    return pc.binary_join_element_wise(step, local, "/")
+
+
+def _actor_type(kind: pa.Array) -> pa.Array:
+    """The source's ``user`` / ``ai`` as the canonical ``human`` / ``ai``."""
+    return pc.if_else(pc.fill_null(pc.equal(kind, "user"), False), "human", "ai")
+
+
+def build(table: str, facts: pa.Table, corpus: str) -> pa.Table:
+    """The canonical rows of ``table`` (steps, nodes, node_occurrences or edges) from its
+    facts (:data:`FACTS_SQL`), with ``_idx``."""
+    n, f = facts.num_rows, facts.column
+    head = {"corpus": _fill(corpus, n), "session_id": f("session_id")}
+    tail = {"attrs": pa.nulls(n, pa.string()), "_idx": f("_idx")}
+    if table == "steps":
+        cols = {
+            "step_id": f("key"),
+            "ordinal": f("ordinal").cast(pa.int32()),
+            "badge": f("badge"),
+            "name": f("step_name"),
+            "action": f("step_action"),
+            "time_range": f("time_range"),
+            "t_start": f("start_seconds"),
+            "t_end": f("end_seconds"),
+        }
+    elif table == "nodes":
+        cols = {
+            "node_id": _path(f("key"), f("id")),
+            "local_id": f("id"),
+            "step_id": f("key"),
+            "actor_type": _actor_type(f("actor_type")),
+            "actor": f("actor"),
+            "label": f("label"),
+            "detail": f("detail"),
+            "software": f("softwares"),
+            "source_steps": f("source_steps"),
+            "t_start": f("t_start"),
+            "t_end": f("t_end"),
+            "n_occurrences": f("n_times").cast(pa.int32()),
+            "out_degree": f("out_degree").cast(pa.int32()),
+            "in_degree": f("in_degree").cast(pa.int32()),
+        }
+    elif table == "node_occurrences":
+        cols = {
+            "node_id": _path(f("key"), f("id")),
+            "seq": f("seq").cast(pa.int32()),
+            "t_start": f("a"),
+            "t_end": f("b"),
+            "step_id": f("key"),
+            "actor_type": _actor_type(f("actor_type")),
+        }
+    else:  # edges
+        src, dst = _path(f("key"), f("src")), _path(f("key"), f("dst"))
+        cols = {
+            "edge_id": pc.binary_join_element_wise(
+                pc.binary_join_element_wise(src, dst, "->"), f("kind"), ":"
+            ),
+            "src": src,
+            "dst": dst,
+            "kind": f("kind"),
+            "level": _fill("action", n),
+            "step_id": f("key"),
+        }
+    return pa.table({**head, **cols, **tail})
+
+
+def _facts_in_memory(flat: dict[str, pa.Table], bad: list[int], nodes: pa.Table) -> dict:
+    """:data:`FACTS_SQL`'s tables, taken from the flat tables (``nodes``: NODE_FACTS)."""
+    raw = flat["raw"]
+    idx = raw.column("_idx").to_numpy()
+    row_of = np.full(int(idx.max()) + 1 if len(idx) else 0, -1, np.int64)
+    row_of[idx] = np.arange(len(idx))
+    bad_idx = np.asarray(bad, np.int64)
+    sid = raw.column("session_id")
+
+    def good(t: pa.Table) -> pa.Table:
+        at = t.column("_idx").to_numpy()
+        if len(bad_idx):
+            t = t.filter(pa.array(~np.isin(at, bad_idx)))
+            at = t.column("_idx").to_numpy()
+        return t.append_column("session_id", sid.take(pa.array(row_of[at])))
+
+    order = np.argsort(nodes.column("nrow").to_numpy(), kind="stable")
+    nodes = nodes.take(pa.array(order))
+    nd = flat["nd"].take(nodes.column("nrow"))
+    for name in ("t_start", "t_end", "out_degree", "in_degree"):
+        nd = nd.append_column(name, nodes.column(name))
+    return {
+        "steps": good(flat["st"]),
+        "nodes": good(nd),
+        "node_occurrences": good(flat["oc"]),
+        "edges": good(flat["ed"]),
     }
 
 
@@ -466,8 +567,10 @@ def convert(raw: pa.Table, paths: list[Path], corpus: str = "kolab") -> FastBatc
         )
         con.execute(_ANOMALIES)
         con.execute(_RESOLVE)
-        tables = {name: con.sql(sql).to_arrow_table() for name, sql in _outputs(corpus).items()}
         bad = sorted({r[0] for r in con.sql("SELECT DISTINCT _idx FROM bad").fetchall()})
+        tables = {name: con.sql(sql).to_arrow_table() for name, sql in _outputs(corpus).items()}
+        facts = _facts_in_memory(flat, bad, con.sql(NODE_FACTS).to_arrow_table())
+        tables.update({name: build(name, t, corpus) for name, t in facts.items()})
     finally:
         for name in (*flat, "files"):
             con.unregister(name)

@@ -26,7 +26,15 @@ import ijson
 import pyarrow as pa
 from ijson.common import ObjectBuilder
 
-from graphlake.ingest.kolab_fast import _ANOMALIES, _RESOLVE, _outputs, occurrences, responses
+from graphlake.ingest.kolab_fast import (
+    _ANOMALIES,
+    _RESOLVE,
+    FACTS_SQL,
+    _outputs,
+    build,
+    occurrences,
+    responses,
+)
 from graphlake.ingest.kolab_graph import NODE_KNOWN, STEP_KNOWN, ParsedGraph, Segment
 
 #: Nodes flattened in Python before they are appended to the database (bounds the buffers).
@@ -334,10 +342,13 @@ def stream_graph(
             if why:
                 raise NotStreamable(why)
             for name, sql in _outputs(corpus).items():
-                reader = con.sql(sql).to_arrow_reader(OUT_BATCH)
-                for batch in reader:
+                for batch in con.sql(sql).to_arrow_reader(OUT_BATCH):
                     if batch.num_rows:
                         yield name, pa.Table.from_batches([batch])
+            for name, sql in FACTS_SQL.items():
+                for batch in con.sql(sql).to_arrow_reader(OUT_BATCH):
+                    if batch.num_rows:
+                        yield name, build(name, pa.Table.from_batches([batch]), corpus)
             streamed.graph = ParsedGraph(
                 head["session_id"],
                 head.get("participant_id") or "user",
