@@ -175,8 +175,9 @@ def _ingest(
     lake = lake if isinstance(lake, Lake) else Lake(lake)
     ingestor = ingest.get(corpus)
     units = ingestor.units(Path(path))
-    skipped = [u.path for u in units if is_non_data(u.path)]  # README, LICENSE, ...
-    units = [u for u in units if not is_non_data(u.path)]
+    data = [not is_non_data(u.path) for u in units]
+    skipped = [u.path for u, d in zip(units, data, strict=True) if not d]  # README, LICENSE, ...
+    units = [u for u, d in zip(units, data, strict=True) if d]
     file_stats: dict[Path, os.stat_result] = {}
     files = _files_in(sorted({p for u in units for p in u.files()}, key=path_order), file_stats)
     total = len(units)
@@ -202,7 +203,6 @@ def _ingest(
     # the GIL); a file that changes meanwhile shows in its stat and is not vouched for
     hasher = ThreadPoolExecutor(1, thread_name_prefix="graphlake-manifest")
     fingerprints = hasher.submit(manifest.record, files)
-    hasher.shutdown(wait=False)
     run = LakeRun(lake, corpus, source, replace=True, prune=prune)
     workers = default_workers(units) if workers is None else workers
     done, reading = 0, len(units)
@@ -253,6 +253,8 @@ def _ingest(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
                 prune=prune, force=True,
             )  # fmt: skip
+        # whether the files are still as before the parse, checked while the commit runs
+        unchanged = hasher.submit(_unchanged_since, files, before)
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
         if any(sum(s.rejected.values()) for s in summaries):
@@ -262,10 +264,14 @@ def _ingest(
     except BaseException:
         run.abort()
         raise
+    finally:
+        hasher.shutdown(wait=False)
     stats.units = total
     stats.unchanged_units = len(kept)
-    if not any(s.failed_units for s in summaries):  # a unit that failed is read again
-        _remember(lake, manifest, fingerprints.result(), files, before)
+    # a unit that failed is read again; a file that changed while it was read is not
+    # vouched for (the next ingest reads the source again)
+    if not any(s.failed_units for s in summaries) and unchanged.result():
+        manifest.save(fingerprints.result(), lake.snapshot().lake_version)
     return stats, snap
 
 
@@ -347,12 +353,6 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> boo
     return n > 0
 
 
-def _remember(
-    lake: Lake, manifest: SourceManifest, recorded: dict, files: list[Path], before: dict
-) -> None:
-    """Write the source's manifest: the files as the run read them (``recorded``, their
-    fingerprints taken during the run). A file that changed while it was read is not
-    vouched for (the next ingest reads the source again)."""
-    if any(_stat(f) != before.get(f) for f in files):
-        return
-    manifest.save(recorded, lake.snapshot().lake_version)
+def _unchanged_since(files: list[Path], before: dict) -> bool:
+    """Whether every file has the size and time it had before the parse."""
+    return all(_stat(f) == before.get(f) for f in files)
