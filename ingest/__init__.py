@@ -40,6 +40,7 @@ def _load_builtins() -> None:
         maptask,
         marble,
         tau2,
+        traces,
     )
 
 

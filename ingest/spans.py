@@ -1,0 +1,559 @@
+"""Agent traces onto the canonical schema: what every trace format's spans become.
+
+A trace is a session (``session_id`` = the trace id), a span is a node with one occurrence,
+and its actor comes from the GenAI semantic conventions (``gen_ai.operation.name``):
+
+=========================================  ===========  ==========================================
+span                                       actor_type   actor (participant_id)
+=========================================  ===========  ==========================================
+``chat``, ``text_completion``,             ai           the model (``gen_ai.response.model``, else
+``generate_content``, ``embeddings``                    ``gen_ai.request.model``)
+``invoke_agent``, ``create_agent``         ai           the agent (``gen_ai.agent.name``)
+``execute_tool``                           tool         ``tool:<gen_ai.tool.name>``
+anything else                              system       the service (``service.name``)
+=========================================  ===========  ==========================================
+
+* a parent is an edge ``parent -> child`` of kind ``parent``; a span link one of kind ``link``;
+* every message (``gen_ai.input.messages`` / ``gen_ai.output.messages``, the older flattened
+  ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*``, or ``gen_ai.*.message`` / ``gen_ai.choice``
+  span events) is a ``message`` event with its role's actor; a user message the trace has not
+  shown before is also a **human node** (``<span>/user<k>``, edge ``prompts`` to the span), so
+  the collaboration metrics see the human's turns;
+* a tool span's call and result are ``tool_call`` / ``tool_result`` events (``request_id`` =
+  the call id); an error status or an ``exception`` event is an ``error`` event;
+* every ``gen_ai.usage.*`` number is a ``usage`` annotation on the span;
+* every attribute and field without a column stays in the node's ``attrs``; the resource's
+  attributes in the session's.
+
+Rejects: a span that cannot be read; a second, different span with an id already seen (the
+first is kept; a span printed once at its start and again at its end keeps the finished one);
+a parent that is not in the trace, or parent ids in a cycle (the span lands as a root, the
+link to its parent is the reject). Mapping in full: ``docs/traces.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from graphlake.ingest.base import Emitter, run_row, stable_id, to_json
+
+MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
+TOOL_OPS = frozenset({"execute_tool"})
+#: Attributes that have columns (or rows) of their own; every other one stays in attrs.
+MAPPED = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.agent.name",
+        "gen_ai.request.model",
+        "gen_ai.response.model",
+        "gen_ai.tool.name",
+        "gen_ai.tool.call.id",
+        "gen_ai.tool.call.arguments",
+        "gen_ai.tool.call.result",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+    }
+)
+_ROLE_ACTOR = {"user": "human", "human": "human", "assistant": "ai", "model": "ai", "ai": "ai"}
+_MESSAGE_EVENTS = {
+    "gen_ai.user.message": "user",
+    "gen_ai.system.message": "system",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+    "gen_ai.choice": "assistant",
+}
+
+
+class SpanError(Exception):
+    """A span (or a whole record) that cannot be read; ``ref`` and ``raw`` go to its reject."""
+
+    def __init__(self, message: str, ref: str | None = None, raw: Any = None):
+        super().__init__(message)
+        self.ref, self.raw = ref, raw
+
+
+@dataclass
+class Span:
+    """One span, whatever format it was read from (ids lowercase hex, times epoch ns)."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: str | None
+    start_ns: int | None
+    end_ns: int | None
+    status: str | None
+    status_message: str | None
+    attributes: dict
+    events: list[dict]
+    links: list[dict]
+    resource: dict
+    scope: dict
+    extra: dict = field(default_factory=dict)  # the record's fields without a column
+    ref: str = ""  # where it is in its file, for rejects
+    raw: Any = None
+
+
+def op(span: Span) -> str | None:
+    v = span.attributes.get("gen_ai.operation.name")
+    return v if isinstance(v, str) else None
+
+
+def actor_of(span: Span) -> tuple[str, str, str, str]:
+    """(actor_type, participant_id, participant kind, role) of the span's doer."""
+    a, o = span.attributes, op(span)
+    model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
+    if o in TOOL_OPS or (o is None and a.get("gen_ai.tool.name")):
+        return "tool", f"tool:{a.get('gen_ai.tool.name') or span.name}", "system", "tool"
+    if o in AGENT_OPS or (o is None and a.get("gen_ai.agent.name")):
+        return "ai", str(a.get("gen_ai.agent.name") or model or "agent"), "ai", "agent"
+    if o in MODEL_OPS or (o is None and model):
+        return "ai", str(model or a.get("gen_ai.provider.name") or "model"), "ai", "model"
+    service = span.resource.get("service.name")
+    return "system", str(service or "system"), "system", "service"
+
+
+def dedupe(spans: list[Span], reject) -> list[Span]:
+    """One span per (trace, span id): a record without an end time gives way to the finished
+    one; a second finished record with other content is a reject (the first is kept)."""
+    kept: dict[tuple[str, str], Span] = {}
+    for s in spans:
+        key = (s.trace_id, s.span_id)
+        first = kept.get(key)
+        if first is None or (first.end_ns is None and s.end_ns is not None):
+            kept[key] = s
+        elif s.end_ns is None or _same(first, s):
+            continue  # the start record of a finished span, or the same record twice
+        else:
+            reject(
+                s,
+                f"span id {s.span_id} appears twice in trace {s.trace_id} with different "
+                f"content; the first ({first.ref}) is kept",
+            )
+    return list(kept.values())
+
+
+def _same(a: Span, b: Span) -> bool:
+    return (a.name, a.start_ns, a.end_ns, a.attributes) == (
+        b.name,
+        b.start_ns,
+        b.end_ns,
+        b.attributes,
+    )
+
+
+def _roots(spans: list[Span], reject) -> dict[str, str | None]:
+    """Each span's parent within its trace; a parent not in the trace, or one on a cycle of
+    parent ids, is a reject and the span becomes a root."""
+    ids = {s.span_id for s in spans}
+    parent = {s.span_id: s.parent_id for s in spans}
+    by_id = {s.span_id: s for s in spans}
+    for s in spans:
+        if s.parent_id is not None and s.parent_id not in ids:
+            reject(
+                s,
+                f"span {s.span_id} names parent {s.parent_id}, which is not in trace "
+                f"{s.trace_id} (not exported, or in another file); it is kept as a root",
+                "edges",
+            )
+            parent[s.span_id] = None
+    for s in spans:  # cycles: walk up until a root or a span seen on this walk
+        path: list[str] = []
+        seen: set[str] = set()
+        cur: str | None = s.span_id
+        while cur is not None and cur not in seen:
+            seen.add(cur)
+            path.append(cur)
+            cur = parent.get(cur)
+        if cur is not None:  # came back to a span on the walk: a cycle
+            cycle = path[path.index(cur) :]
+            for sid in cycle:
+                if parent.get(sid) is not None:
+                    reject(
+                        by_id[sid],
+                        f"the parent ids of spans {', '.join(cycle)} in trace {s.trace_id} "
+                        "form a cycle; each is kept as a root",
+                        "edges",
+                    )
+                    parent[sid] = None
+    return parent
+
+
+def messages(span: Span) -> list[tuple[str, str, dict]]:
+    """The span's messages as (direction in|out, role, message object), in order."""
+    a = span.attributes
+    out: list[tuple[str, str, dict]] = []
+    for direction, key in (("in", "gen_ai.input.messages"), ("out", "gen_ai.output.messages")):
+        value = a.get(key)
+        if isinstance(value, str):
+            try:
+                value = json.loads(value)
+            except ValueError:
+                value = None
+        for m in value if isinstance(value, list) else []:
+            if isinstance(m, dict):
+                out.append((direction, str(m.get("role") or "assistant"), m))
+    for direction, prefix in (("in", "gen_ai.prompt."), ("out", "gen_ai.completion.")):
+        indexed: dict[int, dict] = {}
+        for k, v in a.items():
+            if k.startswith(prefix):
+                head, _, rest = k[len(prefix) :].partition(".")
+                if head.isdigit() and rest:
+                    indexed.setdefault(int(head), {})[rest] = v
+        for i in sorted(indexed):
+            m = indexed[i]
+            out.append((direction, str(m.get("role") or "assistant"), m))
+    for e in span.events:
+        role = _MESSAGE_EVENTS.get(str(e.get("name")))
+        if role:
+            m = dict(e.get("attributes") or {})
+            out.append(("out" if e["name"] == "gen_ai.choice" else "in", m.get("role") or role, m))
+    return out
+
+
+def message_text(m: dict) -> str | None:
+    """The text of a message: its ``content`` (text, or the text parts of a list) or the
+    text parts of ``parts``."""
+    content = m.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None and "message" in m:  # gen_ai.choice: the message, or its text
+        inner = m["message"]
+        if isinstance(inner, dict):
+            return message_text(inner)
+        return inner if isinstance(inner, str) else None
+    parts = m.get("parts") if content is None else content
+    if isinstance(parts, list):
+        texts = [
+            t
+            for p in parts
+            if isinstance(p, dict) and p.get("type", "text") == "text"
+            for t in [p.get("content") or p.get("text")]
+            if isinstance(t, str)
+        ]
+        return "\n".join(texts) if texts else None
+    return None
+
+
+def _is_flattened_message(key: str) -> bool:
+    for prefix in ("gen_ai.prompt.", "gen_ai.completion."):
+        if key.startswith(prefix) and key[len(prefix) :].partition(".")[0].isdigit():
+            return True
+    return False
+
+
+def emit_traces(
+    spans: list[Span], out: Emitter, source_file: str, reject, framework: str | None = None
+) -> None:
+    """The canonical rows of ``spans`` (any number of traces). ``reject(span, reason,
+    table)`` records a span or a link of it that cannot land."""
+    spans = dedupe(spans, reject)
+    traces: dict[str, list[Span]] = {}
+    for s in spans:
+        traces.setdefault(s.trace_id, []).append(s)
+    runs: dict[str, dict] = {}
+    for trace_id, group in traces.items():
+        group.sort(key=lambda s: (s.start_ns is None, s.start_ns or 0, s.span_id))
+        _emit_trace(trace_id, group, out, source_file, reject, runs, framework)
+    for run in runs.values():
+        out.row("runs", run)
+
+
+def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> None:
+    parent = _roots(group, reject)
+    starts = [s.start_ns for s in group if s.start_ns is not None]
+    base = min(starts) if starts else None
+    ends = [s.end_ns for s in group if s.end_ns is not None]
+
+    def t(ns: int | None) -> float | None:
+        return None if ns is None or base is None else (ns - base) / 1e9
+
+    root = next((s for s in group if parent[s.span_id] is None), group[0])
+    service = str(root.resource.get("service.name") or "unknown_service")
+    models = Counter(
+        str(m)
+        for s in group
+        for m in [
+            s.attributes.get("gen_ai.response.model") or s.attributes.get("gen_ai.request.model")
+        ]
+        if m
+    )
+    run_id = f"{service}:{stable_id('traces', source_file, service)[:12]}"
+    if run_id not in runs:
+        runs[run_id] = run_row(
+            run_id,
+            service,
+            source_file,
+            agent=framework or (root.scope.get("name") if root.scope else None),
+            agent_model=models.most_common(1)[0][0] if models else None,
+            settings={k: v for k, v in root.resource.items() if k.startswith("telemetry.")} or None,
+        )
+    participants: dict[str, tuple[str, str]] = {}
+    nodes: list[dict] = []
+    edges: list[dict] = []
+    events: list[dict] = []
+    annotations: list[dict] = []
+    seen_user: set[str] = set()
+    goal = None
+    for s in group:
+        actor_type, actor, pkind, prole = actor_of(s)
+        participants.setdefault(actor, (pkind, prole))
+        a = s.attributes
+        node_attrs = {
+            k: v
+            for k, v in a.items()
+            if k not in MAPPED
+            and not k.startswith("gen_ai.usage.")
+            and not _is_flattened_message(k)
+        }
+        node_attrs.update(
+            {
+                k: v
+                for k, v in (
+                    ("span_kind", s.kind),
+                    ("status", s.status),
+                    ("status_message", s.status_message),
+                    ("scope", s.scope or None),
+                    ("links", s.links or None),
+                    (
+                        "parent_span_id",
+                        s.parent_id if parent[s.span_id] is None and s.parent_id else None,
+                    ),
+                )
+                if v
+            }
+        )
+        node_attrs.update(s.extra)
+        nodes.append(
+            {
+                "node_id": s.span_id,
+                "local_id": s.span_id,
+                "actor_type": actor_type,
+                "actor": actor,
+                "label": s.name,
+                "detail": op(s),
+                "software": service,
+                "t_start": t(s.start_ns),
+                "t_end": t(s.end_ns),
+                "attrs": to_json(node_attrs) if node_attrs else None,
+            }
+        )
+        up = parent[s.span_id]
+        if up is not None:
+            edges.append(_edge(up, s.span_id, "parent"))
+        for lk in s.links:
+            if lk.get("trace_id") == trace_id and lk.get("span_id"):
+                edges.append(_edge(lk["span_id"], s.span_id, "link"))
+        for k, (direction, role, m) in enumerate(messages(s)):
+            text = message_text(m)
+            kind = _ROLE_ACTOR.get(role, "tool" if role == "tool" else "system")
+            if kind == "ai":  # the span's own model or agent speaks (its history included)
+                who = actor
+            elif kind == "human":
+                who = "user"
+            else:
+                who = role if role in ("tool", "system") else "system"
+                participants.setdefault(who, ("system", who))
+            node_id = s.span_id
+            if kind == "human":
+                participants.setdefault("user", ("human", "user"))
+                fingerprint = to_json([role, m.get("content"), m.get("parts")])
+                if fingerprint not in seen_user:  # the first time the trace shows it
+                    seen_user.add(fingerprint)
+                    node_id = f"{s.span_id}/user{k}"
+                    goal = goal or text
+                    nodes.append(
+                        {
+                            "node_id": node_id,
+                            "local_id": f"user{k}",
+                            "actor_type": "human",
+                            "actor": "user",
+                            "label": "user message",
+                            "detail": text,
+                            "software": service,
+                            "t_start": t(s.start_ns),
+                            "t_end": t(s.start_ns),
+                        }
+                    )
+                    edges.append(_edge(node_id, s.span_id, "prompts"))
+            events.append(
+                {
+                    "event_id": f"{s.span_id}:msg:{k}",
+                    "t": t(s.start_ns if direction == "in" else (s.end_ns or s.start_ns)),
+                    "actor": who,
+                    "actor_type": kind,
+                    "kind": "message",
+                    "channel": "input" if direction == "in" else "output",
+                    "node_id": node_id,
+                    "text": text,
+                    "payload": to_json(m),
+                }
+            )
+        if actor_type == "tool":
+            call_id = a.get("gen_ai.tool.call.id")
+            events.append(
+                {
+                    "event_id": f"{s.span_id}:tool_call",
+                    "t": t(s.start_ns),
+                    "actor": actor,
+                    "actor_type": "tool",
+                    "kind": "tool_call",
+                    "request_id": str(call_id) if call_id is not None else None,
+                    "node_id": s.span_id,
+                    "text": str(a.get("gen_ai.tool.name") or s.name),
+                    "payload": _payload(a.get("gen_ai.tool.call.arguments")),
+                }
+            )
+            if "gen_ai.tool.call.result" in a:
+                events.append(
+                    {
+                        "event_id": f"{s.span_id}:tool_result",
+                        "t": t(s.end_ns),
+                        "actor": actor,
+                        "actor_type": "tool",
+                        "kind": "tool_result",
+                        "request_id": str(call_id) if call_id is not None else None,
+                        "node_id": s.span_id,
+                        "text": str(a.get("gen_ai.tool.name") or s.name),
+                        "payload": _payload(a["gen_ai.tool.call.result"]),
+                    }
+                )
+        for k, e in enumerate(s.events):
+            if e.get("name") in _MESSAGE_EVENTS:
+                continue
+            ea = e.get("attributes") or {}
+            is_error = e.get("name") == "exception"
+            events.append(
+                {
+                    "event_id": f"{s.span_id}:event:{k}",
+                    "t": t(e.get("time_ns")),
+                    "actor": actor,
+                    "actor_type": actor_type,
+                    "kind": "error" if is_error else (e.get("name") or "event"),
+                    "node_id": s.span_id,
+                    "text": ea.get("exception.message") if is_error else e.get("name"),
+                    "payload": to_json(ea) if ea else None,
+                }
+            )
+        if s.status == "ERROR":
+            events.append(
+                {
+                    "event_id": f"{s.span_id}:status",
+                    "t": t(s.end_ns),
+                    "actor": actor,
+                    "actor_type": actor_type,
+                    "kind": "error",
+                    "status": "error",
+                    "node_id": s.span_id,
+                    "text": s.status_message,
+                }
+            )
+        for key, value in a.items():
+            if (
+                key.startswith("gen_ai.usage.")
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+            ):
+                annotations.append(
+                    {
+                        "annotation_id": f"{s.span_id}#{key}",
+                        "kind": "usage",
+                        "target_kind": "node",
+                        "target_id": s.span_id,
+                        "label": key.removeprefix("gen_ai.usage."),
+                        "value": float(value),
+                        "annotator": "source",
+                    }
+                )
+    out_deg: Counter[str] = Counter()
+    in_deg: Counter[str] = Counter()
+    for e in {(e["src"], e["dst"]) for e in edges}:
+        out_deg[e[0]] += 1
+        in_deg[e[1]] += 1
+    for n in nodes:
+        n.update(
+            session_id=trace_id,
+            n_occurrences=1,
+            out_degree=out_deg[n["node_id"]],
+            in_degree=in_deg[n["node_id"]],
+        )
+        out.row("nodes", n)
+        out.row(
+            "node_occurrences",
+            {
+                "session_id": trace_id,
+                "node_id": n["node_id"],
+                "seq": 0,
+                "t_start": n["t_start"],
+                "t_end": n["t_end"],
+                "actor_type": n["actor_type"],
+            },
+        )
+    for e in edges:
+        out.row("edges", {"session_id": trace_id, **e})
+    events.sort(key=lambda e: (e["t"] is None, e["t"] or 0.0))
+    for seq, e in enumerate(events):
+        out.row("events", {"session_id": trace_id, "seq": seq, **e})
+    for an in annotations:
+        out.row("annotations", {"session_id": trace_id, **an})
+    for pid, (pkind, prole) in participants.items():
+        out.row(
+            "participants",
+            {
+                "session_id": trace_id,
+                "participant_id": pid,
+                "kind": pkind,
+                "role": prole,
+                "name": pid,
+            },
+        )
+    conversation = root.attributes.get("gen_ai.conversation.id")
+    session_attrs = {
+        "resource": root.resource or None,
+        "conversation_id": conversation,
+        "spans": len(group),
+    }
+    out.row(
+        "sessions",
+        {
+            "session_id": trace_id,
+            "title": root.name,
+            "goal": goal,
+            "domain": service,
+            "participants": sorted(participants),
+            "started_at": datetime.fromtimestamp(base / 1e9, UTC) if base is not None else None,
+            "duration_s": (max(ends) - base) / 1e9 if ends and base is not None else None,
+            "source_file": source_file,
+            "run_id": run_id,
+            "attrs": to_json({k: v for k, v in session_attrs.items() if v is not None}),
+        },
+    )
+
+
+def _edge(src: str, dst: str, kind: str) -> dict:
+    return {
+        "edge_id": f"{src}->{dst}:{kind}",
+        "src": src,
+        "dst": dst,
+        "kind": kind,
+        "level": "action",
+    }
+
+
+def _payload(value: Any) -> str | None:
+    """A tool call's arguments or result as JSON text (a JSON string stays as it is)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            json.loads(value)
+        except ValueError:
+            return to_json(value)
+        return value
+    return to_json(value)

@@ -1,0 +1,224 @@
+"""OpenTelemetry traces written by the real SDK land in the lake, in every file shape, the same.
+
+The spans come from ``opentelemetry-sdk`` (``graphlake.demo.trace_gen``): OTLP JSON as
+protobuf's JSON mapping writes it (base64 ids), OTLP JSON Lines with hex ids (the collector's
+file exporter), the SDK's ``ConsoleSpanExporter`` stream, and a Jaeger JSON export.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("opentelemetry.sdk")
+pytest.importorskip("opentelemetry.exporter.otlp.proto.common")
+
+from graphlake.api import connect  # noqa: E402
+from graphlake.demo.trace_gen import write_otel_traces  # noqa: E402
+from graphlake.ingest.otel import norm_id, time_ns  # noqa: E402
+from graphlake.ingest.spans import SpanError  # noqa: E402
+from graphlake.pipeline import ingest_path  # noqa: E402
+
+SHAPES = ("otlp", "otlp-lines", "console", "jaeger")
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory) -> dict[str, Path]:
+    return write_otel_traces(tmp_path_factory.mktemp("otel"))
+
+
+def _rows(lake: Path, sql: str) -> list[dict]:
+    return connect(lake).sql(sql).to_pylist()
+
+
+# what must agree across shapes: every column but attrs (the formats keep different extras)
+_NODES = (
+    "SELECT session_id, node_id, actor_type, actor, label, detail, t_start, t_end, "
+    "out_degree, in_degree FROM nodes ORDER BY session_id, node_id"
+)
+_EDGES = "SELECT session_id, src, dst, kind FROM edges ORDER BY ALL"
+_EVENTS = (
+    "SELECT session_id, seq, t, actor, actor_type, kind, channel, request_id, node_id, text, "
+    "payload FROM events ORDER BY session_id, seq"
+)
+_ANNOTATIONS = "SELECT session_id, target_id, label, value FROM annotations ORDER BY ALL"
+_SESSIONS = (
+    "SELECT session_id, title, goal, domain, participants, duration_s FROM sessions ORDER BY 1"
+)
+
+
+def test_every_shape_lands_the_same_rows(traces, tmp_path):
+    """The same spans written four ways give the same sessions, nodes, edges, events and
+    usage; the first (OTLP JSON) is checked against what the SDK recorded."""
+    lakes = {}
+    for shape in SHAPES:
+        lakes[shape] = tmp_path / shape
+        stats, _ = ingest_path("otel", traces[shape], lakes[shape])
+        assert not stats.rejected, (shape, stats.rejected)
+    want = {q: _rows(lakes["otlp"], q) for q in (_NODES, _EDGES, _EVENTS, _ANNOTATIONS, _SESSIONS)}
+    for shape in SHAPES[1:]:
+        for q, rows in want.items():
+            assert _rows(lakes[shape], q) == rows, (shape, q)
+
+    nodes = {(n["label"], n["actor_type"], n["actor"]) for n in want[_NODES]}
+    assert ("invoke_agent floorplan", "ai", "floorplan") in nodes
+    assert ("chat gpt-4o", "ai", "gpt-4o-2024-08-06") in nodes  # the response model
+    assert ("execute_tool search_frames", "tool", "tool:search_frames") in nodes
+    assert ("execute_tool export_pdf", "tool", "tool:export_pdf") in nodes
+    spans = [n for n in want[_NODES] if n["actor_type"] != "human"]
+    assert len(spans) == 6  # every span the SDK recorded
+    # the user's question is a human node once, although both chat calls carry it
+    humans = [n for n in want[_NODES] if n["actor_type"] == "human"]
+    assert sorted(n["detail"] for n in humans) == [
+        "Export the plan as PDF.",
+        "Which floor plan did the architect open in Revit first?",
+    ]
+    kinds = {(e["kind"], e["text"]) for e in want[_EVENTS]}
+    assert ("tool_call", "search_frames") in kinds and ("tool_result", "search_frames") in kinds
+    assert ("error", "the plotter queue is locked") in kinds  # the exception event
+    assert ("error", "export failed") in kinds  # the span's error status
+    assert ("message", "The ground floor plan, at 00:04:10.") in kinds
+    calls = [e for e in want[_EVENTS] if e["kind"] in ("tool_call", "tool_result")]
+    assert {e["request_id"] for e in calls if e["text"] == "search_frames"} == {"call_1"}
+    usage = {(a["label"], a["value"]) for a in want[_ANNOTATIONS]}
+    assert {("input_tokens", 42.0), ("output_tokens", 17.0), ("input_tokens", 88.0)} <= usage
+    assert sum(a["value"] for a in want[_ANNOTATIONS] if a["label"] == "input_tokens") == 150
+    parents = [e for e in want[_EDGES] if e["kind"] == "parent"]
+    assert len(parents) == 4  # three children of the agent, the failing tool under its chat
+    agent = next(s for s in want[_SESSIONS] if s["title"] == "invoke_agent floorplan")
+    assert agent["duration_s"] == pytest.approx(2.05)
+    assert "user" in agent["participants"] and "floorplan" in agent["participants"]
+
+
+def test_fields_without_a_column_stay_in_attrs(traces, tmp_path):
+    ingest_path("otel", traces["otlp"], tmp_path / "lake")
+    rows = _rows(tmp_path / "lake", "SELECT label, attrs FROM nodes WHERE label = 'chat gpt-4o'")
+    attrs = [json.loads(r["attrs"]) for r in rows]
+    assert any(a.get("gen_ai.request.temperature") == 0.2 for a in attrs)
+    assert all(a.get("gen_ai.provider.name") == "openai" for a in attrs)
+    [session] = _rows(
+        tmp_path / "lake", "SELECT attrs FROM sessions WHERE title = 'invoke_agent floorplan'"
+    )
+    kept = json.loads(session["attrs"])
+    assert kept["resource"]["service.name"] == "floorplan-agent"
+    assert kept["conversation_id"] == "conv-1"
+
+
+def test_a_folder_is_sniffed_per_file_and_reingesting_adds_nothing(traces, tmp_path):
+    folder = traces["otlp"].parent
+    lake = tmp_path / "lake"
+    stats, snap = ingest_path("traces", folder, lake)
+    # the four files hold the same two traces: each lands once, from the first file read, and
+    # the three copies of each are rejects that name the file kept
+    assert snap is not None and stats.added["nodes"] == 8
+    assert len(_rows(lake, "SELECT session_id FROM sessions")) == 2
+    rejects = _rows(lake, "SELECT target_table, reason FROM rejects")
+    assert len(rejects) == 6 and all(r["target_table"] == "sessions" for r in rejects)
+    again, snap2 = ingest_path("traces", folder, lake)
+    assert snap2 is None and not again.added
+
+
+def _request(spans: list[dict]) -> dict:
+    return {
+        "resourceSpans": [
+            {
+                "resource": {
+                    "attributes": [{"key": "service.name", "value": {"stringValue": "svc"}}]
+                },
+                "scopeSpans": [{"scope": {"name": "t"}, "spans": spans}],
+            }
+        ]
+    }
+
+
+def _span(span_id: str, parent: str = "", name: str = "work", **extra) -> dict:
+    return {
+        "traceId": "5b8efff798038103d269b633813fc60c",
+        "spanId": span_id,
+        "parentSpanId": parent,
+        "name": name,
+        "startTimeUnixNano": "1700000000000000000",
+        "endTimeUnixNano": "1700000001000000000",
+        **extra,
+    }
+
+
+def test_broken_links_are_rejects_and_the_spans_still_land(tmp_path):
+    """A parent that is not in the trace, parent ids in a cycle and a second, different span
+    with an id already seen: each a reject with its reason; every span is a node."""
+    spans = [
+        _span("eee91f3d3d3f1d01"),
+        _span("eee91f3d3d3f1d02", parent="eee91f3d3d3f1d99"),  # parent not exported
+        _span("eee91f3d3d3f1d03", parent="eee91f3d3d3f1d04"),  # 03 <-> 04: a cycle
+        _span("eee91f3d3d3f1d04", parent="eee91f3d3d3f1d03"),
+        _span("eee91f3d3d3f1d05", parent="eee91f3d3d3f1d01"),
+        _span("eee91f3d3d3f1d05", parent="eee91f3d3d3f1d01", name="other"),  # duplicate id
+        {"traceId": "zz", "spanId": "eee91f3d3d3f1d06"},  # unreadable id
+    ]
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(_request(spans)))
+    stats, _ = ingest_path("otel", path, tmp_path / "lake")
+    assert stats.accepted["nodes"] == 5
+    reasons = [
+        r["reason"] for r in _rows(tmp_path / "lake", "SELECT reason FROM rejects ORDER BY reason")
+    ]
+    assert any("names parent eee91f3d3d3f1d99, which is not in trace" in r for r in reasons)
+    assert sum("form a cycle" in r for r in reasons) == 2
+    assert any("appears twice" in r and "the first" in r for r in reasons)
+    assert any("traceId 'zz' is neither 32 hex digits" in r for r in reasons)
+    edges = _rows(tmp_path / "lake", "SELECT src, dst FROM edges")
+    assert edges == [{"src": "eee91f3d3d3f1d01", "dst": "eee91f3d3d3f1d05"}]
+
+
+def test_a_cut_stream_keeps_the_spans_before_the_cut_and_an_lfs_pointer_is_named(traces, tmp_path):
+    text = traces["console"].read_text()
+    cut = tmp_path / "cut.console.txt"
+    cut.write_text(text[: text.rindex('"name"')])  # the last span (a root) printed half
+    stats, _ = ingest_path("otel", cut, tmp_path / "lake")
+    assert stats.accepted["nodes"] == 5 + 1  # the spans before the cut, and the user's turn
+    rejects = _rows(tmp_path / "lake", "SELECT target_table, reason FROM rejects ORDER BY 1")
+    assert [r["target_table"] for r in rejects] == ["edges", "nodes"]
+    assert "not valid JSON" in rejects[1]["reason"] and "before it are kept" in rejects[1]["reason"]
+    assert "which is not in trace" in rejects[0]["reason"]  # the cut span's child
+
+    lines = traces["otlp-lines"].read_text().splitlines()
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(lines[0] + "\n" + lines[1][:50] + "\n")  # a truncated second line
+    stats, _ = ingest_path("otel", bad, tmp_path / "lake2")
+    assert stats.accepted["nodes"] > 0 and stats.rejected["nodes"] == 1
+
+    pointer = tmp_path / "pointer.json"
+    pointer.write_text(
+        "version https://git-lfs.github.com/spec/v1\noid sha256:" + "0" * 64 + "\nsize 12\n"
+    )
+    stats, _ = ingest_path("otel", pointer, tmp_path / "lake3")
+    [reject] = _rows(tmp_path / "lake3", "SELECT reason FROM rejects")
+    assert "Git LFS pointer" in reject["reason"] and "git lfs pull" in reject["reason"]
+
+
+@pytest.mark.parametrize(
+    "value,nbytes,want",
+    [
+        ("5B8EFFF798038103D269B633813FC60C", 16, "5b8efff798038103d269b633813fc60c"),
+        ("0x5b8efff798038103", 8, "5b8efff798038103"),
+        ("W47/95gDgQPSabYzgT/GDA==", 16, "5b8efff798038103d269b633813fc60c"),  # base64
+        (6597491943016726787, 8, "5b8efff798038103"),  # a decimal integer
+        ("6597491943016726787", 8, "5b8efff798038103"),
+        ("0000000000000000", 8, None),  # OTLP's "no parent"
+        ("", 8, None),
+    ],
+)
+def test_ids_in_every_encoding_become_hex(value, nbytes, want):
+    assert norm_id(value, nbytes, "id") == want
+
+
+def test_times_in_every_encoding_become_nanoseconds():
+    ns = 1_700_000_000_123_456_000
+    assert time_ns("1700000000123456000", "t") == ns
+    assert time_ns(ns, "t") == ns
+    assert time_ns("2023-11-14T22:13:20.123456Z", "t") == ns
+    assert time_ns([1_700_000_000, 123_456_000], "t") == ns
+    with pytest.raises(SpanError, match="no time zone"):
+        time_ns("2023-11-14T22:13:20", "t")
