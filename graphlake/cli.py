@@ -153,7 +153,8 @@ def ingest(
     corpus: Annotated[
         str,
         typer.Argument(
-            help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench or almanac."
+            help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench, almanac, or traces "
+            "(agent traces, sniffed per file; otel forces OpenTelemetry)."
         ),
     ],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],

@@ -266,53 +266,78 @@ def emit_traces(
 
 
 def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> None:
-    parent = _roots(group, reject)
-    starts = [s.start_ns for s in group if s.start_ns is not None]
-    base = min(starts) if starts else None
-    ends = [s.end_ns for s in group if s.end_ns is not None]
-
-    def t(ns: int | None) -> float | None:
-        return None if ns is None or base is None else (ns - base) / 1e9
-
-    root = next((s for s in group if parent[s.span_id] is None), group[0])
-    service = str(root.resource.get("service.name") or "unknown_service")
-    models = Counter(
-        str(m)
-        for s in group
-        for m in [
-            s.attributes.get("gen_ai.response.model") or s.attributes.get("gen_ai.request.model")
-        ]
-        if m
-    )
-    run_id = f"{service}:{stable_id('traces', source_file, service)[:12]}"
-    if run_id not in runs:
-        runs[run_id] = run_row(
-            run_id,
-            service,
-            source_file,
-            agent=framework or (root.scope.get("name") if root.scope else None),
-            agent_model=models.most_common(1)[0][0] if models else None,
-            settings={k: v for k, v in root.resource.items() if k.startswith("telemetry.")} or None,
-        )
-    participants: dict[str, tuple[str, str]] = {}
-    nodes: list[dict] = []
-    edges: list[dict] = []
-    events: list[dict] = []
-    annotations: list[dict] = []
-    seen_user: set[str] = set()
-    goal = None
+    rows = _TraceRows(trace_id, group, reject)
+    run_id = rows.run(source_file, runs, framework)
     for s in group:
+        actor_type, actor = rows.span(s)
+        rows.messages(s, actor)
+        if actor_type == "tool":
+            rows.tool(s, actor)
+        rows.span_events(s, actor, actor_type)
+        rows.usage(s)
+    rows.emit(out, source_file, run_id)
+
+
+class _TraceRows:
+    """The canonical rows of one trace, gathered span by span, then emitted."""
+
+    def __init__(self, trace_id: str, group: list[Span], reject):
+        self.trace_id, self.group = trace_id, group
+        self.parent = _roots(group, reject)
+        starts = [s.start_ns for s in group if s.start_ns is not None]
+        self.base = min(starts) if starts else None
+        self.ends = [s.end_ns for s in group if s.end_ns is not None]
+        self.root = next((s for s in group if self.parent[s.span_id] is None), group[0])
+        self.service = str(self.root.resource.get("service.name") or "unknown_service")
+        self.participants: dict[str, tuple[str, str]] = {}
+        self.nodes: list[dict] = []
+        self.edges: list[dict] = []
+        self.events: list[dict] = []
+        self.annotations: list[dict] = []
+        self.seen_user: set[str] = set()  # user messages already shown (histories repeat)
+        self.goal: str | None = None
+
+    def t(self, ns: int | None) -> float | None:
+        """Seconds from the trace's first span."""
+        return None if ns is None or self.base is None else (ns - self.base) / 1e9
+
+    def run(self, source_file: str, runs: dict[str, dict], framework: str | None) -> str:
+        """The run of the trace's service in this file (one ``runs`` row for all its traces)."""
+        run_id = f"{self.service}:{stable_id('traces', source_file, self.service)[:12]}"
+        if run_id not in runs:
+            models = Counter(
+                str(m)
+                for s in self.group
+                for m in [
+                    s.attributes.get("gen_ai.response.model")
+                    or s.attributes.get("gen_ai.request.model")
+                ]
+                if m
+            )
+            runs[run_id] = run_row(
+                run_id,
+                self.service,
+                source_file,
+                agent=framework or self.root.scope.get("name"),
+                agent_model=models.most_common(1)[0][0] if models else None,
+                settings={k: v for k, v in self.root.resource.items() if k.startswith("telemetry.")}
+                or None,
+            )
+        return run_id
+
+    def span(self, s: Span) -> tuple[str, str]:
+        """The span's node, its parent and link edges; returns (actor_type, actor)."""
         actor_type, actor, pkind, prole = actor_of(s)
-        participants.setdefault(actor, (pkind, prole))
-        a = s.attributes
-        node_attrs = {
+        self.participants.setdefault(actor, (pkind, prole))
+        up = self.parent[s.span_id]
+        kept = {
             k: v
-            for k, v in a.items()
+            for k, v in s.attributes.items()
             if k not in MAPPED
             and not k.startswith("gen_ai.usage.")
             and not _is_flattened_message(k)
         }
-        node_attrs.update(
+        kept.update(
             {
                 k: v
                 for k, v in (
@@ -321,16 +346,13 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                     ("status_message", s.status_message),
                     ("scope", s.scope or None),
                     ("links", s.links or None),
-                    (
-                        "parent_span_id",
-                        s.parent_id if parent[s.span_id] is None and s.parent_id else None,
-                    ),
+                    ("parent_span_id", s.parent_id if up is None and s.parent_id else None),
                 )
                 if v
             }
         )
-        node_attrs.update(s.extra)
-        nodes.append(
+        kept.update(s.extra)
+        self.nodes.append(
             {
                 "node_id": s.span_id,
                 "local_id": s.span_id,
@@ -338,18 +360,21 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                 "actor": actor,
                 "label": s.name,
                 "detail": op(s),
-                "software": service,
-                "t_start": t(s.start_ns),
-                "t_end": t(s.end_ns),
-                "attrs": to_json(node_attrs) if node_attrs else None,
+                "software": self.service,
+                "t_start": self.t(s.start_ns),
+                "t_end": self.t(s.end_ns),
+                "attrs": to_json(kept) if kept else None,
             }
         )
-        up = parent[s.span_id]
         if up is not None:
-            edges.append(_edge(up, s.span_id, "parent"))
+            self.edges.append(_edge(up, s.span_id, "parent"))
         for lk in s.links:
-            if lk.get("trace_id") == trace_id and lk.get("span_id"):
-                edges.append(_edge(lk["span_id"], s.span_id, "link"))
+            if lk.get("trace_id") == self.trace_id and lk.get("span_id"):
+                self.edges.append(_edge(lk["span_id"], s.span_id, "link"))
+        return actor_type, actor
+
+    def messages(self, s: Span, actor: str) -> None:
+        """A message event per message; a human node for a user message seen first here."""
         for k, (direction, role, m) in enumerate(messages(s)):
             text = message_text(m)
             kind = _ROLE_ACTOR.get(role, "tool" if role == "tool" else "system")
@@ -359,33 +384,14 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                 who = "user"
             else:
                 who = role if role in ("tool", "system") else "system"
-                participants.setdefault(who, ("system", who))
+                self.participants.setdefault(who, ("system", who))
             node_id = s.span_id
             if kind == "human":
-                participants.setdefault("user", ("human", "user"))
-                fingerprint = to_json([role, m.get("content"), m.get("parts")])
-                if fingerprint not in seen_user:  # the first time the trace shows it
-                    seen_user.add(fingerprint)
-                    node_id = f"{s.span_id}/user{k}"
-                    goal = goal or text
-                    nodes.append(
-                        {
-                            "node_id": node_id,
-                            "local_id": f"user{k}",
-                            "actor_type": "human",
-                            "actor": "user",
-                            "label": "user message",
-                            "detail": text,
-                            "software": service,
-                            "t_start": t(s.start_ns),
-                            "t_end": t(s.start_ns),
-                        }
-                    )
-                    edges.append(_edge(node_id, s.span_id, "prompts"))
-            events.append(
+                node_id = self._human_turn(s, k, role, m, text) or node_id
+            self.events.append(
                 {
                     "event_id": f"{s.span_id}:msg:{k}",
-                    "t": t(s.start_ns if direction == "in" else (s.end_ns or s.start_ns)),
+                    "t": self.t(s.start_ns if direction == "in" else (s.end_ns or s.start_ns)),
                     "actor": who,
                     "actor_type": kind,
                     "kind": "message",
@@ -395,44 +401,74 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                     "payload": to_json(m),
                 }
             )
-        if actor_type == "tool":
-            call_id = a.get("gen_ai.tool.call.id")
-            events.append(
+
+    def _human_turn(self, s: Span, k: int, role: str, m: dict, text: str | None) -> str | None:
+        """The human node of a user message the trace shows for the first time (else None)."""
+        self.participants.setdefault("user", ("human", "user"))
+        fingerprint = to_json([role, m.get("content"), m.get("parts")])
+        if fingerprint in self.seen_user:
+            return None
+        self.seen_user.add(fingerprint)
+        node_id = f"{s.span_id}/user{k}"
+        self.goal = self.goal or text
+        self.nodes.append(
+            {
+                "node_id": node_id,
+                "local_id": f"user{k}",
+                "actor_type": "human",
+                "actor": "user",
+                "label": "user message",
+                "detail": text,
+                "software": self.service,
+                "t_start": self.t(s.start_ns),
+                "t_end": self.t(s.start_ns),
+            }
+        )
+        self.edges.append(_edge(node_id, s.span_id, "prompts"))
+        return node_id
+
+    def tool(self, s: Span, actor: str) -> None:
+        """A tool span's call, and its result where recorded."""
+        a = s.attributes
+        call_id = a.get("gen_ai.tool.call.id")
+        common = {
+            "actor": actor,
+            "actor_type": "tool",
+            "request_id": str(call_id) if call_id is not None else None,
+            "node_id": s.span_id,
+            "text": str(a.get("gen_ai.tool.name") or s.name),
+        }
+        self.events.append(
+            {
+                "event_id": f"{s.span_id}:tool_call",
+                "t": self.t(s.start_ns),
+                "kind": "tool_call",
+                "payload": _payload(a.get("gen_ai.tool.call.arguments")),
+                **common,
+            }
+        )
+        if "gen_ai.tool.call.result" in a:
+            self.events.append(
                 {
-                    "event_id": f"{s.span_id}:tool_call",
-                    "t": t(s.start_ns),
-                    "actor": actor,
-                    "actor_type": "tool",
-                    "kind": "tool_call",
-                    "request_id": str(call_id) if call_id is not None else None,
-                    "node_id": s.span_id,
-                    "text": str(a.get("gen_ai.tool.name") or s.name),
-                    "payload": _payload(a.get("gen_ai.tool.call.arguments")),
+                    "event_id": f"{s.span_id}:tool_result",
+                    "t": self.t(s.end_ns),
+                    "kind": "tool_result",
+                    "payload": _payload(a["gen_ai.tool.call.result"]),
+                    **common,
                 }
             )
-            if "gen_ai.tool.call.result" in a:
-                events.append(
-                    {
-                        "event_id": f"{s.span_id}:tool_result",
-                        "t": t(s.end_ns),
-                        "actor": actor,
-                        "actor_type": "tool",
-                        "kind": "tool_result",
-                        "request_id": str(call_id) if call_id is not None else None,
-                        "node_id": s.span_id,
-                        "text": str(a.get("gen_ai.tool.name") or s.name),
-                        "payload": _payload(a["gen_ai.tool.call.result"]),
-                    }
-                )
+
+    def span_events(self, s: Span, actor: str, actor_type: str) -> None:
+        """The span's own events (exceptions as errors) and an error status."""
         for k, e in enumerate(s.events):
             if e.get("name") in _MESSAGE_EVENTS:
-                continue
+                continue  # read by messages()
             ea = e.get("attributes") or {}
             is_error = e.get("name") == "exception"
-            events.append(
+            self.events.append(
                 {
                     "event_id": f"{s.span_id}:event:{k}",
-                    "t": t(e.get("time_ns")),
+                    "t": self.t(e.get("time_ns")),
                     "actor": actor,
                     "actor_type": actor_type,
                     "kind": "error" if is_error else (e.get("name") or "event"),
@@ -442,10 +478,10 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                 }
             )
         if s.status == "ERROR":
-            events.append(
+            self.events.append(
                 {
                     "event_id": f"{s.span_id}:status",
-                    "t": t(s.end_ns),
+                    "t": self.t(s.end_ns),
                     "actor": actor,
                     "actor_type": actor_type,
                     "kind": "error",
@@ -454,13 +490,15 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                     "text": s.status_message,
                 }
             )
-        for key, value in a.items():
+
+    def usage(self, s: Span) -> None:
+        for key, value in s.attributes.items():
             if (
                 key.startswith("gen_ai.usage.")
                 and isinstance(value, (int, float))
                 and not isinstance(value, bool)
             ):
-                annotations.append(
+                self.annotations.append(
                     {
                         "annotation_id": f"{s.span_id}#{key}",
                         "kind": "usage",
@@ -471,69 +509,74 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
                         "annotator": "source",
                     }
                 )
-    out_deg: Counter[str] = Counter()
-    in_deg: Counter[str] = Counter()
-    for e in {(e["src"], e["dst"]) for e in edges}:
-        out_deg[e[0]] += 1
-        in_deg[e[1]] += 1
-    for n in nodes:
-        n.update(
-            session_id=trace_id,
-            n_occurrences=1,
-            out_degree=out_deg[n["node_id"]],
-            in_degree=in_deg[n["node_id"]],
-        )
-        out.row("nodes", n)
+
+    def emit(self, out: Emitter, source_file: str, run_id: str) -> None:
+        sid = self.trace_id
+        out_deg: Counter[str] = Counter()
+        in_deg: Counter[str] = Counter()
+        for src, dst in {(e["src"], e["dst"]) for e in self.edges}:
+            out_deg[src] += 1
+            in_deg[dst] += 1
+        for n in self.nodes:
+            n.update(
+                session_id=sid,
+                n_occurrences=1,
+                out_degree=out_deg[n["node_id"]],
+                in_degree=in_deg[n["node_id"]],
+            )
+            out.row("nodes", n)
+            out.row(
+                "node_occurrences",
+                {
+                    "session_id": sid,
+                    "node_id": n["node_id"],
+                    "seq": 0,
+                    "t_start": n["t_start"],
+                    "t_end": n["t_end"],
+                    "actor_type": n["actor_type"],
+                },
+            )
+        for e in self.edges:
+            out.row("edges", {"session_id": sid, **e})
+        self.events.sort(key=lambda e: (e["t"] is None, e["t"] or 0.0))
+        for seq, e in enumerate(self.events):
+            out.row("events", {"session_id": sid, "seq": seq, **e})
+        for an in self.annotations:
+            out.row("annotations", {"session_id": sid, **an})
+        for pid, (pkind, prole) in self.participants.items():
+            out.row(
+                "participants",
+                {
+                    "session_id": sid,
+                    "participant_id": pid,
+                    "kind": pkind,
+                    "role": prole,
+                    "name": pid,
+                },
+            )
+        kept = {
+            "resource": self.root.resource or None,
+            "conversation_id": self.root.attributes.get("gen_ai.conversation.id"),
+            "spans": len(self.group),
+        }
+        base = self.base
         out.row(
-            "node_occurrences",
+            "sessions",
             {
-                "session_id": trace_id,
-                "node_id": n["node_id"],
-                "seq": 0,
-                "t_start": n["t_start"],
-                "t_end": n["t_end"],
-                "actor_type": n["actor_type"],
+                "session_id": sid,
+                "title": self.root.name,
+                "goal": self.goal,
+                "domain": self.service,
+                "participants": sorted(self.participants),
+                "started_at": datetime.fromtimestamp(base / 1e9, UTC) if base is not None else None,
+                "duration_s": (max(self.ends) - base) / 1e9
+                if self.ends and base is not None
+                else None,
+                "source_file": source_file,
+                "run_id": run_id,
+                "attrs": to_json({k: v for k, v in kept.items() if v is not None}),
             },
         )
-    for e in edges:
-        out.row("edges", {"session_id": trace_id, **e})
-    events.sort(key=lambda e: (e["t"] is None, e["t"] or 0.0))
-    for seq, e in enumerate(events):
-        out.row("events", {"session_id": trace_id, "seq": seq, **e})
-    for an in annotations:
-        out.row("annotations", {"session_id": trace_id, **an})
-    for pid, (pkind, prole) in participants.items():
-        out.row(
-            "participants",
-            {
-                "session_id": trace_id,
-                "participant_id": pid,
-                "kind": pkind,
-                "role": prole,
-                "name": pid,
-            },
-        )
-    conversation = root.attributes.get("gen_ai.conversation.id")
-    session_attrs = {
-        "resource": root.resource or None,
-        "conversation_id": conversation,
-        "spans": len(group),
-    }
-    out.row(
-        "sessions",
-        {
-            "session_id": trace_id,
-            "title": root.name,
-            "goal": goal,
-            "domain": service,
-            "participants": sorted(participants),
-            "started_at": datetime.fromtimestamp(base / 1e9, UTC) if base is not None else None,
-            "duration_s": (max(ends) - base) / 1e9 if ends and base is not None else None,
-            "source_file": source_file,
-            "run_id": run_id,
-            "attrs": to_json({k: v for k, v in session_attrs.items() if v is not None}),
-        },
-    )
 
 
 def _edge(src: str, dst: str, kind: str) -> dict:
