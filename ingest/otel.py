@@ -5,7 +5,9 @@ Four shapes of the same data are read, sniffed per file (:func:`sniff_otel`):
 * **OTLP JSON**: one ``ExportTraceServiceRequest`` (``{"resourceSpans": [...]}``) per file;
 * **OTLP JSON Lines**: one request a line, as the collector's ``file`` exporter writes them;
 * **the console exporter's stream**: the Python SDK's ``ConsoleSpanExporter`` prints each span
-  as a pretty-printed object (``span.to_json()``), one after another, with no separator;
+  as a pretty-printed object (``span.to_json()``), one after another, with no separator; a
+  Phoenix span dump is the same objects in a list, with ``span_kind`` and ``status_code``
+  fields, attributes that may be nested, and children nested in ``child_spans``;
 * **Jaeger JSON**: the query API's export (``{"data": [{"traceID", "spans", "processes"}]}``,
   typed tags, microseconds).
 
@@ -35,6 +37,8 @@ SHAPES = ("otlp", "otlp-lines", "console", "jaeger")
 def sniff_otel(head: bytes) -> str | None:
     """The shape of an OpenTelemetry file from its first bytes, or None."""
     text = head.lstrip()
+    if text.startswith(b"[") and b'"context"' in text and b'"trace_id"' in text:
+        return "console"  # a list of printed spans (a Phoenix span dump)
     if not text.startswith(b"{"):
         return None
     first_line = text.split(b"\n", 1)[0]
@@ -264,6 +268,8 @@ CONSOLE_FIELDS = frozenset(
         "events",
         "links",
         "resource",
+        "status_code",  # Phoenix's span dumps: the status as two fields
+        "status_message",
     }
 )
 
@@ -290,8 +296,48 @@ def concatenated(text: str) -> Iterator[tuple[int, Any]]:
         pos = end
 
 
+def console_spans(obj: Any, ref: str) -> Iterator[Span | SpanError]:
+    """The spans of one printed value: a span, a list of them (a Phoenix dump), and each
+    span's nested ``child_spans`` (their parent defaults to the span holding them)."""
+    if isinstance(obj, list):
+        for i, item in enumerate(obj):
+            yield from console_spans(item, f"{ref}[{i}]")
+        return
+    try:
+        span = console_span(obj, ref)
+    except (AttributeError, KeyError, TypeError, ValueError, SpanError) as exc:
+        yield SpanError(str(exc), ref=ref, raw=obj)
+        return
+    children = span.extra.pop("child_spans", None) or []
+    yield span
+    for i, child in enumerate(children if isinstance(children, list) else []):
+        if isinstance(child, dict) and child.get("parent_id") is None:
+            child = {**child, "parent_id": span.span_id}
+        yield from console_spans(child, f"{ref}.child_spans[{i}]")
+
+
+def flat_attributes(attrs: Any, prefix: str = "") -> dict:
+    """Attributes as OTel keeps them, flat (``llm.model_name``): some exports nest them
+    (``{"llm": {"model_name": ...}}``, messages as lists of objects); lists of plain values
+    stay lists."""
+    if not isinstance(attrs, dict):
+        raise SpanError("attributes are not an object")
+    out: dict = {}
+    for key, value in attrs.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flat_attributes(value, f"{name}."))
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            for i, item in enumerate(value):
+                out.update(flat_attributes(item, f"{name}.{i}."))
+        else:
+            out[name] = value
+    return out
+
+
 def console_span(obj: Any, ref: str) -> Span:
-    """One span as ``ReadableSpan.to_json()`` prints it."""
+    """One span as ``ReadableSpan.to_json()`` prints it (or a Phoenix span dump, which adds
+    ``span_kind`` and may nest its attributes)."""
     if not isinstance(obj, dict) or not isinstance(obj.get("context"), dict):
         raise SpanError("not a span as the console exporter prints it (no 'context')")
     ctx = obj["context"]
@@ -305,9 +351,9 @@ def console_span(obj: Any, ref: str) -> Span:
         kind=_kind(obj.get("kind")),
         start_ns=time_ns(obj.get("start_time"), "start_time"),
         end_ns=time_ns(obj.get("end_time"), "end_time"),
-        status=_status_code(status.get("status_code")),
-        status_message=status.get("description") or None,
-        attributes=dict(obj.get("attributes") or {}),
+        status=_status_code(status.get("status_code") or obj.get("status_code")),
+        status_message=status.get("description") or obj.get("status_message") or None,
+        attributes=flat_attributes(obj.get("attributes") or {}),
         events=[
             {
                 "name": e.get("name") or "",

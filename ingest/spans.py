@@ -40,33 +40,17 @@ from datetime import UTC, datetime
 from typing import Any
 
 from graphlake.ingest.base import Emitter, run_row, stable_id, to_json
-
-MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
-AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
-TOOL_OPS = frozenset({"execute_tool"})
-#: Attributes that have columns (or rows) of their own; every other one stays in attrs.
-MAPPED = frozenset(
-    {
-        "gen_ai.operation.name",
-        "gen_ai.agent.name",
-        "gen_ai.request.model",
-        "gen_ai.response.model",
-        "gen_ai.tool.name",
-        "gen_ai.tool.call.id",
-        "gen_ai.tool.call.arguments",
-        "gen_ai.tool.call.result",
-        "gen_ai.input.messages",
-        "gen_ai.output.messages",
-    }
+from graphlake.ingest.conventions import (
+    AGENT_OPS,
+    MESSAGE_EVENTS,
+    MODEL_OPS,
+    TOOL_OPS,
+    Meaning,
+    meaning,
+    message_text,
 )
+
 _ROLE_ACTOR = {"user": "human", "human": "human", "assistant": "ai", "model": "ai", "ai": "ai"}
-_MESSAGE_EVENTS = {
-    "gen_ai.user.message": "user",
-    "gen_ai.system.message": "system",
-    "gen_ai.assistant.message": "assistant",
-    "gen_ai.tool.message": "tool",
-    "gen_ai.choice": "assistant",
-}
 
 
 class SpanError(Exception):
@@ -100,21 +84,21 @@ class Span:
     raw: Any = None
 
 
-def op(span: Span) -> str | None:
-    v = span.attributes.get("gen_ai.operation.name")
-    return v if isinstance(v, str) else None
+def read(span: Span) -> Meaning:
+    """The span's :class:`~graphlake.ingest.conventions.Meaning` (GenAI or OpenInference)."""
+    return meaning(span.attributes, span.events, span.name, span.extra.get("span_kind"))
 
 
-def actor_of(span: Span) -> tuple[str, str, str, str]:
+def actor_of(span: Span, m: Meaning) -> tuple[str, str, str, str]:
     """(actor_type, participant_id, participant kind, role) of the span's doer."""
-    a, o = span.attributes, op(span)
-    model = a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
-    if o in TOOL_OPS or (o is None and a.get("gen_ai.tool.name")):
-        return "tool", f"tool:{a.get('gen_ai.tool.name') or span.name}", "system", "tool"
-    if o in AGENT_OPS or (o is None and a.get("gen_ai.agent.name")):
-        return "ai", str(a.get("gen_ai.agent.name") or model or "agent"), "ai", "agent"
-    if o in MODEL_OPS or (o is None and model):
-        return "ai", str(model or a.get("gen_ai.provider.name") or "model"), "ai", "model"
+    if m.operation in TOOL_OPS:
+        return "tool", f"tool:{m.tool or span.name}", "system", "tool"
+    if m.operation in AGENT_OPS:
+        return "ai", m.agent or m.model or "agent", "ai", "agent"
+    if m.operation in MODEL_OPS:
+        a = span.attributes
+        provider = a.get("gen_ai.provider.name") or a.get("gen_ai.system")
+        return "ai", m.model or str(provider or "model"), "ai", "model"
     service = span.resource.get("service.name")
     return "system", str(service or "system"), "system", "service"
 
@@ -185,69 +169,6 @@ def _roots(spans: list[Span], reject) -> dict[str, str | None]:
     return parent
 
 
-def messages(span: Span) -> list[tuple[str, str, dict]]:
-    """The span's messages as (direction in|out, role, message object), in order."""
-    a = span.attributes
-    out: list[tuple[str, str, dict]] = []
-    for direction, key in (("in", "gen_ai.input.messages"), ("out", "gen_ai.output.messages")):
-        value = a.get(key)
-        if isinstance(value, str):
-            try:
-                value = json.loads(value)
-            except ValueError:
-                value = None
-        for m in value if isinstance(value, list) else []:
-            if isinstance(m, dict):
-                out.append((direction, str(m.get("role") or "assistant"), m))
-    for direction, prefix in (("in", "gen_ai.prompt."), ("out", "gen_ai.completion.")):
-        indexed: dict[int, dict] = {}
-        for k, v in a.items():
-            if k.startswith(prefix):
-                head, _, rest = k[len(prefix) :].partition(".")
-                if head.isdigit() and rest:
-                    indexed.setdefault(int(head), {})[rest] = v
-        for i in sorted(indexed):
-            m = indexed[i]
-            out.append((direction, str(m.get("role") or "assistant"), m))
-    for e in span.events:
-        role = _MESSAGE_EVENTS.get(str(e.get("name")))
-        if role:
-            m = dict(e.get("attributes") or {})
-            out.append(("out" if e["name"] == "gen_ai.choice" else "in", m.get("role") or role, m))
-    return out
-
-
-def message_text(m: dict) -> str | None:
-    """The text of a message: its ``content`` (text, or the text parts of a list) or the
-    text parts of ``parts``."""
-    content = m.get("content")
-    if isinstance(content, str):
-        return content
-    if content is None and "message" in m:  # gen_ai.choice: the message, or its text
-        inner = m["message"]
-        if isinstance(inner, dict):
-            return message_text(inner)
-        return inner if isinstance(inner, str) else None
-    parts = m.get("parts") if content is None else content
-    if isinstance(parts, list):
-        texts = [
-            t
-            for p in parts
-            if isinstance(p, dict) and p.get("type", "text") == "text"
-            for t in [p.get("content") or p.get("text")]
-            if isinstance(t, str)
-        ]
-        return "\n".join(texts) if texts else None
-    return None
-
-
-def _is_flattened_message(key: str) -> bool:
-    for prefix in ("gen_ai.prompt.", "gen_ai.completion."):
-        if key.startswith(prefix) and key[len(prefix) :].partition(".")[0].isdigit():
-            return True
-    return False
-
-
 def emit_traces(
     spans: list[Span], out: Emitter, source_file: str, reject, framework: str | None = None
 ) -> None:
@@ -269,12 +190,14 @@ def _emit_trace(trace_id, group, out, source_file, reject, runs, framework) -> N
     rows = _TraceRows(trace_id, group, reject)
     run_id = rows.run(source_file, runs, framework)
     for s in group:
-        actor_type, actor = rows.span(s)
-        rows.messages(s, actor)
+        m = read(s)
+        actor_type, actor = rows.span(s, m)
+        rows.messages(s, m, actor)
         if actor_type == "tool":
-            rows.tool(s, actor)
-        rows.span_events(s, actor, actor_type)
-        rows.usage(s)
+            rows.tool(s, m, actor)
+        rows.documents(s, m, actor)
+        rows.span_events(s, m, actor, actor_type)
+        rows.usage(s, m)
     rows.emit(out, source_file, run_id)
 
 
@@ -325,18 +248,12 @@ class _TraceRows:
             )
         return run_id
 
-    def span(self, s: Span) -> tuple[str, str]:
+    def span(self, s: Span, m: Meaning) -> tuple[str, str]:
         """The span's node, its parent and link edges; returns (actor_type, actor)."""
-        actor_type, actor, pkind, prole = actor_of(s)
+        actor_type, actor, pkind, prole = actor_of(s, m)
         self.participants.setdefault(actor, (pkind, prole))
         up = self.parent[s.span_id]
-        kept = {
-            k: v
-            for k, v in s.attributes.items()
-            if k not in MAPPED
-            and not k.startswith("gen_ai.usage.")
-            and not _is_flattened_message(k)
-        }
+        kept = {k: v for k, v in s.attributes.items() if k not in m.consumed}
         kept.update(
             {
                 k: v
@@ -359,7 +276,7 @@ class _TraceRows:
                 "actor_type": actor_type,
                 "actor": actor,
                 "label": s.name,
-                "detail": op(s),
+                "detail": m.operation,
                 "software": self.service,
                 "t_start": self.t(s.start_ns),
                 "t_end": self.t(s.end_ns),
@@ -373,9 +290,9 @@ class _TraceRows:
                 self.edges.append(_edge(lk["span_id"], s.span_id, "link"))
         return actor_type, actor
 
-    def messages(self, s: Span, actor: str) -> None:
+    def messages(self, s: Span, meant: Meaning, actor: str) -> None:
         """A message event per message; a human node for a user message seen first here."""
-        for k, (direction, role, m) in enumerate(messages(s)):
+        for k, (direction, role, m) in enumerate(meant.messages):
             text = message_text(m)
             kind = _ROLE_ACTOR.get(role, "tool" if role == "tool" else "system")
             if kind == "ai":  # the span's own model or agent speaks (its history included)
@@ -427,41 +344,56 @@ class _TraceRows:
         self.edges.append(_edge(node_id, s.span_id, "prompts"))
         return node_id
 
-    def tool(self, s: Span, actor: str) -> None:
+    def tool(self, s: Span, m: Meaning, actor: str) -> None:
         """A tool span's call, and its result where recorded."""
-        a = s.attributes
-        call_id = a.get("gen_ai.tool.call.id")
         common = {
             "actor": actor,
             "actor_type": "tool",
-            "request_id": str(call_id) if call_id is not None else None,
+            "request_id": m.tool_call_id,
             "node_id": s.span_id,
-            "text": str(a.get("gen_ai.tool.name") or s.name),
+            "text": m.tool or s.name,
         }
         self.events.append(
             {
                 "event_id": f"{s.span_id}:tool_call",
                 "t": self.t(s.start_ns),
                 "kind": "tool_call",
-                "payload": _payload(a.get("gen_ai.tool.call.arguments")),
+                "payload": _payload(m.arguments),
                 **common,
             }
         )
-        if "gen_ai.tool.call.result" in a:
+        if m.has_result:
             self.events.append(
                 {
                     "event_id": f"{s.span_id}:tool_result",
                     "t": self.t(s.end_ns),
                     "kind": "tool_result",
-                    "payload": _payload(a["gen_ai.tool.call.result"]),
+                    "payload": _payload(m.result),
                     **common,
                 }
             )
 
-    def span_events(self, s: Span, actor: str, actor_type: str) -> None:
+    def documents(self, s: Span, m: Meaning, actor: str) -> None:
+        """A retriever's documents, one ``retrieval`` event each."""
+        for k, doc in enumerate(m.documents):
+            self.events.append(
+                {
+                    "event_id": f"{s.span_id}:doc:{k}",
+                    "t": self.t(s.end_ns or s.start_ns),
+                    "actor": actor,
+                    "actor_type": "system",
+                    "kind": "retrieval",
+                    "request_id": _text_or_none(doc.get("id")),
+                    "node_id": s.span_id,
+                    "text": _text_or_none(doc.get("content")),
+                    "payload": to_json(doc),
+                }
+            )
+
+    def span_events(self, s: Span, m: Meaning, actor: str, actor_type: str) -> None:
         """The span's own events (exceptions as errors) and an error status."""
         for k, e in enumerate(s.events):
-            if e.get("name") in _MESSAGE_EVENTS:
+            if e.get("name") in MESSAGE_EVENTS and m.convention == "genai":
                 continue  # read by messages()
             ea = e.get("attributes") or {}
             is_error = e.get("name") == "exception"
@@ -491,24 +423,19 @@ class _TraceRows:
                 }
             )
 
-    def usage(self, s: Span) -> None:
-        for key, value in s.attributes.items():
-            if (
-                key.startswith("gen_ai.usage.")
-                and isinstance(value, (int, float))
-                and not isinstance(value, bool)
-            ):
-                self.annotations.append(
-                    {
-                        "annotation_id": f"{s.span_id}#{key}",
-                        "kind": "usage",
-                        "target_kind": "node",
-                        "target_id": s.span_id,
-                        "label": key.removeprefix("gen_ai.usage."),
-                        "value": float(value),
-                        "annotator": "source",
-                    }
-                )
+    def usage(self, s: Span, m: Meaning) -> None:
+        for label, value in m.usage.items():
+            self.annotations.append(
+                {
+                    "annotation_id": f"{s.span_id}#usage:{label}",
+                    "kind": "usage",
+                    "target_kind": "node",
+                    "target_id": s.span_id,
+                    "label": label,
+                    "value": value,
+                    "annotator": "source",
+                }
+            )
 
     def emit(self, out: Emitter, source_file: str, run_id: str) -> None:
         sid = self.trace_id
@@ -600,3 +527,7 @@ def _payload(value: Any) -> str | None:
             return to_json(value)
         return value
     return to_json(value)
+
+
+def _text_or_none(v: Any) -> str | None:
+    return None if v is None else str(v)

@@ -26,7 +26,7 @@ from graphlake.ingest.base import (
 )
 from graphlake.ingest.otel import (
     concatenated,
-    console_span,
+    console_spans,
     jaeger_spans,
     otlp_spans,
     sniff_otel,
@@ -76,10 +76,7 @@ def read_otel(path: Path, out: Emitter, shape: str) -> list[Span]:
         text = data.decode("utf-8", errors="replace")
         try:
             for line, obj in concatenated(text):
-                try:
-                    spans.append(console_span(obj, f"line {line}"))
-                except (AttributeError, KeyError, TypeError, ValueError, SpanError) as exc:
-                    keep([SpanError(str(exc), ref=f"line {line}", raw=obj)])
+                keep(console_spans(obj, f"line {line}"))
         except SpanError as exc:  # the stream stops being JSON: the rest is one reject
             keep([SpanError(f"{exc}; the spans before it are kept", ref=exc.ref, raw=exc.raw)])
         return spans

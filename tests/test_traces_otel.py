@@ -222,3 +222,95 @@ def test_times_in_every_encoding_become_nanoseconds():
     assert time_ns([1_700_000_000, 123_456_000], "t") == ns
     with pytest.raises(SpanError, match="no time zone"):
         time_ns("2023-11-14T22:13:20", "t")
+
+
+def test_openinference_spans_map_to_models_tools_retrievals_and_usage(tmp_path):
+    """OpenInference's conventions (attribute names from openinference-semantic-conventions,
+    spans recorded by the OpenTelemetry SDK): the span kind gives the actor, the flattened
+    messages become events and the user's turn a human node, retrieved documents become
+    retrieval events, token counts usage annotations."""
+    pytest.importorskip("openinference.semconv")
+    from graphlake.demo.trace_gen import write_openinference_trace
+
+    path = write_openinference_trace(tmp_path / "src")
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    assert not stats.rejected
+    nodes = _rows(tmp_path / "lake", "SELECT label, actor_type, actor, detail, attrs FROM nodes")
+    by_label = {n["label"]: n for n in nodes}
+    assert (by_label["rag_agent"]["actor_type"], by_label["rag_agent"]["actor"]) == (
+        "ai",
+        "rag_agent",
+    )
+    assert by_label["ChatCompletion"]["actor"] == "gpt-4o-mini"
+    assert by_label["clock_to_seconds"]["actor"] == "tool:clock_to_seconds"
+    assert by_label["retrieve frames"]["detail"] == "retrieval"
+    assert by_label["user message"]["detail"].startswith("When did the architect")
+    kept = json.loads(by_label["ChatCompletion"]["attrs"])
+    assert kept["llm.invocation_parameters"] == '{"temperature": 0}'
+    assert not any(k.startswith("llm.input_messages") for k in kept)  # read into events
+    events = _rows(tmp_path / "lake", "SELECT kind, text, request_id, payload FROM events")
+    docs = [e for e in events if e["kind"] == "retrieval"]
+    assert [(d["request_id"], d["text"]) for d in docs] == [
+        ("frame-250", "Revit - Ground Floor"),
+        ("frame-760", "AutoCAD 2024 - Plan"),
+    ]
+    [result] = [e for e in events if e["kind"] == "tool_result"]
+    assert result["payload"] == "760"  # output.value, already JSON
+    usage = {
+        a["label"]: a["value"]
+        for a in _rows(tmp_path / "lake", "SELECT label, value FROM annotations")
+    }
+    assert usage == {"input_tokens": 120.0, "output_tokens": 8.0, "total_tokens": 128.0}
+
+
+def test_a_phoenix_dump_with_nested_attributes_and_child_spans(tmp_path):
+    """A span dump as Phoenix writes one: a JSON list, the kind as a top-level field, the
+    attributes nested, children nested in ``child_spans`` (their parent implied)."""
+    dump = [
+        {
+            "name": "agent",
+            "context": {"trace_id": "aa" * 16, "span_id": "01" * 8},
+            "span_kind": "AGENT",
+            "parent_id": None,
+            "start_time": "2026-01-01T10:00:00+00:00",
+            "end_time": "2026-01-01T10:00:03+00:00",
+            "status_code": "OK",
+            "attributes": {"input": {"value": "hi"}},
+            "events": [],
+            "child_spans": [
+                {
+                    "name": "llm",
+                    "context": {"trace_id": "aa" * 16, "span_id": "02" * 8},
+                    "span_kind": "LLM",
+                    "start_time": "2026-01-01T10:00:01+00:00",
+                    "end_time": "2026-01-01T10:00:02+00:00",
+                    "status_code": "ERROR",
+                    "status_message": "rate limited",
+                    "attributes": {
+                        "llm": {
+                            "model_name": "claude-sonnet",
+                            "input_messages": [{"message": {"role": "user", "content": "hi"}}],
+                            "token_count": {"prompt": 3},
+                        }
+                    },
+                    "events": [],
+                }
+            ],
+        }
+    ]
+    path = tmp_path / "phoenix.json"
+    path.write_text(json.dumps(dump, indent=2))
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    assert not stats.rejected
+    nodes = _rows(tmp_path / "lake", "SELECT label, actor_type, actor FROM nodes ORDER BY label")
+    assert [(n["label"], n["actor"]) for n in nodes] == [
+        ("agent", "agent"),
+        ("llm", "claude-sonnet"),
+        ("user message", "user"),
+    ]
+    edges = _rows(tmp_path / "lake", "SELECT src, dst, kind FROM edges WHERE kind = 'parent'")
+    assert edges == [{"src": "01" * 8, "dst": "02" * 8, "kind": "parent"}]
+    errors = _rows(tmp_path / "lake", "SELECT text FROM events WHERE kind = 'error'")
+    assert errors == [{"text": "rate limited"}]
+    [usage] = _rows(tmp_path / "lake", "SELECT label, value FROM annotations")
+    assert (usage["label"], usage["value"]) == ("input_tokens", 3.0)

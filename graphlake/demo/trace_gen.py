@@ -277,3 +277,103 @@ def write_otel_traces(folder: Path, seed: int = 0) -> dict[str, Path]:
     paths["console"].write_text(console)
     paths["jaeger"].write_text(json.dumps(_jaeger(hexed), indent=1))
     return paths
+
+
+def write_openinference_trace(folder: Path, seed: int = 0) -> Path:
+    """A retrieval-augmented agent traced with OpenInference's conventions (the attribute
+    names from ``openinference-semantic-conventions``), recorded by the OpenTelemetry SDK
+    and written as OTLP JSON Lines with hex ids, as Phoenix's collector receives it."""
+    from google.protobuf.json_format import MessageToJson
+    from openinference.semconv.trace import DocumentAttributes as D
+    from openinference.semconv.trace import MessageAttributes as M
+    from openinference.semconv.trace import OpenInferenceSpanKindValues as K
+    from openinference.semconv.trace import SpanAttributes as A
+    from opentelemetry import trace as api
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(resource=Resource.create({"service.name": "rag-agent"}))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tracer = provider.get_tracer("openinference.instrumentation.demo", "0.1")
+    t0 = 1_770_000_000_000_000_000 + seed * 10**12
+    ms = 1_000_000
+    question = "When did the architect switch from Revit to AutoCAD?"
+    agent = tracer.start_span(
+        "rag_agent",
+        start_time=t0,
+        attributes={
+            A.OPENINFERENCE_SPAN_KIND: K.AGENT.value,
+            A.AGENT_NAME: "rag_agent",
+            A.INPUT_VALUE: question,
+            A.OUTPUT_VALUE: "At 00:12:40.",
+            "session.id": "chat-7",
+        },
+    )
+    ctx = api.set_span_in_context(agent)
+
+    def child(name: str, start_ms: int, end_ms: int, attributes: dict) -> None:
+        span = tracer.start_span(
+            name, context=ctx, start_time=t0 + start_ms * ms, attributes=attributes
+        )
+        span.end(end_time=t0 + end_ms * ms)
+
+    docs = [("frame-250", "Revit - Ground Floor", 0.82), ("frame-760", "AutoCAD 2024 - Plan", 0.77)]
+    child(
+        "retrieve frames",
+        2,
+        80,
+        {
+            A.OPENINFERENCE_SPAN_KIND: K.RETRIEVER.value,
+            A.INPUT_VALUE: question,
+            **{
+                f"{A.RETRIEVAL_DOCUMENTS}.{i}.{key}": value
+                for i, (doc_id, text, score) in enumerate(docs)
+                for key, value in (
+                    (D.DOCUMENT_ID, doc_id),
+                    (D.DOCUMENT_CONTENT, text),
+                    (D.DOCUMENT_SCORE, score),
+                )
+            },
+        },
+    )
+    child(
+        "ChatCompletion",
+        90,
+        700,
+        {
+            A.OPENINFERENCE_SPAN_KIND: K.LLM.value,
+            A.LLM_MODEL_NAME: "gpt-4o-mini",
+            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "system",
+            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": "Answer from the frames.",
+            f"{A.LLM_INPUT_MESSAGES}.1.{M.MESSAGE_ROLE}": "user",
+            f"{A.LLM_INPUT_MESSAGES}.1.{M.MESSAGE_CONTENT}": question,
+            f"{A.LLM_OUTPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "assistant",
+            f"{A.LLM_OUTPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": "At 00:12:40.",
+            A.LLM_TOKEN_COUNT_PROMPT: 120,
+            A.LLM_TOKEN_COUNT_COMPLETION: 8,
+            A.LLM_TOKEN_COUNT_TOTAL: 128,
+            A.LLM_INVOCATION_PARAMETERS: json.dumps({"temperature": 0}),
+        },
+    )
+    child(
+        "clock_to_seconds",
+        710,
+        715,
+        {
+            A.OPENINFERENCE_SPAN_KIND: K.TOOL.value,
+            A.TOOL_NAME: "clock_to_seconds",
+            A.TOOL_PARAMETERS: json.dumps({"clock": "00:12:40"}),
+            A.OUTPUT_VALUE: "760",
+        },
+    )
+    agent.end(end_time=t0 + 720 * ms)
+    provider.shutdown()
+    request = _hex_ids(json.loads(MessageToJson(encode_spans(memory.get_finished_spans()))))
+    path = Path(folder) / "rag.openinference.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(request) + "\n")
+    return path
