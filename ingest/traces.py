@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphlake.errors import InputLimitError
-from graphlake.ingest import register
+from graphlake.ingest import langfuse, register
 from graphlake.ingest.base import (
     Emitter,
     Ingestor,
@@ -37,16 +37,20 @@ _LFS = b"version https://git-lfs.github.com/spec/"
 _SNIFF_BYTES = 64 << 10
 
 
-def read_otel(path: Path, out: Emitter, shape: str) -> list[Span]:
-    """The readable spans of one OpenTelemetry file; what cannot be read is rejected here."""
-    src = str(path)
-    spans: list[Span] = []
+class _Read:
+    """The spans of one file so far, and the annotations its format adds (scores)."""
 
-    def keep(items) -> None:
+    def __init__(self, path: Path, out: Emitter):
+        self.src, self.out = str(path), out
+        self.spans: list[Span] = []
+        self.annotations: list[dict] = []
+
+    def keep(self, items) -> None:
+        """Keep the spans; reject what could not be read, with its reason."""
         for item in items:
             if isinstance(item, SpanError):
-                out.reject(
-                    source_file=src,
+                self.out.reject(
+                    source_file=self.src,
                     target_table="nodes",
                     record_kind="span",
                     record_ref=item.ref or "$",
@@ -54,35 +58,69 @@ def read_otel(path: Path, out: Emitter, shape: str) -> list[Span]:
                     raw=item.raw,
                 )
             else:
-                spans.append(item)
+                self.spans.append(item)
 
+    def bad_line(self, lineno: int, reason: str, raw: bytes) -> None:
+        self.out.reject(
+            source_file=self.src,
+            target_table="nodes",
+            record_kind="record",
+            record_ref=f"line {lineno}",
+            reason=reason,
+            raw=raw,
+        )
+
+
+def read_otel(path: Path, r: _Read, shape: str) -> None:
+    """The spans of one OpenTelemetry file (:mod:`graphlake.ingest.otel`)."""
     if shape == "otlp-lines":
-
-        def bad_line(lineno: int, reason: str, raw: bytes) -> None:
-            out.reject(
-                source_file=src,
-                target_table="nodes",
-                record_kind="otlp_request",
-                record_ref=f"line {lineno}",
-                reason=reason,
-                raw=raw,
-            )
-
-        for lineno, request in json_lines(path, bad_line):
-            keep(otlp_spans(request, f"line {lineno}: "))
-        return spans
+        for lineno, request in json_lines(path, r.bad_line):
+            r.keep(otlp_spans(request, f"line {lineno}: "))
+        return
     data = read_whole(path)
     if shape == "console":
         text = data.decode("utf-8", errors="replace")
         try:
             for line, obj in concatenated(text):
-                keep(console_spans(obj, f"line {line}"))
+                r.keep(console_spans(obj, f"line {line}"))
         except SpanError as exc:  # the stream stops being JSON: the rest is one reject
-            keep([SpanError(f"{exc}; the spans before it are kept", ref=exc.ref, raw=exc.raw)])
-        return spans
+            r.keep([SpanError(f"{exc}; the spans before it are kept", ref=exc.ref, raw=exc.raw)])
+        return
     doc = load_json(data)
-    keep(otlp_spans(doc, "") if shape == "otlp" else jaeger_spans(doc, ""))
-    return spans
+    r.keep(otlp_spans(doc, "") if shape == "otlp" else jaeger_spans(doc, ""))
+
+
+def read_langfuse(path: Path, r: _Read, shape: str) -> None:
+    """The spans and scores of a Langfuse export (:mod:`graphlake.ingest.langfuse`): one
+    export, a list of them, or one a line."""
+    if shape == "langfuse-lines":
+        docs = [(f"line {n}: ", d) for n, d in json_lines(path, r.bad_line)]
+    else:
+        docs = [("", load_json(read_whole(path)))]
+    for ref, doc in docs:
+        try:
+            found = langfuse.exports(doc)
+        except SpanError as exc:
+            r.keep([SpanError(str(exc), ref=ref or "$", raw=doc)])
+            continue
+        for k, (trace, observations, scores) in enumerate(found):
+            where = f"{ref}[{k}]." if isinstance(doc, list) else ref
+            r.keep(langfuse.trace_spans(trace, observations, where))
+            r.annotations.extend(langfuse.score_rows(trace, scores))
+
+
+def sniff(head: bytes, families: tuple[str, ...]) -> tuple[str, str] | None:
+    """(family, shape) of a trace file from its first bytes, among ``families``."""
+    if "langfuse" in families and langfuse.sniff_langfuse(head):
+        first = head.lstrip().split(b"\n", 1)[0]
+        lines = first.startswith(b"{") and first.rstrip().endswith(b"}") and b"\n" in head.strip()
+        return "langfuse", "langfuse-lines" if lines else "langfuse"
+    if "otel" in families and (shape := sniff_otel(head)):
+        return "otel", shape
+    return None
+
+
+_READERS = {"otel": read_otel, "langfuse": read_langfuse}
 
 
 class _TraceFiles(Ingestor):
@@ -96,8 +134,7 @@ class _TraceFiles(Ingestor):
             raise FileNotFoundError(f"{path} does not exist; give a trace file or a folder of them")
         return [SourceUnit(p, "trace") for p in data_files(path)]
 
-    def shape(self, head: bytes) -> str | None:
-        return sniff_otel(head)
+    families: tuple[str, ...] = ("otel", "langfuse")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         path = unit.path
@@ -112,12 +149,14 @@ class _TraceFiles(Ingestor):
                 head,
             )
             return
-        shape = self.shape(head)
-        if shape is None:
+        found = sniff(head, self.families)
+        if found is None:
             reject_file(out, path, "sessions", self.unknown, head)
             return
+        family, shape = found
+        read = _Read(path, out)
         try:
-            spans = read_otel(path, out, shape)
+            _READERS[family](path, read, shape)
         except InputLimitError as exc:
             reject_file(out, path, "sessions", str(exc), head)
             return
@@ -136,11 +175,14 @@ class _TraceFiles(Ingestor):
                 session_id=span.trace_id,
             )
 
-        emit_traces(spans, out, str(path), reject)
+        emit_traces(read.spans, out, str(path), reject)
+        for row in read.annotations:
+            out.row("annotations", row)
 
     unknown = (
-        "not an OpenTelemetry file graphlake reads (OTLP JSON or JSON Lines, the console "
-        "exporter's output, Jaeger JSON); see docs/traces.md"
+        "not a trace format graphlake reads (OpenTelemetry: OTLP JSON or JSON Lines, the "
+        "console exporter's output, a Phoenix span dump, Jaeger JSON; a Langfuse export); "
+        "see docs/traces.md"
     )
 
 
@@ -149,11 +191,29 @@ class OtelIngestor(_TraceFiles):
     """OpenTelemetry spans (GenAI semantic conventions) as OTLP JSON / JSON Lines, the console
     exporter's stream or Jaeger JSON."""
 
+    families = ("otel",)
     help = (
         "OpenTelemetry traces: OTLP JSON or JSON Lines (the collector's file exporter), the "
-        "console exporter's output, or a Jaeger JSON export; GenAI spans map to models, agents "
-        "and tools (docs/traces.md)."
+        "console exporter's output, a Phoenix span dump, or a Jaeger JSON export; GenAI and "
+        "OpenInference spans map to models, agents and tools (docs/traces.md)."
     )
+    unknown = (
+        "not an OpenTelemetry file graphlake reads (OTLP JSON or JSON Lines, the console "
+        "exporter's output, a Phoenix span dump, Jaeger JSON); see docs/traces.md"
+    )
+
+
+@register("langfuse")
+class LangfuseIngestor(_TraceFiles):
+    """Langfuse trace exports: a trace with its observations and scores."""
+
+    families = ("langfuse",)
+    help = (
+        "Langfuse trace exports ({trace, observations} or the API's trace with observations "
+        "and scores; one, a list, or one a line): generations, tools and agents map to models, "
+        "tools and agents, scores to annotations (docs/traces.md)."
+    )
+    unknown = "not a Langfuse export (a trace with an 'observations' list); see docs/traces.md"
 
 
 @register("traces")
@@ -162,5 +222,6 @@ class TracesIngestor(_TraceFiles):
 
     help = (
         "Agent traces from today's tooling, the format sniffed per file: OpenTelemetry (OTLP "
-        "JSON / JSON Lines, console exporter, Jaeger JSON). See docs/traces.md."
+        "JSON / JSON Lines, console exporter, Phoenix dumps, Jaeger JSON) and Langfuse "
+        "exports. See docs/traces.md."
     )

@@ -1,0 +1,243 @@
+"""Langfuse trace exports, read into spans.
+
+A Langfuse export is a trace with its observations: ``{"trace": {...}, "observations": [...]}``
+(the UI's download), or the public API's trace object with ``observations`` (and ``scores``)
+inside it; a file may hold one, a list of them, or one per line. Each becomes the spans
+:mod:`graphlake.ingest.spans` maps onto the lake, through the GenAI conventions:
+
+* the trace is a root span (id = the trace id): its ``input`` is the user's message (a human
+  turn), its ``output`` the answer; ``userId``, ``sessionId`` (as ``gen_ai.conversation.id``),
+  tags, metadata and the rest stay in its attributes;
+* an observation is a span under its ``parentObservationId`` (else under the root):
+  ``GENERATION`` is a model call (``chat``, the model from ``model``, ``input`` / ``output`` as
+  messages, ``usageDetails`` as token counts, ``costDetails`` as costs), ``EMBEDDING`` an
+  embedding call, ``AGENT`` an agent, ``TOOL`` a tool call (``input`` the arguments, ``output``
+  the result); ``SPAN``, ``EVENT``, ``CHAIN``, ``RETRIEVER``, ``EVALUATOR`` and ``GUARDRAIL``
+  are the application's own steps; ``level: ERROR`` is an error status;
+* every score is an annotation of kind ``score`` on its observation or on the session.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from graphlake.ingest.otel import time_ns
+from graphlake.ingest.spans import Span, SpanError
+
+_OPS = {
+    "GENERATION": "chat",
+    "EMBEDDING": "embeddings",
+    "AGENT": "invoke_agent",
+    "TOOL": "execute_tool",
+}
+#: Observation fields read into the span itself; the others are kept as ``langfuse.<field>``.
+_OBS_READ = frozenset(
+    {"id", "traceId", "type", "name", "startTime", "endTime", "parentObservationId", "level",
+     "statusMessage", "model", "input", "output", "usageDetails", "costDetails", "usage"}
+)  # fmt: skip
+_TRACE_READ = frozenset(
+    {"id", "name", "timestamp", "input", "output", "observations", "scores", "sessionId"}
+)
+
+
+def sniff_langfuse(head: bytes) -> bool:
+    text = head.lstrip()[:4096]
+    return (
+        text[:1] in (b"{", b"[")
+        and b'"observations"' in head
+        and (b'"traceId"' in head or b'"trace"' in head)
+    )
+
+
+def exports(doc: Any) -> list[tuple[dict, list, list]]:
+    """(trace, observations, scores) of each export in a parsed file."""
+    items = doc if isinstance(doc, list) else [doc]
+    out: list[tuple[dict, list, list]] = []
+    for item in items:
+        if not isinstance(item, dict):
+            raise SpanError("not a Langfuse export: expected objects with a trace")
+        inner = item.get("trace")
+        trace: dict = inner if isinstance(inner, dict) else item
+        observations = item.get("observations", trace.get("observations")) or []
+        scores = item.get("scores", trace.get("scores")) or []
+        if not isinstance(scores, list):
+            scores = []
+        if not trace.get("id") or not isinstance(observations, list):
+            raise SpanError("not a Langfuse export: no trace id or no observations list")
+        out.append((trace, observations, scores))
+    return out
+
+
+def _messages(value: Any, default_role: str) -> list[dict]:
+    """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
+    message object, or plain content."""
+    if value is None:
+        return []
+    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m for m in value):
+        return value
+    if isinstance(value, dict) and "role" in value:
+        return [value]
+    if isinstance(value, dict) and isinstance(value.get("messages"), list):
+        return _messages(value["messages"], default_role)
+    content = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return [{"role": default_role, "content": content}]
+
+
+def trace_spans(trace: dict, observations: list, ref: str) -> list[Span | SpanError]:
+    """The root span of the trace and one span per observation."""
+    tid = str(trace["id"])
+    out: list[Span | SpanError] = []
+    starts, ends = [_ns(trace.get("timestamp"))], []
+    for o in observations:
+        if isinstance(o, dict):  # an unreadable time is that observation's reject, below
+            starts.append(_ns(o.get("startTime")))
+            ends.append(_ns(o.get("endTime")) or _ns(o.get("startTime")))
+    known = [t for t in starts if t is not None]
+    if not known:
+        return [SpanError(f"trace {tid} has no readable time", ref=ref or "$", raw=trace)]
+    start = min(known)
+    end_candidates = [t for t in ends if t is not None]
+    root_attrs: dict = {
+        "gen_ai.input.messages": json.dumps(_messages(trace.get("input"), "user")),
+        "gen_ai.output.messages": json.dumps(_messages(trace.get("output"), "assistant")),
+    }
+    if trace.get("sessionId"):
+        root_attrs["gen_ai.conversation.id"] = trace["sessionId"]
+    root_attrs.update({f"langfuse.{k}": v for k, v in trace.items() if k not in _TRACE_READ})
+    out.append(
+        Span(
+            trace_id=tid,
+            span_id=tid,
+            parent_id=None,
+            name=str(trace.get("name") or "trace"),
+            kind=None,
+            start_ns=start,
+            end_ns=max(end_candidates, default=start),
+            status=None,
+            status_message=None,
+            attributes=root_attrs,
+            events=[],
+            links=[],
+            resource={"service.name": str(trace.get("name") or "langfuse")},
+            scope={"name": "langfuse"},
+            ref=ref,
+            raw={k: v for k, v in trace.items() if k != "observations"},
+        )
+    )
+    for k, o in enumerate(observations):
+        where = f"{ref}observations[{k}]"
+        try:
+            out.append(_observation(o, tid, trace, where))
+        except (AttributeError, KeyError, TypeError, ValueError, SpanError) as exc:
+            out.append(SpanError(str(exc), ref=where, raw=o))
+    return out
+
+
+def _ns(value: Any) -> int | None:
+    try:
+        return time_ns(value, "time")
+    except SpanError:
+        return None
+
+
+def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
+    if not o.get("id"):
+        raise SpanError("the observation has no id")
+    kind = str(o.get("type") or "SPAN").upper()
+    a: dict = {}
+    op = _OPS.get(kind)
+    if op:
+        a["gen_ai.operation.name"] = op
+    if kind in ("GENERATION", "EMBEDDING") and o.get("model"):
+        a["gen_ai.request.model"] = o["model"]
+    if kind == "AGENT":
+        a["gen_ai.agent.name"] = o.get("name") or "agent"
+    if kind == "TOOL":
+        a["gen_ai.tool.name"] = o.get("name") or "tool"
+        if o.get("input") is not None:
+            a["gen_ai.tool.call.arguments"] = json.dumps(o["input"], sort_keys=True)
+        if o.get("output") is not None:
+            a["gen_ai.tool.call.result"] = json.dumps(o["output"], sort_keys=True)
+    elif kind in ("GENERATION", "EMBEDDING"):
+        a["gen_ai.input.messages"] = json.dumps(_messages(o.get("input"), "user"))
+        a["gen_ai.output.messages"] = json.dumps(_messages(o.get("output"), "assistant"))
+    else:  # the application's own step: what went in and out is kept as it is
+        for key in ("input", "output"):
+            if o.get(key) is not None:
+                a[f"langfuse.{key}"] = o[key]
+    usage = o.get("usageDetails") or o.get("usage") or {}
+    for key, value in usage.items() if isinstance(usage, dict) else []:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            a[f"gen_ai.usage.{_TOKENS.get(key, key)}"] = value
+    for key, value in (o.get("costDetails") or {}).items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            a[f"gen_ai.usage.cost_{key}"] = value
+    a.update({f"langfuse.{k}": v for k, v in o.items() if k not in _OBS_READ and v is not None})
+    start = time_ns(o.get("startTime"), "startTime")
+    level = o.get("level")
+    return Span(
+        trace_id=tid,
+        span_id=str(o["id"]),
+        parent_id=str(o.get("parentObservationId") or tid),
+        name=str(o.get("name") or kind.lower()),
+        kind=kind,
+        start_ns=start,
+        end_ns=time_ns(o.get("endTime"), "endTime") or start,
+        status="ERROR" if level == "ERROR" else None,
+        status_message=o.get("statusMessage"),
+        attributes=a,
+        events=[],
+        links=[],
+        resource={"service.name": str(trace.get("name") or "langfuse")},
+        scope={"name": "langfuse"},
+        extra={"level": level} if level not in (None, "DEFAULT", "ERROR") else {},
+        ref=where,
+        raw=o,
+    )
+
+
+_TOKENS = {"input": "input_tokens", "output": "output_tokens", "total": "total_tokens"}
+
+
+def score_rows(trace: dict, scores: list) -> list[dict]:
+    """Langfuse scores as ``score`` annotations (on their observation, else the session)."""
+    rows = []
+    for k, s in enumerate(scores):
+        if not isinstance(s, dict):
+            continue
+        value = s.get("value")
+        on_observation = bool(s.get("observationId"))
+        rows.append(
+            {
+                "session_id": str(trace["id"]),
+                "annotation_id": f"score:{s.get('id') or k}",
+                "kind": "score",
+                "target_kind": "node" if on_observation else "session",
+                "target_id": str(s["observationId"]) if on_observation else str(trace["id"]),
+                "label": s.get("name"),
+                "value": float(value)
+                if isinstance(value, (int, float)) and not isinstance(value, bool)
+                else None,
+                "text": s.get("stringValue") or s.get("comment"),
+                "annotator": s.get("source") or "langfuse",
+                "attrs": json.dumps(
+                    {
+                        k2: v
+                        for k2, v in s.items()
+                        if k2
+                        not in (
+                            "id",
+                            "name",
+                            "value",
+                            "stringValue",
+                            "observationId",
+                            "traceId",
+                            "source",
+                        )
+                    },
+                    sort_keys=True,
+                ),
+            }
+        )
+    return rows

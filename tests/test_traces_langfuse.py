@@ -1,0 +1,208 @@
+"""Langfuse trace exports land as sessions: generations as model calls, tools, agents, usage,
+costs and scores. The export follows the public API's trace object (``GET
+/api/public/traces/{id}``: the trace with its observations and scores) and the UI download
+(``{"trace", "observations"}``); no Langfuse server runs here, so the files are written after
+that documented shape."""
+
+from __future__ import annotations
+
+import json
+
+from graphlake.api import connect
+from graphlake.pipeline import ingest_path
+
+TRACE = {
+    "id": "lf-trace-1",
+    "timestamp": "2026-03-02T09:00:00.000Z",
+    "name": "support-agent",
+    "userId": "u-42",
+    "sessionId": "chat-9",
+    "input": "My export to PDF fails, can you help?",
+    "output": {"role": "assistant", "content": "Unlock the plotter queue, then export again."},
+    "tags": ["prod"],
+    "release": "v1.2",
+    "latency": 4.2,
+    "totalCost": 0.0031,
+}
+OBSERVATIONS = [
+    {
+        "id": "obs-agent",
+        "traceId": "lf-trace-1",
+        "type": "AGENT",
+        "name": "support",
+        "startTime": "2026-03-02T09:00:00.100Z",
+        "endTime": "2026-03-02T09:00:04.100Z",
+        "parentObservationId": None,
+        "level": "DEFAULT",
+    },
+    {
+        "id": "obs-gen-1",
+        "traceId": "lf-trace-1",
+        "type": "GENERATION",
+        "name": "plan",
+        "startTime": "2026-03-02T09:00:00.200Z",
+        "endTime": "2026-03-02T09:00:01.200Z",
+        "completionStartTime": "2026-03-02T09:00:00.900Z",
+        "parentObservationId": "obs-agent",
+        "model": "gpt-4o",
+        "modelParameters": {"temperature": 0},
+        "input": [
+            {"role": "system", "content": "You are a support agent."},
+            {"role": "user", "content": "My export to PDF fails, can you help?"},
+        ],
+        "output": {"role": "assistant", "content": "Let me check the plotter queue."},
+        "usageDetails": {"input": 31, "output": 9, "total": 40},
+        "costDetails": {"input": 0.0008, "output": 0.0009, "total": 0.0017},
+        "level": "DEFAULT",
+    },
+    {
+        "id": "obs-tool",
+        "traceId": "lf-trace-1",
+        "type": "TOOL",
+        "name": "queue_status",
+        "startTime": "2026-03-02T09:00:01.300Z",
+        "endTime": "2026-03-02T09:00:01.500Z",
+        "parentObservationId": "obs-agent",
+        "input": {"printer": "plotter-1"},
+        "output": {"locked": True},
+        "level": "WARNING",
+        "statusMessage": "queue locked",
+    },
+    {
+        "id": "obs-gen-2",
+        "traceId": "lf-trace-1",
+        "type": "GENERATION",
+        "name": "answer",
+        "startTime": "2026-03-02T09:00:01.600Z",
+        "endTime": "2026-03-02T09:00:04.000Z",
+        "parentObservationId": "obs-agent",
+        "model": "gpt-4o",
+        "input": [
+            {"role": "user", "content": "My export to PDF fails, can you help?"},
+            {"role": "tool", "content": '{"locked": true}'},
+        ],
+        "output": "Unlock the plotter queue, then export again.",
+        "usageDetails": {"input": 52, "output": 12},
+        "level": "DEFAULT",
+    },
+    {
+        "id": "obs-broken",
+        "traceId": "lf-trace-1",
+        "type": "SPAN",
+        "name": "oops",
+        "startTime": "not a time",
+    },
+]
+SCORES = [
+    {
+        "id": "s1",
+        "traceId": "lf-trace-1",
+        "name": "helpfulness",
+        "value": 0.9,
+        "source": "EVAL",
+        "dataType": "NUMERIC",
+        "comment": "solved",
+    },  # fmt: skip
+    {
+        "id": "s2",
+        "traceId": "lf-trace-1",
+        "observationId": "obs-gen-2",
+        "name": "correct",
+        "value": 1,
+        "stringValue": "True",
+        "source": "ANNOTATION",
+        "dataType": "BOOLEAN",
+    },  # fmt: skip
+]
+
+
+def _rows(lake, sql):
+    return connect(lake).sql(sql).to_pylist()
+
+
+def test_an_api_trace_with_observations_and_scores_lands_whole(tmp_path):
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({**TRACE, "observations": OBSERVATIONS, "scores": SCORES}))
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    nodes = {n["label"]: n for n in _rows(lake, "SELECT * FROM nodes")}
+    # the trace and the four readable observations, and the user's question as a human turn
+    assert set(nodes) == {"support-agent", "support", "plan", "queue_status", "answer",
+                          "user message"}  # fmt: skip
+    assert (nodes["plan"]["actor_type"], nodes["plan"]["actor"]) == ("ai", "gpt-4o")
+    assert nodes["queue_status"]["actor"] == "tool:queue_status"
+    assert (nodes["support"]["actor_type"], nodes["support"]["actor"]) == ("ai", "support")
+    assert nodes["user message"]["detail"] == "My export to PDF fails, can you help?"
+    assert json.loads(nodes["plan"]["attrs"])["langfuse.modelParameters"] == {"temperature": 0}
+    assert json.loads(nodes["queue_status"]["attrs"])["level"] == "WARNING"
+    [reject] = _rows(lake, "SELECT record_ref, reason FROM rejects")
+    assert reject["record_ref"] == "observations[4]" and "not a time" in reject["reason"]
+    assert stats.rejected["nodes"] == 1
+
+    parents = {
+        (e["src"], e["dst"])
+        for e in _rows(lake, "SELECT src, dst FROM edges WHERE kind = 'parent'")
+    }
+    assert ("lf-trace-1", "obs-agent") in parents and ("obs-agent", "obs-tool") in parents
+    events = _rows(lake, "SELECT kind, text, payload FROM events")
+    [call] = [e for e in events if e["kind"] == "tool_call"]
+    assert json.loads(call["payload"]) == {"printer": "plotter-1"}
+    [result] = [e for e in events if e["kind"] == "tool_result"]
+    assert json.loads(result["payload"]) == {"locked": True}
+    texts = {e["text"] for e in events if e["kind"] == "message"}
+    assert "Unlock the plotter queue, then export again." in texts
+
+    usage = _rows(lake, "SELECT target_id, label, value FROM annotations WHERE kind = 'usage'")
+    got = {(u["target_id"], u["label"]): u["value"] for u in usage}
+    assert got[("obs-gen-1", "input_tokens")] == 31 and got[("obs-gen-2", "output_tokens")] == 12
+    assert got[("obs-gen-1", "cost_total")] == 0.0017
+    scores = _rows(lake, "SELECT target_kind, target_id, label, value, text FROM annotations "
+                         "WHERE kind = 'score' ORDER BY label")  # fmt: skip
+    assert scores == [
+        {
+            "target_kind": "node",
+            "target_id": "obs-gen-2",
+            "label": "correct",
+            "value": 1.0,
+            "text": "True",
+        },  # fmt: skip
+        {
+            "target_kind": "session",
+            "target_id": "lf-trace-1",
+            "label": "helpfulness",
+            "value": 0.9,
+            "text": "solved",
+        },  # fmt: skip
+    ]
+    [session] = _rows(lake, "SELECT * FROM sessions")
+    assert session["session_id"] == "lf-trace-1" and session["duration_s"] == 4.1
+    kept = json.loads(session["attrs"])
+    assert kept["conversation_id"] == "chat-9"
+
+
+def test_the_ui_download_and_json_lines_read_the_same(tmp_path):
+    ui = tmp_path / "ui.json"
+    ui.write_text(json.dumps({"trace": TRACE, "observations": OBSERVATIONS[:4]}))
+    lines = tmp_path / "many.jsonl"
+    second = {**TRACE, "id": "lf-trace-2"}
+    obs2 = [{**o, "traceId": "lf-trace-2"} for o in OBSERVATIONS[:4]]
+    lines.write_text(
+        json.dumps({"trace": TRACE, "observations": OBSERVATIONS[:4]}) + "\n"
+        + json.dumps({"trace": second, "observations": obs2}) + "\n"
+    )  # fmt: skip
+    ingest_path("langfuse", ui, tmp_path / "a")
+    ingest_path("langfuse", lines, tmp_path / "b")
+    q = (
+        "SELECT node_id, actor, label, t_start, t_end FROM nodes "
+        "WHERE session_id = 'lf-trace-1' ORDER BY 1"
+    )
+    assert _rows(tmp_path / "a", q) == _rows(tmp_path / "b", q) and _rows(tmp_path / "a", q)
+    assert len(_rows(tmp_path / "b", "SELECT * FROM sessions")) == 2
+
+
+def test_an_otel_file_is_not_a_langfuse_export(tmp_path):
+    path = tmp_path / "x.json"
+    path.write_text(json.dumps({"resourceSpans": []}))
+    ingest_path("langfuse", path, tmp_path / "lake")
+    [reject] = _rows(tmp_path / "lake", "SELECT reason FROM rejects")
+    assert "not a Langfuse export" in reject["reason"]
