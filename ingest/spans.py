@@ -284,10 +284,10 @@ class _TraceRows:
             }
         )
         if up is not None:
-            self.edges.append(_edge(up, s.span_id, "parent"))
+            self.edges.append(edge(up, s.span_id, "parent"))
         for lk in s.links:
             if lk.get("trace_id") == self.trace_id and lk.get("span_id"):
-                self.edges.append(_edge(lk["span_id"], s.span_id, "link"))
+                self.edges.append(edge(lk["span_id"], s.span_id, "link"))
         return actor_type, actor
 
     def messages(self, s: Span, meant: Meaning, actor: str) -> None:
@@ -341,7 +341,7 @@ class _TraceRows:
                 "t_end": self.t(s.start_ns),
             }
         )
-        self.edges.append(_edge(node_id, s.span_id, "prompts"))
+        self.edges.append(edge(node_id, s.span_id, "prompts"))
         return node_id
 
     def tool(self, s: Span, m: Meaning, actor: str) -> None:
@@ -439,48 +439,9 @@ class _TraceRows:
 
     def emit(self, out: Emitter, source_file: str, run_id: str) -> None:
         sid = self.trace_id
-        out_deg: Counter[str] = Counter()
-        in_deg: Counter[str] = Counter()
-        for src, dst in {(e["src"], e["dst"]) for e in self.edges}:
-            out_deg[src] += 1
-            in_deg[dst] += 1
-        for n in self.nodes:
-            n.update(
-                session_id=sid,
-                n_occurrences=1,
-                out_degree=out_deg[n["node_id"]],
-                in_degree=in_deg[n["node_id"]],
-            )
-            out.row("nodes", n)
-            out.row(
-                "node_occurrences",
-                {
-                    "session_id": sid,
-                    "node_id": n["node_id"],
-                    "seq": 0,
-                    "t_start": n["t_start"],
-                    "t_end": n["t_end"],
-                    "actor_type": n["actor_type"],
-                },
-            )
-        for e in self.edges:
-            out.row("edges", {"session_id": sid, **e})
-        self.events.sort(key=lambda e: (e["t"] is None, e["t"] or 0.0))
-        for seq, e in enumerate(self.events):
-            out.row("events", {"session_id": sid, "seq": seq, **e})
-        for an in self.annotations:
-            out.row("annotations", {"session_id": sid, **an})
-        for pid, (pkind, prole) in self.participants.items():
-            out.row(
-                "participants",
-                {
-                    "session_id": sid,
-                    "participant_id": pid,
-                    "kind": pkind,
-                    "role": prole,
-                    "name": pid,
-                },
-            )
+        emit_session_graph(
+            out, sid, self.nodes, self.edges, self.events, self.annotations, self.participants
+        )
         kept = {
             "resource": self.root.resource or None,
             "conversation_id": self.root.attributes.get("gen_ai.conversation.id"),
@@ -506,7 +467,58 @@ class _TraceRows:
         )
 
 
-def _edge(src: str, dst: str, kind: str) -> dict:
+def emit_session_graph(
+    out: Emitter,
+    sid: str,
+    nodes: list[dict],
+    edges: list[dict],
+    events: list[dict],
+    annotations: list[dict],
+    participants: dict[str, tuple[str, str]],
+) -> None:
+    """Write one trace-like session's rows: each node with one occurrence and its degrees
+    (distinct successors and predecessors over the edges), the edges, the events in time
+    order (``seq``), the annotations and the participants (id -> (kind, role))."""
+    out_deg: Counter[str] = Counter()
+    in_deg: Counter[str] = Counter()
+    for src, dst in {(e["src"], e["dst"]) for e in edges}:
+        out_deg[src] += 1
+        in_deg[dst] += 1
+    for n in nodes:
+        node = {
+            **n,
+            "session_id": sid,
+            "n_occurrences": 1,
+            "out_degree": out_deg[n["node_id"]],
+            "in_degree": in_deg[n["node_id"]],
+        }
+        out.row("nodes", node)
+        out.row(
+            "node_occurrences",
+            {
+                "session_id": sid,
+                "node_id": n["node_id"],
+                "seq": 0,
+                "t_start": n["t_start"],
+                "t_end": n["t_end"],
+                "actor_type": n["actor_type"],
+            },
+        )
+    for e in edges:
+        out.row("edges", {"session_id": sid, **e})
+    for seq, e in enumerate(sorted(events, key=lambda e: (e["t"] is None, e["t"] or 0.0))):
+        out.row("events", {"session_id": sid, "seq": seq, **e})
+    for an in annotations:
+        out.row("annotations", {"session_id": sid, **an})
+    for pid, (kind, role) in participants.items():
+        out.row(
+            "participants",
+            {"session_id": sid, "participant_id": pid, "kind": kind, "role": role, "name": pid},
+        )
+
+
+def edge(src: str, dst: str, kind: str) -> dict:
+    """An action-level edge row (without its session)."""
     return {
         "edge_id": f"{src}->{dst}:{kind}",
         "src": src,

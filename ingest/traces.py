@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphlake.errors import InputLimitError
-from graphlake.ingest import langfuse, register
+from graphlake.ingest import inspect_log, langfuse, register
 from graphlake.ingest.base import (
     Emitter,
     Ingestor,
@@ -111,6 +111,16 @@ def read_langfuse(path: Path, r: _Read, shape: str) -> None:
 
 def sniff(head: bytes, families: tuple[str, ...]) -> tuple[str, str] | None:
     """(family, shape) of a trace file from its first bytes, among ``families``."""
+    if "inspect" in families:
+        if head.startswith(b"PK\x03\x04"):
+            return "inspect", "eval"  # a zip: read_log says whether it is an inspect archive
+        start = head.lstrip()[:2048]
+        if (
+            start.startswith(b"{")
+            and b'"eval"' in head
+            and (b'"samples"' in head or b'"plan"' in head or b'"results"' in head)
+        ):
+            return "inspect", "json"
     if "langfuse" in families and langfuse.sniff_langfuse(head):
         first = head.lstrip().split(b"\n", 1)[0]
         lines = first.startswith(b"{") and first.rstrip().endswith(b"}") and b"\n" in head.strip()
@@ -134,7 +144,7 @@ class _TraceFiles(Ingestor):
             raise FileNotFoundError(f"{path} does not exist; give a trace file or a folder of them")
         return [SourceUnit(p, "trace") for p in data_files(path)]
 
-    families: tuple[str, ...] = ("otel", "langfuse")
+    families: tuple[str, ...] = ("otel", "langfuse", "inspect")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         path = unit.path
@@ -154,6 +164,9 @@ class _TraceFiles(Ingestor):
             reject_file(out, path, "sessions", self.unknown, head)
             return
         family, shape = found
+        if family == "inspect":
+            self._inspect(path, out, head)
+            return
         read = _Read(path, out)
         try:
             _READERS[family](path, read, shape)
@@ -178,6 +191,25 @@ class _TraceFiles(Ingestor):
         emit_traces(read.spans, out, str(path), reject)
         for row in read.annotations:
             out.row("annotations", row)
+
+    @staticmethod
+    def _inspect(path: Path, out: Emitter, head: bytes) -> None:
+        """An inspect_ai log (:mod:`graphlake.ingest.inspect_log`): whole, or one reject."""
+        try:
+            log = inspect_log.read_log(path)
+        except (SpanError, InputLimitError, ValueError, KeyError, OSError) as exc:
+            reject_file(out, path, "sessions", f"the inspect_ai log cannot be read: {exc}", head)
+            return
+        except Exception as exc:  # inspect's own reader: any failure is the file's reject
+            reject_file(
+                out,
+                path,
+                "sessions",
+                f"inspect_ai could not read the log ({type(exc).__name__}: {exc})",
+                head,
+            )
+            return
+        inspect_log.emit_log(log, out, str(path))
 
     unknown = (
         "not a trace format graphlake reads (OpenTelemetry: OTLP JSON or JSON Lines, the "
@@ -216,12 +248,25 @@ class LangfuseIngestor(_TraceFiles):
     unknown = "not a Langfuse export (a trace with an 'observations' list); see docs/traces.md"
 
 
+@register("inspect")
+class InspectIngestor(_TraceFiles):
+    """inspect_ai evaluation logs: ``.eval`` archives and ``.json`` logs."""
+
+    families = ("inspect",)
+    help = (
+        "inspect_ai evaluation logs (.eval archives, Zstandard entries included, and .json "
+        "logs): each sample a session with its messages, tool calls, scores and token usage, "
+        "the evaluation a run (docs/traces.md)."
+    )
+    unknown = "not an inspect_ai log (.eval archive or .json log); see docs/traces.md"
+
+
 @register("traces")
 class TracesIngestor(_TraceFiles):
     """Agent traces of any family graphlake reads, sniffed per file."""
 
     help = (
         "Agent traces from today's tooling, the format sniffed per file: OpenTelemetry (OTLP "
-        "JSON / JSON Lines, console exporter, Phoenix dumps, Jaeger JSON) and Langfuse "
-        "exports. See docs/traces.md."
+        "JSON / JSON Lines, console exporter, Phoenix dumps, Jaeger JSON), Langfuse exports "
+        "and inspect_ai logs. See docs/traces.md."
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import json
 from pathlib import Path
+from typing import Literal
 
 _QUESTION = "Which floor plan did the architect open in Revit first?"
 _ANSWER = "The ground floor plan, at 00:04:10."
@@ -377,3 +378,58 @@ def write_openinference_trace(folder: Path, seed: int = 0) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(request) + "\n")
     return path
+
+
+def write_inspect_log(folder: Path, log_format: Literal["eval", "json"] = "eval") -> Path:
+    """An inspect_ai evaluation run by inspect itself against its ``mockllm`` model: two
+    samples, each a tool call (``add``) and an answer, scored with ``match`` (one right, one
+    wrong). The mock's outputs carry their token usage: without it, mockllm counts tokens
+    with tiktoken, which downloads its encoding. ``log_format`` is ``eval`` or ``json``."""
+    from inspect_ai import Task
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.dataset import Sample
+    from inspect_ai.model import ModelOutput, ModelUsage, get_model
+    from inspect_ai.scorer import match
+    from inspect_ai.solver import generate, system_message, use_tools
+    from inspect_ai.tool import tool
+
+    @tool
+    def add():
+        async def execute(x: int, y: int):
+            """Add two numbers.
+
+            Args:
+                x: First number.
+                y: Second number.
+            """
+            return x + y
+
+        return execute
+
+    outputs = []
+    for _ in range(2):
+        call = ModelOutput.for_tool_call("mockllm/model", "add", {"x": 1, "y": 1})
+        call.usage = ModelUsage(input_tokens=30, output_tokens=5, total_tokens=35)
+        answer = ModelOutput.from_content("mockllm/model", "2")
+        answer.usage = ModelUsage(input_tokens=45, output_tokens=1, total_tokens=46)
+        outputs += [call, answer]
+    task = Task(
+        dataset=[
+            Sample(id="s1", input="What is 1+1?", target="2"),
+            Sample(id="s2", input="What is 1+2?", target="3"),
+        ],
+        solver=[system_message("Be brief."), use_tools(add()), generate()],
+        scorer=match(),
+        name="arithmetic",
+    )
+    [log] = inspect_eval(
+        task,
+        model=get_model("mockllm/model", custom_outputs=outputs),
+        log_dir=str(folder),
+        log_format=log_format,
+        display="none",
+        max_samples=1,  # the mock's outputs are taken in order
+    )
+    if log.status != "success":
+        raise RuntimeError(f"the inspect run failed: {log.error}")
+    return Path(log.location)

@@ -1,0 +1,113 @@
+"""inspect_ai evaluation logs, written by inspect itself (a task run against its mockllm
+model), land as sessions: through inspect's own reader and through the fallback that reads
+the archive (Zstandard entries) directly, with the same rows."""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+
+import pytest
+
+pytest.importorskip("inspect_ai")
+
+from graphlake.api import connect  # noqa: E402
+from graphlake.demo.trace_gen import write_inspect_log  # noqa: E402
+from graphlake.ingest.inspect_log import read_log  # noqa: E402
+from graphlake.pipeline import ingest_path  # noqa: E402
+
+_TABLES = {
+    "sessions": "SELECT session_id, title, goal, scenario_id, run_id, duration_s, attrs "
+    "FROM sessions",
+    "nodes": "SELECT session_id, node_id, actor_type, actor, label, detail, t_start, t_end, "
+    "out_degree, in_degree FROM nodes",
+    "edges": "SELECT session_id, src, dst, kind FROM edges",
+    "events": "SELECT session_id, seq, kind, actor, request_id, text, payload FROM events",
+    "annotations": "SELECT session_id, kind, label, value, text FROM annotations",
+    "runs": "SELECT run_id, name, agent, agent_model FROM runs",
+}
+
+
+@pytest.fixture(scope="module")
+def logs(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("inspect")
+    return {fmt: write_inspect_log(folder / fmt, fmt) for fmt in ("eval", "json")}
+
+
+def _rows(lake):
+    con = connect(lake)
+    return {t: sorted(map(json.dumps, con.sql(q).to_pylist())) for t, q in _TABLES.items()}
+
+
+def test_an_eval_run_lands_with_messages_tools_scores_and_usage(logs, tmp_path):
+    stats, _ = ingest_path("traces", logs["eval"], tmp_path / "lake")
+    assert not stats.rejected
+    con = connect(tmp_path / "lake")
+    [run] = con.sql("SELECT * FROM runs").to_pylist()
+    assert run["name"] == "arithmetic" and run["agent_model"] == "mockllm/model"
+    sessions = con.sql("SELECT * FROM sessions ORDER BY scenario_id").to_pylist()
+    assert [s["scenario_id"] for s in sessions] == ["s1", "s2"]
+    assert sessions[0]["goal"] == "What is 1+1?"
+    assert json.loads(sessions[0]["attrs"])["target"] == "2"
+    nodes = con.sql(
+        "SELECT label, actor_type, actor FROM nodes WHERE session_id = ? ORDER BY t_start, label",
+        params=[sessions[0]["session_id"]],
+    ).to_pylist()
+    assert [n["actor_type"] for n in nodes] == ["system", "human", "ai", "tool", "ai"]
+    assert nodes[3]["actor"] == "tool:add"
+    calls = con.sql(
+        "SELECT kind, request_id, text, payload FROM events WHERE kind IN ('tool_call', "
+        "'tool_result') ORDER BY session_id, seq"
+    ).to_pylist()
+    assert [c["kind"] for c in calls] == ["tool_call", "tool_result"] * 2
+    assert calls[0]["request_id"] == calls[1]["request_id"]  # the call and its result
+    assert json.loads(calls[0]["payload"]) == {"x": 1, "y": 1}
+    assert con.sql("SELECT count(*) AS n FROM edges WHERE kind = 'calls'").to_pylist()[0]["n"] == 2
+    scores = con.sql(
+        "SELECT s.scenario_id, a.value, a.text FROM annotations a JOIN sessions s USING "
+        "(session_id) WHERE a.kind = 'score' ORDER BY 1"
+    ).to_pylist()
+    assert scores == [
+        {"scenario_id": "s1", "value": 1.0, "text": "C"},
+        {"scenario_id": "s2", "value": 0.0, "text": "I"},
+    ]
+    usage = con.sql(
+        "SELECT sum(value) AS n FROM annotations WHERE kind = 'usage' AND label = 'input_tokens'"
+    ).to_pylist()[0]["n"]
+    assert usage == 2 * (30 + 45)
+
+
+def test_the_fallback_reader_lands_the_same_rows_as_inspects_own(logs, tmp_path, monkeypatch):
+    """Without inspect_ai the archive is read directly (its entries are Zstandard), and a
+    .json log as the document it is: the same rows either way."""
+    with zipfile.ZipFile(logs["eval"]) as zf:
+        assert {i.compress_type for i in zf.infolist()} == {93}  # what inspect writes
+    ingest_path("inspect", logs["eval"], tmp_path / "own")
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)  # import fails: the fallback
+    with pytest.raises(ImportError):
+        import inspect_ai.log  # noqa: F401
+    ingest_path("inspect", logs["eval"], tmp_path / "fallback")
+    ingest_path("inspect", logs["json"], tmp_path / "json")
+    own = _rows(tmp_path / "own")
+    assert own["nodes"] and own == _rows(tmp_path / "fallback")
+    assert {t: len(r) for t, r in own.items()} == {
+        t: len(r) for t, r in _rows(tmp_path / "json").items()
+    }
+
+
+def test_a_truncated_archive_and_an_inflating_entry_are_rejects(logs, tmp_path, monkeypatch):
+    data = logs["eval"].read_bytes()
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(data[: len(data) // 2])
+    ingest_path("inspect", cut, tmp_path / "lake")
+    [reject] = connect(tmp_path / "lake").sql("SELECT reason FROM rejects").to_pylist()
+    assert "cannot be read" in reject["reason"] or "could not read" in reject["reason"]
+
+    monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    monkeypatch.setenv("GRAPHLAKE_MAX_FILE_BYTES", "10000")  # the samples inflate past it
+    with pytest.raises(Exception, match="limit"):
+        read_log(logs["eval"])
+    ingest_path("inspect", logs["eval"], tmp_path / "lake2")
+    [reject] = connect(tmp_path / "lake2").sql("SELECT reason FROM rejects").to_pylist()
+    assert "GRAPHLAKE_MAX_FILE_BYTES" in reject["reason"] or "limit" in reject["reason"]
