@@ -154,7 +154,8 @@ def ingest(
         str,
         typer.Argument(
             help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench, almanac, or traces "
-            "(agent traces, sniffed per file; otel, langfuse or inspect forces one)."
+            "(agent traces, sniffed per file; otel, langfuse, inspect, sweagent or openhands "
+            "forces one)."
         ),
     ],
     path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from graphlake.errors import InputLimitError
-from graphlake.ingest import inspect_log, langfuse, register
+from graphlake.ingest import coding_agents, inspect_log, langfuse, register
 from graphlake.ingest.base import (
     Emitter,
     Ingestor,
@@ -121,6 +121,10 @@ def sniff(head: bytes, families: tuple[str, ...]) -> tuple[str, str] | None:
             and (b'"samples"' in head or b'"plan"' in head or b'"results"' in head)
         ):
             return "inspect", "json"
+    if "sweagent" in families and coding_agents.sniff_sweagent(head):
+        return "sweagent", "traj"
+    if "openhands" in families and coding_agents.sniff_openhands(head):
+        return "openhands", "events"
     if "langfuse" in families and langfuse.sniff_langfuse(head):
         first = head.lstrip().split(b"\n", 1)[0]
         lines = first.startswith(b"{") and first.rstrip().endswith(b"}") and b"\n" in head.strip()
@@ -144,7 +148,7 @@ class _TraceFiles(Ingestor):
             raise FileNotFoundError(f"{path} does not exist; give a trace file or a folder of them")
         return [SourceUnit(p, "trace") for p in data_files(path)]
 
-    families: tuple[str, ...] = ("otel", "langfuse", "inspect")
+    families: tuple[str, ...] = ("otel", "langfuse", "inspect", "sweagent", "openhands")
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         path = unit.path
@@ -166,6 +170,9 @@ class _TraceFiles(Ingestor):
         family, shape = found
         if family == "inspect":
             self._inspect(path, out, head)
+            return
+        if family in ("sweagent", "openhands"):
+            self._coding_agent(family, path, out, head)
             return
         read = _Read(path, out)
         try:
@@ -193,6 +200,38 @@ class _TraceFiles(Ingestor):
             out.row("annotations", row)
 
     @staticmethod
+    def _coding_agent(family: str, path: Path, out: Emitter, head: bytes) -> None:
+        """A SWE-agent trajectory or an OpenHands event list
+        (:mod:`graphlake.ingest.coding_agents`): its rows, or one reject for the file."""
+        try:
+            doc = load_json(read_whole(path))
+        except InputLimitError as exc:
+            reject_file(out, path, "sessions", str(exc), head)
+            return
+        except ValueError as exc:
+            reject_file(out, path, "sessions", f"not valid JSON ({exc})", head)
+            return
+
+        def reject(ref: str, reason: str, raw) -> None:
+            out.reject(
+                source_file=str(path),
+                target_table="nodes",
+                record_kind="event",
+                record_ref=ref,
+                reason=reason,
+                raw=raw,
+                session_id=path.stem,
+            )
+
+        try:
+            if family == "sweagent":
+                coding_agents.emit_sweagent(doc, path, out)
+            else:
+                coding_agents.emit_openhands(doc, path, out, reject)
+        except SpanError as exc:
+            reject_file(out, path, "sessions", str(exc), head)
+
+    @staticmethod
     def _inspect(path: Path, out: Emitter, head: bytes) -> None:
         """An inspect_ai log (:mod:`graphlake.ingest.inspect_log`): whole, or one reject."""
         try:
@@ -213,7 +252,8 @@ class _TraceFiles(Ingestor):
 
     unknown = (
         "not a trace format graphlake reads (OpenTelemetry: OTLP JSON or JSON Lines, the "
-        "console exporter's output, a Phoenix span dump, Jaeger JSON; a Langfuse export); "
+        "console exporter's output, a Phoenix span dump, Jaeger JSON; a Langfuse export; an "
+        "inspect_ai log; a SWE-agent trajectory; an OpenHands event list); "
         "see docs/traces.md"
     )
 
@@ -261,12 +301,37 @@ class InspectIngestor(_TraceFiles):
     unknown = "not an inspect_ai log (.eval archive or .json log); see docs/traces.md"
 
 
+@register("sweagent")
+class SweAgentIngestor(_TraceFiles):
+    """SWE-agent trajectories (``.traj``)."""
+
+    families = ("sweagent",)
+    help = (
+        "SWE-agent trajectories (.traj): the issue as the human turn, each step's action and "
+        "observation, model stats as usage, the exit status and patch as the outcome "
+        "(docs/traces.md)."
+    )
+    unknown = "not a SWE-agent trajectory (a .traj JSON with 'trajectory'); see docs/traces.md"
+
+
+@register("openhands")
+class OpenHandsIngestor(_TraceFiles):
+    """OpenHands event lists."""
+
+    families = ("openhands",)
+    help = (
+        "OpenHands conversations (a JSON list of events): user, agent and environment events, "
+        "actions as tool calls, observations as results, LLM metrics as usage (docs/traces.md)."
+    )
+    unknown = "not an OpenHands event list (a JSON list of events); see docs/traces.md"
+
+
 @register("traces")
 class TracesIngestor(_TraceFiles):
     """Agent traces of any family graphlake reads, sniffed per file."""
 
     help = (
         "Agent traces from today's tooling, the format sniffed per file: OpenTelemetry (OTLP "
-        "JSON / JSON Lines, console exporter, Phoenix dumps, Jaeger JSON), Langfuse exports "
-        "and inspect_ai logs. See docs/traces.md."
+        "JSON / JSON Lines, console exporter, Phoenix dumps, Jaeger JSON), Langfuse exports, "
+        "inspect_ai logs, SWE-agent trajectories and OpenHands event lists. See docs/traces.md."
     )
