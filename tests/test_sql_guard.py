@@ -15,6 +15,20 @@ COLUMNS = {
 }
 
 
+def test_an_ambiguous_column_is_named_as_ambiguous_with_its_tables():
+    """Two joined tables with the column: not "unknown column 'kind'. Did you mean 'kind'?"."""
+    columns = {
+        "frames": ["corpus", "session_id", "media_id", "kind", "t"],
+        "media": ["corpus", "session_id", "media_id", "kind", "uri"],
+    }
+    with pytest.raises(SqlError) as info:
+        check("SELECT kind FROM frames JOIN media USING (session_id)", columns)
+    msg = str(info.value)
+    assert "column 'kind' (line 1, column 11) is ambiguous: both frames and media have it" in msg
+    assert "frames.kind or media.kind" in msg and "unknown" not in msg
+    check("SELECT frames.kind FROM frames JOIN media USING (session_id)", columns)
+
+
 @pytest.mark.parametrize(
     "sql",
     [

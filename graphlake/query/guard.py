@@ -279,6 +279,19 @@ def _check(sql: str, columns: dict[str, list[str]], deadline: float | None) -> e
             pool = [c for t in (used or known) for c in columns[t]]
             line, pos = (int(m.group(2)), int(m.group(3))) if m.group(2) else (None, None)
             where = f" (line {line}, column {pos})" if line else ""
+            holders = sorted(t for t in used if col.lower() in {c.lower() for c in columns[t]})
+            if len(holders) > 1:  # sqlglot says "could not be resolved" for this too
+                who = (
+                    f"both {holders[0]} and {holders[1]} have it"
+                    if len(holders) == 2
+                    else f"{', '.join(holders[:-1])} and {holders[-1]} all have it"
+                )
+                raise SqlError(
+                    f"column {col!r}{where} is ambiguous: {who}. "
+                    f"Name the table: {' or '.join(f'{t}.{col}' for t in holders)}",
+                    line=line,
+                    col=pos,
+                ) from None
             raise SqlError(
                 f"unknown column {col!r}{where}.{suggest(col, pool)} Columns of "
                 f"{', '.join(sorted(used)) or 'the lake'}: "
