@@ -107,6 +107,8 @@ CHUNK_KNOWN = frozenset({"role", "content", "timestamp", "contains_speech", "utt
 MSG_KNOWN = frozenset({"role", "content", "tool_calls", "timestamp", "id", "requestor"})
 TOOL_CALL_KNOWN = frozenset({"id", "name", "arguments", "requestor"})
 TASK_KNOWN = frozenset({"id", "description", "user_scenario", "evaluation_criteria"})
+#: What tells a file of one task (``tasks/task_*.json``) from other JSON objects.
+TASK_FILE_KEYS = frozenset({"user_scenario", "evaluation_criteria"})
 ROLES = {"assistant": ("ai", "agent"), "user": ("human", "human"), "tool": ("system", None)}
 
 
@@ -207,6 +209,11 @@ class Tau2Ingestor(Ingestor):
             return
         if shape == "tasks":
             self._tasks(unit.path, "item", out, None)
+        elif shape == "task":
+            doc = self._whole if self._whole is not None else load_json(read_whole(unit.path))
+            # tau2 loads such files from <domain>/tasks/: the folder above names the domain
+            up = unit.path.parent
+            self._task(doc, "$", src, up.parent.name if up.name == "tasks" else None, out)
         elif shape == "results":
             info = self._one(unit.path, "info")
             info = info if isinstance(info, dict) else {}
@@ -253,7 +260,8 @@ class Tau2Ingestor(Ingestor):
                 record_kind="file",
                 record_ref="$",
                 reason="neither a tau2 results file (an object with "
-                "'simulations') nor a task file (a list of tasks)",
+                "'simulations'), a task file (a list of tasks) nor one task (an object with "
+                "'user_scenario' or 'evaluation_criteria')",
                 raw=head_bytes(unit.path),
             )
 
@@ -268,14 +276,18 @@ class Tau2Ingestor(Ingestor):
         if doc is not None:
             if isinstance(doc, list):
                 return "tasks"
-            return "results" if isinstance(doc, dict) and "simulations" in doc else "other"
+            if isinstance(doc, dict) and "simulations" in doc:
+                return "results"
+            return "task" if isinstance(doc, dict) and TASK_FILE_KEYS & doc.keys() else "other"
+        task = False
         with RepairedUtf8(path) as fh:
             for prefix, event, value in ijson.parse(fh):
                 if prefix == "" and event == "start_array":
                     return "tasks"
                 if prefix == "" and event == "map_key" and value == "simulations":
                     return "results"
-            return "other"
+                task = task or (prefix == "" and event == "map_key" and value in TASK_FILE_KEYS)
+            return "task" if task else "other"
 
     def _one(self, path: Path, prefix: str):
         """The first value at ``prefix``; None when absent or past a point where the file
@@ -456,44 +468,48 @@ class Tau2Ingestor(Ingestor):
 
     # -- tasks -> scenarios ------------------------------------------------------------------
     def _tasks(self, path: Path, prefix: str, out: Emitter, domain: str | None) -> None:
-        src = str(path)
         for k, task in self._items(path, prefix, to_the_break=True):
             ref = f"$.{prefix.replace('.item', '')}[{k}]" if "." in prefix else f"$[{k}]"
-            if not isinstance(task, dict) or not isinstance(task.get("id"), str | int):
-                out.reject(
-                    source_file=src,
-                    target_table="scenarios",
-                    record_kind="task",
-                    record_ref=ref,
-                    reason="a task needs an 'id'",
-                    raw=task,
-                )
-                continue
-            scen = task.get("user_scenario") or {}
-            ins = scen.get("instructions") if isinstance(scen, dict) else None
-            structured = isinstance(ins, dict)
-            desc = task.get("description") or {}
-            dom = domain or (_s(ins.get("domain")) if structured else None)
-            out.row(
-                "scenarios",
-                {
-                    "session_id": "",
-                    "scenario_id": scenario_id(dom, task["id"]),
-                    "title": _s(desc.get("purpose") if isinstance(desc, dict) else desc),
-                    "domain": dom,
-                    "goal": _s(ins.get("reason_for_call")) if structured else _s(ins),
-                    "known_info": _s(ins.get("known_info")) if structured else None,
-                    "unknown_info": _s(ins.get("unknown_info")) if structured else None,
-                    "instructions": _s(ins.get("task_instructions")) if structured else None,
-                    "persona": _s(scen.get("persona")) if isinstance(scen, dict) else None,
-                    "evaluation_criteria": _s(task.get("evaluation_criteria")),
-                    "source_file": src,
-                    "attrs": to_json(
-                        {k: v for k, v in task.items() if k not in TASK_KNOWN}
-                        | ({"description": desc} if isinstance(desc, dict) else {})
-                    ),
-                },
+            self._task(task, ref, str(path), domain, out)
+
+    def _task(self, task, ref: str, src: str, domain: str | None, out: Emitter) -> None:
+        """One task's ``scenarios`` row (from a task list, a results file's tasks, or a file
+        of one task, as some tau2 domains keep them: ``tasks/task_*.json``)."""
+        if not isinstance(task, dict) or not isinstance(task.get("id"), str | int):
+            out.reject(
+                source_file=src,
+                target_table="scenarios",
+                record_kind="task",
+                record_ref=ref,
+                reason="a task needs an 'id'",
+                raw=task,
             )
+            return
+        scen = task.get("user_scenario") or {}
+        ins = scen.get("instructions") if isinstance(scen, dict) else None
+        structured = isinstance(ins, dict)
+        desc = task.get("description") or {}
+        dom = domain or (_s(ins.get("domain")) if structured else None)
+        out.row(
+            "scenarios",
+            {
+                "session_id": "",
+                "scenario_id": scenario_id(dom, task["id"]),
+                "title": _s(desc.get("purpose") if isinstance(desc, dict) else desc),
+                "domain": dom,
+                "goal": _s(ins.get("reason_for_call")) if structured else _s(ins),
+                "known_info": _s(ins.get("known_info")) if structured else None,
+                "unknown_info": _s(ins.get("unknown_info")) if structured else None,
+                "instructions": _s(ins.get("task_instructions")) if structured else None,
+                "persona": _s(scen.get("persona")) if isinstance(scen, dict) else None,
+                "evaluation_criteria": _s(task.get("evaluation_criteria")),
+                "source_file": src,
+                "attrs": to_json(
+                    {k: v for k, v in task.items() if k not in TASK_KNOWN}
+                    | ({"description": desc} if isinstance(desc, dict) else {})
+                ),
+            },
+        )
 
     # -- simulations -> sessions, participants, events, annotations --------------------------
     def _simulations(self, path: Path, info: dict, run: str, out: Emitter) -> None:

@@ -338,3 +338,21 @@ def _streamed_and_whole(path: Path, monkeypatch) -> tuple[dict, dict]:
 def test_a_file_read_whole_gives_the_rows_the_stream_gives(path, monkeypatch):
     whole, streamed = _streamed_and_whole(path, monkeypatch)
     assert whole == streamed and (whole.get("sessions") or whole.get("scenarios"))
+
+
+def test_a_domain_kept_as_one_task_per_file_lands_its_tasks(tmp_path, monkeypatch):
+    """Some tau2 domains keep each task in its own file (``<domain>/tasks/task_*.json``, one
+    Task object, loaded by tau2 with a glob): each is a scenario of the domain the folder
+    names, read whole or streamed alike; it was rejected as "neither a results file nor a
+    task file"."""
+    tasks = json.loads((DATA / "airline_tasks.json").read_text())[:3]
+    folder = tmp_path / "retail" / "tasks"
+    folder.mkdir(parents=True)
+    for k, task in enumerate(tasks):
+        (folder / f"task_{k}.json").write_text(json.dumps(task, indent=2))
+    out = parse(tmp_path / "retail")
+    assert not out.tables.get("rejects")
+    got = sorted(s["scenario_id"] for s in out.tables["scenarios"])
+    assert got == sorted(f"retail/{t['id']}" for t in tasks)
+    whole, streamed = _streamed_and_whole(folder / "task_0.json", monkeypatch)
+    assert whole == streamed and len(whole["scenarios"]) == 1
