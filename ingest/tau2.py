@@ -226,7 +226,7 @@ class Tau2Ingestor(Ingestor):
                 )
             run = self._run(
                 unit.path,
-                unit.path.stem,
+                run_name(unit.path),
                 self._one(unit.path, "timestamp"),
                 info,
                 ids,
@@ -858,6 +858,14 @@ class _TickReader:
         row.pop("_ids")
         row["attrs"] = to_json(attrs)
         return tuple(map(row.get, EVENT_FIELDS))
+
+
+def run_name(path: Path) -> str:
+    """A results file's run name: its stem, or where tau2 names the file ``results.json``
+    (every run folder's file) the folder holding it, so that runs tell apart."""
+    if path.stem.lower() == "results" and path.parent.name:
+        return path.parent.name
+    return path.stem
 
 
 def scenario_id(domain: str | None, task_id) -> str:

@@ -356,3 +356,19 @@ def test_a_domain_kept_as_one_task_per_file_lands_its_tasks(tmp_path, monkeypatc
     assert got == sorted(f"retail/{t['id']}" for t in tasks)
     whole, streamed = _streamed_and_whole(folder / "task_0.json", monkeypatch)
     assert whole == streamed and len(whole["scenarios"]) == 1
+
+
+def test_results_files_named_results_take_their_folder_as_the_run_name(tmp_path):
+    """tau2 names every run's file results.json; nine runs in one lake were nine runs called
+    "results". The folder that holds the file names the run instead."""
+    import shutil
+
+    for name, src in (
+        ("grok-telecom", RESULTS),
+        ("gpt-airline", DATA / "airline_gpt-4.1_no_sims.json"),
+    ):
+        (tmp_path / name).mkdir()
+        shutil.copy(src, tmp_path / name / "results.json")
+    names = sorted(r["name"] for r in parse(tmp_path).tables["runs"])
+    assert names == ["gpt-airline", "grok-telecom"]
+    assert [r["name"] for r in parse(RESULTS).tables["runs"]] == [RESULTS.stem]
