@@ -19,6 +19,7 @@ it is. Mapping: docs/marble.md.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import yaml
@@ -358,7 +359,14 @@ class _ResultLog:
             add("task_result", self._agent(it["current_agent"]), "tool", it.get("result"))
         comms = it.get("communications") or []
         for c in comms if isinstance(comms, list) else [comms]:
-            add("message", None, "chat", c)
+            for sender, recipient, text in _speakers(c):
+                add(
+                    "message",
+                    self._agent(sender) if sender else None,
+                    "chat",
+                    text,
+                    attrs={"to": self._agent(recipient)} if recipient else None,
+                )
         if it.get("summary") is not None:
             add(
                 "summary",
@@ -420,3 +428,25 @@ class _ResultLog:
         add("total_milestones", "total_milestones", run.get("total_milestones"))
         add("token_usage", "token_usage", run.get("token_usage"))
         return rows
+
+
+#: How MARBLE's engine writes who spoke in a communication: "From agent1 to agent2: ..."
+_FROM_TO = re.compile(r"^[ \t]*From (\S+?) to (\S+?):[ \t]*", re.M)
+
+
+def _speakers(c) -> list[tuple[str | None, str | None, object]]:
+    """A communication as (sender, recipient, text) messages: a text holding "From A to B:"
+    lines is one message per such line, with what follows it up to the next; anything else
+    is one message without a known speaker."""
+    if not isinstance(c, str):
+        return [(None, None, c)]
+    marks = list(_FROM_TO.finditer(c))
+    if not marks:
+        return [(None, None, c)]
+    out: list[tuple[str | None, str | None, object]] = []
+    if c[: marks[0].start()].strip():  # text before the first speaker line
+        out.append((None, None, c[: marks[0].start()].strip()))
+    for m, nxt in zip(marks, [*marks[1:], None], strict=True):
+        end = nxt.start() if nxt else len(c)
+        out.append((m.group(1), m.group(2), c[m.end() : end].strip()))
+    return out

@@ -245,3 +245,26 @@ def test_slices_are_cut_at_line_ends_and_know_their_first_line(lines, last_end, 
     for start, end, first in spans:
         assert start < end or len(spans) == 1
         assert first == 1 + data[:start].count(b"\n")
+
+
+def test_who_spoke_is_read_from_the_engines_from_to_lines(tmp_path):
+    """The engine writes each communication as "From agent1 to agent2: ..."; messages had no
+    actor. One text may hold several such lines: each is a message of its own speaker."""
+    run = json.loads(RESULT_LOG.read_text().splitlines()[0])
+    run["iterations"][0]["communications"] = [
+        "From agent1 to agent2: the parser returns a list\nof tokens",
+        "From agent2 to agent1: ok\nFrom agent1 to agent3: please review",
+        "no speaker here",
+    ]
+    path = tmp_path / "result_log.jsonl"
+    path.write_text(json.dumps(run) + "\n")
+    out = parse_with("marble", path)
+    msgs = [e for e in out.tables["events"] if e["kind"] == "message"]
+    assert [(m["actor"], m["text"]) for m in msgs] == [
+        ("agent1", "the parser returns a list\nof tokens"),
+        ("agent2", "ok"),
+        ("agent1", "please review"),
+        (None, "no speaker here"),
+    ]
+    assert json.loads(msgs[2]["attrs"]) == {"to": "agent3"}
+    assert "agent3" in {p["participant_id"] for p in out.tables["participants"]}
