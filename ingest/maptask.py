@@ -51,6 +51,9 @@ SIDES = ("giver", "follower")
 FAST_BATCH = 2000  # dialogues per vectorised batch (~60,000 expressions)
 STEP = "dialogue"
 #: The NXT layers graphlake reads: <id>.<g|f>.<layer>.xml
+#: Elements of a moves file that become events: the moves, and the ``ims`` elements the
+#: release keeps beside them (kept as events of that kind, with every attribute)
+MOVE_LAYER_TAGS = frozenset({"move", "ims"})
 LAYER = re.compile(r"^(?P<dialogue>[^.]+)\.(?P<side>[gf])\.(?P<layer>timed-units|moves)\.xml$")
 SIDE_OF = {"g": "giver", "f": "follower"}
 #: An NXT child reference: file#id(first) or file#id(first)..id(last)
@@ -310,8 +313,9 @@ class _Dialogue:
     def release_only(self, layers: tuple[Path, ...]) -> None:
         """A dialogue of the HCRC release without GMMT annotations."""
         sid = LAYER.match(self.path.name)["dialogue"]
-        ends = _Release(sid, self.out).read(layers)
-        if ends:
+        release = _Release(sid, self.out)
+        ends = release.read(layers)
+        if ends or release.landed:  # a moves-only dialogue has rows but no times
             self.session(sid, ends, None)
 
     def session(self, sid: str, ends: list[float], attrs: dict | None) -> None:
@@ -536,6 +540,7 @@ class _Release:
         self.order: dict[str, list[str]] = defaultdict(list)  # file name -> unit ids in order
         self.position: dict[str, dict[str, int]] = defaultdict(dict)  # file -> id -> index
         self.spanned = 0  # timed units the moves read so far have spanned, all together
+        self.landed = 0  # move-layer rows landed (they may have no times)
 
     def read(self, layers: tuple[Path, ...]) -> list[float]:
         """Read the timed units first (moves point into them); return every end time."""
@@ -642,8 +647,9 @@ class _Release:
         ends = []
         factor = span_factor()
         budget = factor * len(self.units) + SPAN_SLACK
-        for k, el in enumerate(e for e in root.iter() if _local(e.tag) == "move"):
-            mid = el.get("id") or f"{path.name}#move{k}"
+        for k, el in enumerate(e for e in root.iter() if _local(e.tag) in MOVE_LAYER_TAGS):
+            tag = _local(el.tag)
+            mid = el.get("id") or f"{path.name}#{tag}{k}"
             spans = self._span(el)
             size = sum(hi - lo for _name, lo, hi in spans)
             if self.spanned + size > budget:
@@ -662,28 +668,23 @@ class _Release:
             self.spanned += size
             words = [self.units[u] for name, lo, hi in spans for u in self.order[name][lo:hi]]
             times = self._times(el) or ((words[0]["t"], words[-1]["t_end"]) if words else None)
-            if times is None:
-                self._reject(
-                    path,
-                    "move",
-                    f"id({mid})",
-                    f"move {mid} has no times and no timed units it spans",
-                    el,
-                )
-                continue
+            # a move without times or words (a dialogue whose moves layer comes without its
+            # timed units) lands untimed, ordered by its place in the file
+            untimed = times is None
             text = " ".join(w["text"] for w in words if w["kind"] == "word" and w["text"])
             label = el.get("label")
+            self.landed += 1
             self.out.row(
                 "events",
                 {
                     "session_id": self.sid,
                     "event_id": mid,
-                    "seq": round(times[0] * 1000),
-                    "t": times[0],
-                    "t_end": times[1],
+                    "seq": k if times is None else round(times[0] * 1000),
+                    "t": None if times is None else times[0],
+                    "t_end": None if times is None else times[1],
                     "actor": side,
                     "actor_type": "human",
-                    "kind": "move",
+                    "kind": "move" if tag == "move" else tag,
                     "channel": "speech",
                     "initiator": side,
                     "step_id": STEP,
@@ -693,6 +694,7 @@ class _Release:
                             "layer": "moves",
                             "label": label,
                             "timed_units": [w["event_id"] for w in words],
+                            **({"untimed": True} if untimed else {}),
                             **{
                                 k2: v
                                 for k2, v in el.attrib.items()
@@ -702,6 +704,10 @@ class _Release:
                     ),
                 },
             )
+            if times is not None:
+                ends.append(times[1])
+            if tag != "move":
+                continue  # only moves carry the coders' dialogue act
             self.out.row(
                 "annotations",
                 {
@@ -715,7 +721,6 @@ class _Release:
                     "annotator": "HCRC Map Task coders",
                 },
             )
-            ends.append(times[1])
         return ends
 
     def _span(self, move) -> list[tuple[str, int, int]]:

@@ -209,3 +209,32 @@ def test_an_edited_annotations_file_is_found_on_re_ingest(tmp_path, given):
         f"SELECT label FROM annotations WHERE annotation_id = '{rid}/grounding'", lake
     ).table.to_pylist()
     assert rows == [{"label": "edited"}]
+
+
+def test_a_moves_only_dialogue_is_a_session_and_ims_elements_are_kept(tmp_path):
+    """A dialogue whose moves layer comes without its timed units, its moves untimed: a
+    session with every move in file order (it was 67 rejects naming a session never
+    created), and the moves file's <ims> elements are events too (they were dropped)."""
+    moves = tmp_path / "Data" / "moves"
+    moves.mkdir(parents=True)
+    (moves / "q7z.g.moves.xml").write_text(
+        '<?xml version="1.0" encoding="ISO-8859-1"?>\n'
+        '<nite:root nite:id="q7z.g.moves" xmlns:nite="http://nite.sourceforge.net/">\n'
+        '  <move id="q7zg.move.1" label="instruct"/>\n'
+        '  <move id="q7zg.move.2" label="reply_y"/>\n'
+        '  <ims id="q7zg.ims.1" type="overlap" start="1.5" end="2.0"/>\n'
+        "</nite:root>\n"
+    )
+    out = parse_with("maptask", tmp_path)
+    assert not out.tables.get("rejects")
+    [session] = out.tables["sessions"]
+    assert session["session_id"] == "q7z"
+    events = out.tables["events"]
+    assert [(e["event_id"], e["kind"], e["seq"], e["t"]) for e in events] == [
+        ("q7zg.move.1", "move", 0, None),
+        ("q7zg.move.2", "move", 1, None),
+        ("q7zg.ims.1", "ims", 1500, 1.5),  # a timed one: seq in milliseconds, as always
+    ]
+    assert json.loads(events[2]["attrs"])["type"] == "overlap"
+    acts = [a["label"] for a in out.tables["annotations"]]
+    assert acts == ["instruct", "reply_y"]  # the release's labels, underscores and all
