@@ -1173,12 +1173,28 @@ def bench_score(
         typer.Option("--baseline", help="Score a built-in baseline instead: majority or mode."),
     ] = None,
     param: ParamOpt = None,
+    save: Annotated[
+        bool,
+        typer.Option(
+            "--save",
+            help="Keep the run in the lake (corpus evals: its metrics and every prediction), "
+            "to compare runs with `graphlake query run eval_runs`.",
+        ),
+    ] = False,
+    model: Annotated[
+        str | None, typer.Option("--model", help="The model that made the predictions (--save).")
+    ] = None,
+    condition: Annotated[
+        str | None,
+        typer.Option("--condition", help="The input condition it saw, e.g. graph-chat (--save)."),
+    ] = None,
     lake: LakeOpt = None,
     version: VersionOpt = None,
     fmt: FormatOpt = "json",
     output: OutputOpt = None,
 ):
-    """Score predictions with the paper's metrics (missing, unknown and invalid ids listed)."""
+    """Score predictions with the paper's metrics (missing, unknown and invalid ids listed);
+    --save keeps the run in the lake beside earlier ones."""
     import orjson
 
     b = _bench(lake, version)
@@ -1199,7 +1215,16 @@ def bench_score(
                 '{"id": "<instance id>", "label": "<answer>"} (an instances file from '
                 "`graphlake bench export` has ids but no labels; add your model's answers)"
             )
-    result = b.score(protocol, preds, params)
+    if save:
+        condition = condition or params.get("condition")
+        source = str(predictions) if predictions is not None else f"baseline {baseline}"
+        model = model or (f"baseline:{baseline}" if baseline else None)
+        result, run_id = b.save(
+            protocol, preds, params, model=model, condition=condition, source=source
+        )
+        result = {**result, "saved_run": run_id}
+    else:
+        result = b.score(protocol, preds, params)
     if fmt == "json":
         text = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
         if output:

@@ -321,6 +321,40 @@ class Benchmarks:
         table = table.select([c for c in ("id", *GOLD_COLUMNS) if c in table.column_names])
         return {r["id"]: r for r in table.to_pylist()}
 
+    def save(
+        self,
+        pid: str,
+        predictions: list[dict],
+        params: dict | None = None,
+        *,
+        model: str | None = None,
+        condition: str | None = None,
+        name: str | None = None,
+        source: str = "bench score",
+    ) -> tuple[dict, str]:
+        """Score ``predictions`` and keep the run in the lake
+        (:mod:`graphlake.protocols.saved_runs`): the report and the run's id."""
+        from graphlake.protocols.saved_runs import save_score
+
+        result = self.score(pid, predictions, params)
+        spec, _m = self.spec(pid)
+        gold = self._answers(pid, params)
+        classes = spec.labels or tuple(sorted({str(r["gold"]) for r in gold.values()}))
+        run_id = save_score(
+            self.con.lake,
+            result,
+            predictions,
+            gold,
+            classes=tuple(classes),
+            rating=spec.task == "rating",
+            model=model,
+            condition=condition,
+            params=params,
+            name=name,
+            source=source,
+        )
+        return result, run_id
+
     def baseline(self, pid: str, name: str, params: dict | None = None) -> list[dict]:
         """Predictions of a built-in baseline for every instance: ``majority`` (the most
         frequent gold class, Kolab's "Adopt") or ``mode`` (the most frequent rating)."""

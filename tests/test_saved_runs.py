@@ -1,0 +1,92 @@
+"""Evaluation runs as lake data: a scored run saved into the lake (corpus evals) keeps its
+metrics and every prediction, saving it again replaces it, and eval_runs lays the runs of
+several models and conditions side by side."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from typer.testing import CliRunner
+
+from graphlake.api import connect
+from graphlake.cli import app
+from graphlake.protocols import Benchmarks
+from graphlake.query.connection import Connection
+
+
+@pytest.fixture
+def lake(hand_lake, tmp_path):
+    copy = tmp_path / "lake"
+    shutil.copytree(hand_lake, copy)  # the fixture is shared: writes go to a copy
+    return copy
+
+
+def test_saved_runs_keep_metrics_and_predictions_and_compare_side_by_side(lake):
+    bench = Benchmarks(Connection(lake))
+    gold = {iid: r["gold"] for iid, r in bench.gold("kolab-1b").items()}
+    ids = sorted(gold)
+    want = {"ADOPT": "adopt", "MODIFY": "ADOPT", "REJECT": "REJECT/BYPASS"}
+    preds = [{"id": i, "label": want[gold[i]]} for i in ids] + [{"id": ids[0], "label": "x"}]
+    report, run_a = bench.save("kolab-1b", preds, model="model-a", condition="graph")
+    assert report["macro_f1"] == pytest.approx(1.8 / 3)
+    baseline = bench.baseline("kolab-1b", "majority")
+    _, run_b = bench.save("kolab-1b", baseline, model="majority", condition="chat")
+    # the same run saved again is the same run: replaced, not added
+    _, again = bench.save("kolab-1b", preds, model="model-a", condition="graph")
+    assert again == run_a
+
+    gl = connect(lake)
+    rows = gl.query("eval_runs", protocol="kolab-1b").to_pylist()
+    assert sorted((r["model"], r["condition"]) for r in rows) == [
+        ("majority", "chat"),
+        ("model-a", "graph"),
+    ]
+    by_model = {r["model"]: r for r in rows}
+    assert by_model["model-a"]["macro_f1"] == pytest.approx(1.8 / 3)
+    assert by_model["majority"]["macro_f1"] == pytest.approx(2 / 9)
+    assert by_model["model-a"]["n_scored"] == 4 and by_model["model-a"]["n_instances"] == 4
+    f1 = gl.sql(
+        "SELECT label, value FROM annotations WHERE session_id = ? AND label LIKE 'f1:%'",
+        params=[run_a],
+    ).to_pylist()
+    assert {r["label"]: r["value"] for r in f1} == pytest.approx(
+        {"f1:ADOPT": 0.8, "f1:MODIFY": 0.0, "f1:REJECT": 1.0}
+    )
+    wrong = gl.sql(
+        "SELECT target_id, label, text, attrs FROM annotations WHERE session_id = ? "
+        "AND kind = 'prediction' AND value = 0",
+        params=[run_a],
+    ).to_pylist()
+    [modify] = [w for w in wrong if json.loads(w["attrs"])["gold"] == "MODIFY"]
+    assert (modify["label"], modify["text"]) == ("ADOPT", "ADOPT")
+    n = gl.sql(
+        "SELECT count(*) AS n FROM annotations WHERE session_id = ? AND kind = 'prediction'",
+        params=[run_a],
+    ).to_pylist()[0]["n"]
+    assert n == 4  # the first answer of an id counts, as in the score
+
+
+def test_bench_score_save_from_the_cli(lake):
+    runner = CliRunner()
+    res = runner.invoke(
+        app,
+        [
+            "bench",
+            "score",
+            "kolab-1b",
+            "--baseline",
+            "majority",
+            "--save",
+            "--condition",
+            "graph",
+            "--lake",
+            str(lake),
+        ],  # fmt: skip
+    )
+    assert res.exit_code == 0, res.output
+    saved = json.loads(res.output)["saved_run"]
+    [row] = connect(lake).query("eval_runs").to_pylist()
+    assert row["run_id"] == saved and row["model"] == "baseline:majority"
+    assert row["condition"] == "graph"
