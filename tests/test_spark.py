@@ -25,7 +25,7 @@ pytestmark = pytest.mark.spark
 #: Values for named queries' required parameters.
 EXAMPLE_PARAMS = {"has_rescue": {"from_condition": "A1", "to_condition": "A3"}}
 #: Queries whose rows come from data the demo lake lacks, and the fixture lake that has it.
-QUERY_LAKES = {"tau2_metrics": "tau2_runs_lake"}
+QUERY_LAKES = {"tau2_metrics": "tau2_runs_lake", "eval_runs": "evals_lake"}
 #: Queries the linter reports as not portable, with the construct it must name.
 NOT_PORTABLE: dict[str, str] = {}
 
@@ -44,6 +44,22 @@ def tau2_runs_lake(tmp_path_factory):
 
     lake = tmp_path_factory.mktemp("tau2runs") / "lake"
     ingest_path("tau2", FIXTURES / "tau2_runs", lake)
+    return lake
+
+
+@pytest.fixture(scope="module")
+def evals_lake(hand_lake, tmp_path_factory):
+    """The hand-checked lake with two saved evaluation runs (bench score --save)."""
+    import shutil
+
+    from graphlake.protocols import Benchmarks
+    from graphlake.query.connection import Connection
+
+    lake = tmp_path_factory.mktemp("evals") / "lake"
+    shutil.copytree(hand_lake, lake)
+    bench = Benchmarks(Connection(lake))
+    bench.save("kolab-1b", bench.baseline("kolab-1b", "majority"), model="m", condition="chat")
+    bench.save("kolab-2a", bench.baseline("kolab-2a", "mode"), model="m", condition="chat")
     return lake
 
 
