@@ -955,6 +955,14 @@ def serve(
             "into memory at startup, so a context costs a slice, not queries (0: never).",
         ),
     ] = 20_000_000,
+    allow_writes: Annotated[
+        bool,
+        typer.Option(
+            "--allow-writes",
+            help="Let POST /benchmarks/{id}/score?save=true keep evaluation runs in the lake. "
+            "Without it the service only reads (403 on a save).",
+        ),
+    ] = False,
 ):
     """Serve the lake over HTTP for model evaluators and the browser workbench.
 
@@ -1023,6 +1031,7 @@ def serve(
         "sql_queue": sql_queue,
         "max_connections": max_connections,
         "client_timeout_s": client_timeout,
+        "allow_writes": allow_writes,
     }
     os.environ.update(
         {"GRAPHLAKE_SERVE_LAKE": str(lk.root), "GRAPHLAKE_SERVE_CONFIG": json.dumps(config)}
@@ -1104,7 +1113,9 @@ def bench_list(
     fmt: FormatOpt = "table",
     output: OutputOpt = None,
 ):
-    """Every protocol with its instance count, labels and conditions."""
+    """Every protocol with its instance count, labels and conditions. ``with_recording``
+    counts the instances whose session has a recording: the video conditions list only
+    those."""
     from concurrent.futures import ThreadPoolExecutor
 
     import pyarrow as pa
@@ -1117,6 +1128,8 @@ def bench_list(
         {
             "id": s["id"],
             "instances": n,
+            # what video conditions list: instances whose session has a recording
+            "with_recording": b.recorded(s["id"]),
             "task": s["task"],
             "labels": ", ".join(s["labels"]) or "(categories)",
             "conditions": ", ".join(s["conditions"]),
@@ -1139,12 +1152,13 @@ def bench_export(
     lake: LakeOpt = None,
     version: VersionOpt = None,
 ):
-    """Write every instance of PROTOCOL in one condition as JSON Lines (no gold labels)."""
+    """Write every instance of PROTOCOL in one condition as JSON Lines (no gold labels). A
+    video condition writes only the instances whose session has a recording."""
     import orjson
 
     b = _bench(lake, version)
     params = _params(param)
-    total = b.count(protocol, params)
+    total = b.count(protocol, params, condition)
     cursor, n = None, 0
     with out.open("wb") as fh, _progress() as bar:
         task = bar.add_task(f"{protocol} {condition or ''}".strip(), total=total)
@@ -1188,6 +1202,14 @@ def bench_score(
         str | None,
         typer.Option("--condition", help="The input condition it saw, e.g. graph-chat (--save)."),
     ] = None,
+    subset: Annotated[
+        bool,
+        typer.Option(
+            "--subset",
+            help="Score only the instances predicted (a run over part of the protocol, e.g. "
+            "inspect's --limit): the others are not listed as missing.",
+        ),
+    ] = False,
     lake: LakeOpt = None,
     version: VersionOpt = None,
     fmt: FormatOpt = "json",
@@ -1220,11 +1242,12 @@ def bench_score(
         source = str(predictions) if predictions is not None else f"baseline {baseline}"
         model = model or (f"baseline:{baseline}" if baseline else None)
         result, run_id = b.save(
-            protocol, preds, params, model=model, condition=condition, source=source
-        )
+            protocol, preds, params, model=model, condition=condition, source=source,
+            subset=subset,
+        )  # fmt: skip
         result = {**result, "saved_run": run_id}
     else:
-        result = b.score(protocol, preds, params)
+        result = b.score(protocol, preds, params, subset=subset)
     if fmt == "json":
         text = orjson.dumps(result, option=orjson.OPT_INDENT_2).decode()
         if output:

@@ -35,6 +35,7 @@ log = logging.getLogger("graphlake.server")
 _CODES = {
     400: "bad_request",
     401: "unauthorized",
+    403: "read_only",
     404: "not_found",
     405: "method_not_allowed",
     408: "timeout",
@@ -69,11 +70,18 @@ class BadRequest(GraphlakeError, ValueError):
     is not a picture)."""
 
 
+class ReadOnly(GraphlakeError, PermissionError):
+    """A request that would write to the lake, to a service started without
+    ``--allow-writes`` (403)."""
+
+
 def _status(exc: GraphlakeError) -> int:
     """The HTTP status of a domain error. Only errors graphlake raises on purpose get here: a
     bare ``KeyError`` or ``LookupError`` from a bug is a 500, never a 404."""
     if isinstance(exc, QueryTimeoutError):
         return 408
+    if isinstance(exc, ReadOnly):
+        return 403
     if isinstance(exc, MissingExtraError):
         return 501
     if isinstance(exc, ServiceBusyError | SnapshotGoneError):

@@ -12,6 +12,8 @@ class Settings:
     lake: Path
     version: int | None = None  # pin to this lake version (newest when None)
     token: str | None = None  # every request needs "Authorization: Bearer <token>"
+    allow_writes: bool = False  # POST /benchmarks/{id}/score?save=true may write a run into
+    # the lake (graphlake serve --allow-writes); without it the service only reads
     max_rows: int = 10_000  # rows one /sql or /queries answer may hold
     query_timeout_s: float = 30.0  # a statement running longer is stopped (HTTP 408)
     max_body_bytes: int = 1_000_000  # larger request bodies are refused (HTTP 413)

@@ -457,6 +457,36 @@ def hand_lake(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def recorded_lake(tmp_path_factory) -> Path:
+    """Two copies of the hand session: ``hand-1`` with a screen recording (a real encoded
+    video, 128 s of changing shades) and ``hand-2`` without one. Needs PyAV."""
+    pytest.importorskip("av")
+    import shutil
+
+    from graphlake.demo.video import write_recording
+    from graphlake.lake.derived import refresh
+    from graphlake.pipeline import ingest_path
+
+    root = tmp_path_factory.mktemp("recorded")
+    shutil.copytree(HAND, root / "src" / "hand-1")
+    write_recording(
+        root / "src" / "hand-1" / "recording.mp4",
+        shades=[30, 90, 150, 210],
+        seconds_each=32,
+        fps=2,
+        size=(64, 48),
+    )
+    other = root / "src" / "hand-2"
+    shutil.copytree(HAND, other)
+    graph = other / "graph.json"
+    graph.write_text(graph.read_text().replace('"hand-1"', '"hand-2"'))
+    lake = root / "lake"
+    ingest_path("kolab", root / "src", lake)
+    refresh(Lake(lake))
+    return lake
+
+
+@pytest.fixture(scope="session")
 def demo_server(demo_lake):
     from graphlake.server import Settings
 

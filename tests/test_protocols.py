@@ -31,8 +31,12 @@ def bench(hand_lake):
 @pytest.mark.parametrize("protocol", KOLAB)
 def test_golden_contexts(bench, protocol):
     got = {}
+    # fetched by id: the session has no recording, so video conditions do not list it, and
+    # its video prompt (which says so) is part of the golden
+    ids = [i["id"] for i in bench.instances(protocol, condition="graph", limit=1000).items]
     for condition in KOLAB_CONDITIONS:
-        for item in bench.instances(protocol, condition=condition, limit=1000).items:
+        for iid in ids:
+            item = bench.instance(protocol, iid, condition=condition)
             got[f"{item['id']}/{condition}"] = {"prompt": item["prompt"], "inputs": item["inputs"]}
     path = GOLDEN / f"{protocol}.json"
     if os.environ.get("GRAPHLAKE_REGEN_GOLDEN"):
@@ -64,13 +68,14 @@ def test_1b_graph_prompt_is_the_papers(bench):
 def test_gold_never_in_an_instance(bench):
     for protocol in KOLAB:
         gold = bench.gold(protocol)
-        for item in bench.instances(protocol, condition="video-graph-chat").items:
+        for ref in bench.instances(protocol, condition="graph").items:
+            item = bench.instance(protocol, ref["id"], condition="video-graph-chat")
             assert "gold" not in json.dumps(item)
             assert gold[item["id"]]["id"] == item["id"]
 
 
 def test_ids_are_deterministic_and_condition_free(bench, hand_lake):
-    a = [i["id"] for i in bench.instances("kolab-1a", condition="video").items]
+    a = [i["id"] for i in bench.instances("kolab-1a", condition="graph").items]
     b = [i["id"] for i in bench.instances("kolab-1a", condition="graph-chat").items]
     with Connection(hand_lake) as con:
         c = [i["id"] for i in Benchmarks(con).instances("kolab-1a", condition="chat").items]
@@ -274,3 +279,23 @@ def test_sql_contexts_equal_the_python_slices(demo_lake, protocol):
             assert [t["event_id"] for t in turns] == [t["event_id"] for t in sql_turns]
             assert render_chat(turns) == render_chat(sql_turns)
             assert ref["goal"] == data.goal and ref["profession"] == data.profession
+
+
+def test_video_conditions_list_only_instances_with_a_recording(recorded_lake):
+    """A video condition lists (and exports, and counts) only the instances whose session
+    has a recording, so none promises frames it does not have; the others stay listed
+    without video and can still be fetched by id, flagged as having no recording."""
+    with Connection(recorded_lake) as con:
+        b = Benchmarks(con)
+        every = b.instances("kolab-1b", condition="graph-chat", limit=1000).items
+        video = b.instances("kolab-1b", condition="video-graph", limit=1000).items
+        assert {i["session_id"] for i in every} == {"hand-1", "hand-2"}
+        assert {i["session_id"] for i in video} == {"hand-1"}
+        assert all(i["inputs"]["video"]["available"] for i in video)
+        assert len(video) == len(every) // 2 == b.count("kolab-1b", condition="video")
+        assert b.recorded("kolab-1b") == len(video) and b.recorded("almanac-next-action") is None
+        hidden = next(i for i in every if i["session_id"] == "hand-2")
+        fetched = b.instance("kolab-1b", hidden["id"], condition="video")
+        assert fetched["inputs"]["video"] == {"t0": fetched["inputs"]["window"]["t0"],
+                                              "t1": fetched["inputs"]["cutoff"],
+                                              "available": False}  # fmt: skip

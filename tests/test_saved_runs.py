@@ -90,3 +90,46 @@ def test_bench_score_save_from_the_cli(lake):
     [row] = connect(lake).query("eval_runs").to_pylist()
     assert row["run_id"] == saved and row["model"] == "baseline:majority"
     assert row["condition"] == "graph"
+
+
+def test_subset_scores_only_what_was_predicted(lake):
+    """A run over part of a protocol (inspect --limit) is scored on that part: the other
+    instances are not missing, and n_instances counts those scored."""
+    bench = Benchmarks(Connection(lake))
+    gold = bench.gold("kolab-1b")
+    first = sorted(gold)[:2]
+    preds = [{"id": i, "label": gold[i]["gold"]} for i in first]
+    whole = bench.score("kolab-1b", preds)
+    assert len(whole["missing"]) == len(gold) - 2
+    part = bench.score("kolab-1b", preds, subset=True)
+    assert part["missing"] == [] and part["n_instances"] == 2 and part["accuracy"] == 1.0
+    assert part["n_protocol_instances"] == len(gold) and part["subset"] is True
+
+
+def test_http_save_needs_a_service_that_allows_writes(lake):
+    """POST /benchmarks/{id}/score?save=true keeps the run only where the service was
+    started with --allow-writes; a read-only service answers 403 and writes nothing."""
+    import httpx
+
+    from conftest import LiveServer
+    from graphlake.lake import Lake
+    from graphlake.server.settings import Settings
+
+    before = Lake(lake).snapshot().lake_version
+    url = "/benchmarks/kolab-1b/score?baseline=majority&save=true&model=m1&condition=graph"
+    with LiveServer(Settings(lake=lake)) as srv:
+        resp = httpx.post(srv.url + url, timeout=60)
+        assert resp.status_code == 403, resp.text
+        assert "--allow-writes" in resp.json()["error"]["message"]
+    assert Lake(lake).snapshot().lake_version == before
+    with LiveServer(Settings(lake=lake, allow_writes=True)) as srv:
+        bad = httpx.post(srv.url + url.replace("graph", "nothing"), timeout=60)
+        assert bad.status_code == 400 and "no condition" in bad.json()["error"]["message"]
+        resp = httpx.post(srv.url + url, timeout=60)
+        assert resp.status_code == 200, resp.text
+        saved = resp.json()["saved_run"]
+        assert httpx.post(srv.url + "/refresh", timeout=60).status_code == 200
+        rows = httpx.post(srv.url + "/queries/eval_runs", json={"params": {}}, timeout=60).json()
+    [row] = connect(lake).query("eval_runs").to_pylist()
+    assert (row["run_id"], row["model"], row["condition"]) == (saved, "m1", "graph")
+    assert rows["rows"] and saved in str(rows["rows"])

@@ -14,9 +14,11 @@ import logging
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from graphlake.config import DEFAULT_TIMEOUT_S
 from graphlake.cursors import KeyCursor
@@ -106,6 +108,19 @@ class _Index:
     def row(self, i: int) -> dict:
         """Instance ``i`` as the builders see it: every index column but the gold ones."""
         return {name: col[i].as_py() for name, col in self._cols}
+
+    @cached_property
+    def recorded(self) -> _Index:
+        """The instances whose session has a recording: what a video condition lists (the
+        others would promise frames and hold none). Built once per index."""
+        if "media_id" not in self.table.column_names:
+            return self
+        return _Index(self.table.filter(pc.is_valid(self.table.column("media_id"))), self.corpora)
+
+
+def needs_recording(condition: str) -> bool:
+    """Whether ``condition`` shows the recording (Kolab's video, video-graph, ...)."""
+    return "video" in condition.split("-")
 
 
 log = logging.getLogger(__name__)
@@ -253,7 +268,7 @@ class Benchmarks:
         spec, _m = self.spec(pid)
         bound = spec.bind(params)
         condition = spec.check_condition(condition)
-        idx = self.index(pid, bound)
+        idx = self.listed(self.index(pid, bound), condition)
         pages = KeyCursor(f"instances of {pid}")
         last = pages.decode(cursor)
         start = idx.after(last[0] if last else None)
@@ -282,9 +297,25 @@ class Benchmarks:
             f"GET /benchmarks/{pid}/instances"
         )
 
-    def count(self, pid: str, params: dict | None = None) -> int:
+    @staticmethod
+    def listed(idx: _Index, condition: str) -> _Index:
+        """The instances a listing in ``condition`` holds: for a video condition only those
+        whose session has a recording. Fetching another by id still works (its
+        ``inputs.video.available`` is false)."""
+        return idx.recorded if needs_recording(condition) else idx
+
+    def count(self, pid: str, params: dict | None = None, condition: str | None = None) -> int:
+        """How many instances ``pid`` lists (in ``condition``, when given)."""
         spec, _m = self.spec(pid)
-        return len(self.index(pid, spec.bind(params)))
+        idx = self.index(pid, spec.bind(params))
+        return len(self.listed(idx, spec.check_condition(condition)) if condition else idx)
+
+    def recorded(self, pid: str, params: dict | None = None) -> int | None:
+        """How many instances have a recording, for a protocol with a video condition."""
+        spec, _m = self.spec(pid)
+        if not any(needs_recording(c) for c in spec.conditions):
+            return None
+        return len(self.index(pid, spec.bind(params)).recorded)
 
     def _build(self, spec: ProtocolSpec, ref: dict, condition: str, params: dict) -> dict:
         _spec, module = self.spec(spec.id)
@@ -331,12 +362,13 @@ class Benchmarks:
         condition: str | None = None,
         name: str | None = None,
         source: str = "bench score",
+        subset: bool = False,
     ) -> tuple[dict, str]:
         """Score ``predictions`` and keep the run in the lake
         (:mod:`graphlake.protocols.saved_runs`): the report and the run's id."""
         from graphlake.protocols.saved_runs import save_score
 
-        result = self.score(pid, predictions, params)
+        result = self.score(pid, predictions, params, subset=subset)
         spec, _m = self.spec(pid)
         gold = self._answers(pid, params)
         classes = spec.labels or tuple(sorted({str(r["gold"]) for r in gold.values()}))
@@ -366,9 +398,24 @@ class Benchmarks:
         label = scoring.majority([r["gold"] for r in rows.values()])
         return [{"id": iid, "label": label} for iid in rows]
 
-    def score(self, pid: str, predictions: list[dict], params: dict | None = None) -> dict:
+    def score(
+        self,
+        pid: str,
+        predictions: list[dict],
+        params: dict | None = None,
+        *,
+        subset: bool = False,
+    ) -> dict:
+        """The paper's metrics of ``predictions`` against the gold. With ``subset`` only the
+        instances predicted are scored (a run over part of the protocol, e.g. an inspect
+        ``--limit``): the others are not listed as missing, and ``n_instances`` counts the
+        instances scored (``n_protocol_instances`` all of them)."""
         spec, _m = self.spec(pid)
         rows = self._answers(pid, params)
+        n_all = len(rows)
+        if subset:
+            asked = {str(p.get("id")) for p in predictions}
+            rows = {iid: r for iid, r in rows.items() if iid in asked}
         unknown, invalid, duplicate, seen = [], [], [], {}
         for p in predictions:
             iid = str(p.get("id"))
@@ -385,6 +432,8 @@ class Benchmarks:
             "lake_version": self.con.version,
             "n_instances": len(rows),
         }
+        if subset:
+            out.update({"subset": True, "n_protocol_instances": n_all})
         if spec.task == "rating":
             gold, pred = [], []
             for iid, p in seen.items():

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from starlette.concurrency import run_in_threadpool
 
+from graphlake.server.errors import ReadOnly
 from graphlake.server.models import Benchmark, Instance, Page, Score, ScoreRequest
 from graphlake.server.state import Serving, get_state, json_response
 
@@ -118,10 +119,22 @@ def score(
     params: ParamsDep,
     body: ScoreRequest | None = None,
     baseline: Literal["majority", "mode"] | None = None,
+    subset: bool = False,
+    save: bool = False,
+    model: Annotated[str | None, Query(max_length=200)] = None,
+    condition: Annotated[str | None, Query(max_length=100)] = None,
+    name: Annotated[str | None, Query(max_length=200)] = None,
 ):
     """Score ``predictions`` (``{"id", "label"}``; Almanac draws may add ``cells``) with the
     paper's metrics; ``?baseline=majority`` (or ``mode`` for ratings) scores the built-in
-    baseline instead. Unknown, missing, invalid and duplicate ids are listed."""
+    baseline instead. Unknown, missing, invalid and duplicate ids are listed; ``?subset=true``
+    scores only the instances predicted (the others are not missing).
+
+    ``?save=true`` also keeps the run in the lake (corpus ``evals``, with ``model``,
+    ``condition`` and ``name``), as ``graphlake bench score --save`` does, and answers its
+    id as ``saved_run``; the named query ``eval_runs`` compares runs once the service reads
+    the new version (``POST /refresh``). Saving needs a service started with
+    ``graphlake serve --allow-writes`` (403 otherwise)."""
     bound = dict(params.for_protocol(state, protocol))
     if body and body.params:
         bound.update({k: v for k, v in body.params.items() if v is not None})
@@ -129,4 +142,23 @@ def score(
         preds = state.bench.baseline(protocol, baseline, bound)
     else:
         preds = [p.model_dump() for p in (body.predictions if body else [])]
-    return json_response(state.bench.score(protocol, preds, bound))
+    if not save:
+        return json_response(state.bench.score(protocol, preds, bound, subset=subset))
+    if not state.settings.allow_writes:
+        raise ReadOnly(
+            "this service only reads the lake: start it with `graphlake serve --allow-writes` "
+            "to save runs, or save from the CLI with `graphlake bench score --save`"
+        )
+    if condition is not None:
+        condition = state.bench.spec(protocol)[0].check_condition(condition)
+    result, run_id = state.bench.save(
+        protocol,
+        preds,
+        bound,
+        model=model or (f"baseline:{baseline}" if baseline else None),
+        condition=condition,
+        name=name,
+        source="POST /benchmarks/score",
+        subset=subset,
+    )
+    return json_response({**result, "saved_run": run_id})
