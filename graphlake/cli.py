@@ -233,7 +233,32 @@ def ingest_and_report(
         rep = _refresh(lk)
         if snap is not None or rep.snapshot is not None:
             print_refresh_report(rep)
+    if corpus in ("inspect", "traces") and lk.exists():  # also a log ingested before
+        _save_eval_runs(lk)
     return stats, snap
+
+
+def _save_eval_runs(lk) -> None:
+    """inspect logs of graphlake's own task are also evaluation runs (eval_runs)."""
+    from graphlake.protocols.eval_logs import import_eval_runs
+
+    done = import_eval_runs(lk)
+    for run in done.saved:
+        rep = run["report"]
+        headline = (
+            f"MAE {rep['mae']:.3f}"
+            if rep.get("mae") is not None
+            else f"macro F1 {rep['macro_f1']:.3f}"
+            if rep.get("macro_f1") is not None
+            else "no valid answers"
+        )
+        err_console.print(
+            f"saved eval run {run['run_id']}: {run['model']} on {run['protocol']} "
+            f"({run['condition']}), {headline} over {rep['n_instances']} instances; "
+            "compare with `graphlake query run eval_runs`"
+        )
+    for why in done.skipped:
+        err_console.print(f"not scored: {why}", style="yellow")
 
 
 def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False, force: bool = False):

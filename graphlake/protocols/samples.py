@@ -7,7 +7,9 @@
 Each sample's ``input`` is the instance prompt and its ``id`` the instance id; the inputs
 (graph, chat, frame URLs), protocol, condition and spec hash ride in ``metadata``. The export
 holds no gold labels, so ``target`` is empty: score the outputs with ``graphlake bench score``
-or ``POST /benchmarks/{id}/score``. inspect_ai is optional (``pip install inspect-ai``).
+or ``POST /benchmarks/{id}/score``. For a run inspect scores itself (gold as ``target``, the
+protocol's scorer and metrics, frames as images) use the task ``graphlake/bench``
+(:mod:`graphlake.protocols.inspect_task`). inspect_ai is optional (``pip install inspect-ai``).
 """
 
 from __future__ import annotations

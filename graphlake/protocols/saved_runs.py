@@ -143,10 +143,10 @@ def save_score(
             g = gold[iid].get("gold")
             scored: object
             if rating:
-                scored = scoring.normalise_rating(p.get("label"))
+                scored = scoring.parse_rating(p.get("label"))
                 correct = None if scored is None or g is None else float(scored == int(g))
             else:
-                scored = scoring.normalise_label(p.get("label"), classes)
+                scored = scoring.parse_label(p.get("label"), classes)
                 valid = scored is not None and scored in classes
                 correct = float(scored == str(g)) if valid else None
             out.row(

@@ -8,14 +8,18 @@
 * Almanac drawing: each predicted cell scores 1 on a gold cell, 2/3 at Chebyshev distance 1,
   1/3 at distance 2, else 0; averaged over the predicted cells of all draw predictions.
 
-Predictions are matched to instances by id. Ids the protocol does not have are listed in
-``unknown``, instances without a prediction in ``missing``, and predictions whose label cannot
-be read in ``invalid``; none of them enter the metrics, and none is dropped silently.
+A prediction's label is read as a model writes it (:func:`parse_label`: the label alone, any
+case, in backticks, or named once in a sentence; :func:`parse_rating` likewise for 1-5), the
+same parsing graphlake's inspect_ai scorer applies. Predictions are matched to instances by id.
+Ids the protocol does not have are listed in ``unknown``, instances without a prediction in
+``missing``, and predictions whose label cannot be read in ``invalid``; none of them enter the
+metrics, and none is dropped silently.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 
 #: How the papers' models write the adoption labels, normalised to the class names.
@@ -31,6 +35,37 @@ def normalise_label(label, classes: tuple[str, ...]) -> str | None:
     text = _ALIASES.get(text, text)
     upper = {c.upper(): c for c in classes}
     return upper.get(text) if classes else str(label).strip()
+
+
+def parse_label(answer, classes: tuple[str, ...]) -> str | None:
+    """The class a model's free-text answer gives: the whole answer as a label
+    (:func:`normalise_label`), else the one class it names as a word (``The answer is
+    `ADOPT`.``). An answer naming two classes, or none, has no label (scored as invalid,
+    never guessed)."""
+    label = normalise_label(answer, classes)
+    if label is not None and (label in classes or not classes):
+        return label
+    if answer is None or not classes:
+        return None
+    text = str(answer).upper()
+    upper = {c.upper(): c for c in classes}
+    # every spelling of a class: its name, and the papers' aliases of it
+    names = {**upper, **{a: upper[c] for a, c in _ALIASES.items() if c in upper}}
+    found = {
+        cls
+        for name, cls in names.items()
+        if re.search(rf"(?<![A-Z]){re.escape(name)}(?![A-Z])", text)
+    }
+    return found.pop() if len(found) == 1 else None
+
+
+def parse_rating(answer) -> int | None:
+    """A 1-5 rating from a model's answer: the answer itself, else its one digit 1-5."""
+    value = normalise_rating(answer)
+    if value is not None or answer is None:
+        return value
+    digits = set(re.findall(r"(?<![\d.])([1-5])(?!\.?\d)", str(answer)))
+    return int(digits.pop()) if len(digits) == 1 else None
 
 
 def normalise_rating(label) -> int | None:

@@ -437,7 +437,7 @@ class Benchmarks:
         if spec.task == "rating":
             gold, pred = [], []
             for iid, p in seen.items():
-                v = scoring.normalise_rating(p.get("label"))
+                v = scoring.parse_rating(p.get("label"))
                 if v is None:
                     invalid.append(iid)
                     continue
@@ -450,7 +450,7 @@ class Benchmarks:
                 classes = tuple(sorted({str(r["gold"]) for r in rows.values()}))
             gold, pred, draw = [], [], [0.0, 0]
             for iid, p in seen.items():
-                label = scoring.normalise_label(p.get("label"), classes)
+                label = scoring.parse_label(p.get("label"), classes)
                 if label is None or label not in classes:
                     invalid.append(iid)
                     continue
