@@ -181,6 +181,11 @@ class Benchmark(BaseModel):
     cutoff: str
     labels: list[str]
     conditions: list[str]
+    video_conditions: list[str] = Field(
+        default_factory=list,
+        description="The conditions that show the recording: they list only the instances "
+        "whose session has one.",
+    )
     source: str
     spec_hash: str
     params: list[ProtocolParam]
@@ -286,6 +291,9 @@ class SessionOverview(BaseModel):
     success: bool | None = Field(default=None, description="Agent traces: the run passed.")
     score: float | None = None
     termination: str | None = None
+    has_recording: bool = Field(
+        default=False, description="The session has a screen recording (a media row)."
+    )
 
 
 class SessionOverviewPage(Page[SessionOverview]):

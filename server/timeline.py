@@ -1,5 +1,6 @@
-"""One session laid out for the workbench's timeline: swimlanes, bars, step bands, edges,
-adoption triples and step ratings, in the shape the page draws without reshaping.
+"""One session laid out for the workbench's timeline: swimlanes (one per participant),
+bars, step bands, edges, adoption triples and step ratings, in the shape the page draws
+without reshaping.
 
 Why a separate payload: the page needs every occurrence of a node (a loop is several bars),
 the events no node stands for (chat turns, clarifications, tool calls), the adoption labels
@@ -47,12 +48,37 @@ FROM run_outcomes WHERE corpus = $c AND session_id = $s
 
 
 def lane_of(actor_type: str | None, actor: str | None) -> tuple[str, str]:
-    """(lane id, lane label) for an actor: one lane per human, per AI brand, per simulated
-    user and per agent."""
+    """(lane id, lane label) for an actor no participant stands for: one lane per actor."""
     kind = actor_type or "unknown"
     who = actor or kind
     label = who if who == kind else f"{who} ({kind})"
     return f"{kind}:{who}", label
+
+
+def participant_lanes(participants: list[dict]) -> dict[str, tuple[str, str]]:
+    """Actor name -> (lane id, lane label) of the participant it names.
+
+    Sources name one person two ways: Kolab's nodes say ``user`` where its chat says
+    ``P000``, Almanac's actions say ``guide`` where its events say ``alm0000-G``. An actor
+    is its participant when it is the participant's id, or its name where no other
+    participant of the session has that name (HAS-Bench's two agents both run gpt-4.1)."""
+    names: dict[str, list[dict]] = {}
+    for p in participants:
+        if p.get("name"):
+            names.setdefault(p["name"], []).append(p)
+    out: dict[str, tuple[str, str]] = {}
+    for p in participants:
+        pid, name = p["participant_id"], p.get("name")
+        label = (
+            f"{pid} ({p.get('kind') or 'participant'})"
+            if name in (None, pid)
+            else f"{name} ({pid})"
+        )
+        out[pid] = (f"participant:{pid}", label)
+    for name, ps in names.items():
+        if len(ps) == 1 and name not in out:
+            out[name] = out[ps[0]["participant_id"]]
+    return out
 
 
 def _columns(rows: list[dict], names: tuple[str, ...]) -> dict[str, list]:
@@ -63,9 +89,10 @@ def build_timeline(con: Connection, data: SessionData) -> dict:
     """The timeline payload of one session (see the module docstring)."""
     p = {"c": data.corpus, "s": data.session_id}
     lanes: dict[str, dict] = {}
+    people = participant_lanes(data.participants)
 
     def lane(actor_type, actor) -> str:
-        lid, label = lane_of(actor_type, actor)
+        lid, label = people.get(actor) or lane_of(actor_type, actor)
         if lid not in lanes:
             lanes[lid] = {"id": lid, "label": label, "actor_type": actor_type or "unknown"}
         return lid

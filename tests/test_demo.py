@@ -44,6 +44,13 @@ def _check_demo_lake(lake: Path, out: str) -> None:
         .to_pylist()
     )
     assert rej == ["edge", "file", "node", "node_time", "user_response"]
+    # outputs acted on in a later step resolve there: docs/usage.md's first query shows some
+    cross = run_sql(
+        "SELECT count(*) AS n, count(DISTINCT session_id) AS s FROM adoptions"
+        " WHERE corpus = 'kolab' AND cross_step AND ai_step <> response_step",
+        lake,
+    ).table.to_pylist()[0]
+    assert cross["n"] >= 5 and cross["s"] >= 3, cross
 
 
 def test_demo_without_frames_runs_and_prints_the_headline_analyses(tmp_path):
@@ -93,3 +100,69 @@ def test_a_text_shared_by_many_sessions_is_one_hit_naming_them(readme_demo):
     assert top["session_id"] not in top["sessions"]
     assert all(h["why"].startswith("found by ") for h in hits)
     assert "the words (2 of 2 shown)" in top["why"]
+
+
+@pytest.mark.parametrize("libraries", ["installed", "absent"])
+def test_the_demo_traces_land_one_of_each_family(libraries, tmp_path, monkeypatch):
+    """The demo writes one trace of each family: with the real libraries where they are
+    installed (the dev extra), else directly (a default install); either way every family
+    lands, and a second demo run adds nothing."""
+    from graphlake.demo import trace_gen, traces
+    from graphlake.pipeline import ingest_path
+
+    if libraries == "absent":
+        monkeypatch.setattr(trace_gen, "have_otel_sdk", lambda: False)
+        monkeypatch.setattr(traces, "have_inspect", lambda: False)
+    lake = tmp_path / "lake"
+    root, written = traces.write_demo_traces(tmp_path / "corpus")
+    assert [w[0] for w in written] == [
+        "OpenTelemetry GenAI", "OpenInference", "inspect_ai", "Langfuse", "SWE-agent",
+        "OpenHands",
+    ]  # fmt: skip
+    if libraries == "absent":
+        assert all(w[2].startswith("graphlake") for w in written)
+    ingest_path("traces", root, lake)
+    per_file = run_sql(
+        "SELECT source_file, count(*) AS n FROM sessions GROUP BY 1", lake
+    ).table.to_pylist()
+    sessions = {Path(r["source_file"]).parent.name: r["n"] for r in per_file}
+    assert sessions == {
+        "otel": 2, "openinference": 1, "inspect": 2, "langfuse": 1, "swe-agent": 1,
+        "openhands": 1,
+    }  # fmt: skip
+    human = run_sql(
+        "SELECT count(DISTINCT session_id) AS n FROM nodes WHERE actor_type = 'human'", lake
+    ).table.to_pylist()
+    assert human[0]["n"] >= 6  # the user's turns are human actions in every family
+    traces.write_demo_traces(tmp_path / "corpus")  # the demo run again
+    stats, _ = ingest_path("traces", root, lake)
+    assert not stats.added.get("sessions") and not stats.replaced_sessions
+
+
+@pytest.mark.frames
+def test_the_demo_traces_have_metrics_and_are_found_by_search(readme_demo):
+    """The agent traces the demo ingests are sessions like any other: collab_metrics has a
+    row for each with its human and AI actions counted, and text search finds what the
+    user asked in one of them."""
+    from graphlake.query.connection import Connection
+    from graphlake.search import SearchFilters, search_text
+
+    lake = readme_demo.lake
+    metrics = run_sql(
+        "SELECT session_id, n_nodes, n_ai_nodes FROM session_metrics WHERE corpus = 'traces'",
+        lake,
+    ).table.to_pylist()
+    traces = run_sql(
+        "SELECT session_id FROM sessions WHERE corpus = 'traces' AND session_id IN "
+        "(SELECT session_id FROM nodes WHERE corpus = 'traces')",
+        lake,
+    ).table.to_pylist()
+    assert len(metrics) >= len(traces) >= 8
+    assert {m["session_id"] for m in metrics} >= {t["session_id"] for t in traces}
+    assert sum(m["n_ai_nodes"] > 0 for m in metrics) >= 6 and all(m["n_nodes"] for m in metrics)
+    with Connection(lake) as con:
+        hits = search_text(
+            lake, con, "architect open Revit", filters=SearchFilters(corpus="traces"), k=3
+        )
+    assert hits and "architect open in Revit" in hits[0]["text"]
+    assert hits[0]["corpus"] == "traces"

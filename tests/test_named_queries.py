@@ -148,7 +148,10 @@ def test_response_timing_by_hand(hand_lake):
 
 
 #: Values for named queries' required parameters (as in the Spark conformance test).
-_EXAMPLE_PARAMS = {"has_rescue": {"from_condition": "A1", "to_condition": "A3"}}
+_EXAMPLE_PARAMS = {
+    "has_rescue": {"from_condition": "A1", "to_condition": "A3"},
+    "eval_predictions": {"run": "no such run"},  # the demo lake keeps no run: typed, empty
+}
 
 
 @pytest.mark.parametrize("name", sorted(named.load_all()))

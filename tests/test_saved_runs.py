@@ -133,3 +133,42 @@ def test_http_save_needs_a_service_that_allows_writes(lake):
     [row] = connect(lake).query("eval_runs").to_pylist()
     assert (row["run_id"], row["model"], row["condition"]) == (saved, "m1", "graph")
     assert rows["rows"] and saved in str(rows["rows"])
+
+
+def test_runs_compare_class_by_class_and_list_their_wrong_answers_first(lake):
+    """eval_run_classes lays each run's per-class F1 and recall side by side as its score
+    report gave them, with the gold counts; eval_predictions lists a run's predictions
+    wrong, then invalid, then right, each with its gold."""
+    bench = Benchmarks(Connection(lake))
+    gold = {iid: r["gold"] for iid, r in bench.gold("kolab-1b").items()}
+    ids = sorted(gold)
+    flip = {"ADOPT": "REJECT", "MODIFY": "ADOPT", "REJECT": "ADOPT"}
+    preds = [{"id": ids[0], "label": flip[gold[ids[0]]]}, {"id": ids[1], "label": "no idea"}]
+    preds += [{"id": i, "label": gold[i]} for i in ids[2:]]
+    report, run = bench.save("kolab-1b", preds, model="model-a", condition="graph")
+    base, _ = bench.save(
+        "kolab-1b", bench.baseline("kolab-1b", "majority"), model="majority", condition="chat"
+    )
+
+    gl = connect(lake)
+    rows = gl.query("eval_run_classes", protocol="kolab-1b").to_pylist()
+    by = {(r["model"], r["class"]): r for r in rows}
+    assert {c for _, c in by} == set(report["per_class_f1"])
+    for cls, f1 in report["per_class_f1"].items():
+        assert by["model-a", cls]["f1"] == pytest.approx(f1)
+        assert by["model-a", cls]["recall"] == pytest.approx(report["per_class_recall"][cls])
+        assert by["majority", cls]["f1"] == pytest.approx(base["per_class_f1"][cls])
+        assert by["model-a", cls]["n_gold"] == sum(g == cls for g in gold.values())
+    assert sum(r["n_wrong"] for r in rows if r["model"] == "model-a") == 2
+    assert {r["condition"] for r in rows} == {"graph", "chat"}
+
+    listed = gl.query("eval_predictions", run=run).to_pylist()
+    assert [p["outcome"] for p in listed] == ["wrong", "invalid"] + ["right"] * (len(ids) - 2)
+    assert [p["instance_id"] for p in listed[:2]] == ids[:2]
+    assert listed[0]["gold"] == gold[ids[0]] and listed[0]["predicted"] == flip[gold[ids[0]]]
+    assert listed[1]["answer"] == "no idea" and listed[1]["predicted"] is None
+    assert {(p["protocol"], p["condition"], p["model"]) for p in listed} == {
+        ("kolab-1b", "graph", "model-a")
+    }
+    wrong = gl.query("eval_predictions", run=run, wrong_only=True).to_pylist()
+    assert [p["instance_id"] for p in wrong] == ids[:2]

@@ -576,3 +576,32 @@ def test_instance_indexes_are_built_at_start_not_by_the_first_request(demo_lake)
                 r = c.get(f"/benchmarks/{pid}/instances", params={"limit": 1})
                 assert r.status_code == 200 and r.json()["items"]
         assert all(bench._indexes[k] is built[pid] for pid, k in keys.items())
+
+
+def test_a_session_id_with_slashes_is_reachable_on_every_session_route(tmp_path):
+    """inspect_ai sessions are ``<eval_id>/<sample id>/<epoch>``: every session route takes
+    such an id, its slashes sent as they are or percent-encoded (as the workbench and the
+    client send them), and the route's own word after it still picks the route."""
+    from urllib.parse import quote
+
+    from graphlake.demo.trace_gen import inspect_log_by_hand
+    from graphlake.pipeline import ingest_path
+
+    ingest_path("traces", inspect_log_by_hand(tmp_path / "src"), tmp_path / "lake")
+    with LiveServer(Settings(lake=tmp_path / "lake")) as srv, httpx.Client(base_url=srv.url) as c:
+        sid = next(
+            s["session_id"] for s in c.get("/sessions", params={"corpus": "traces"}).json()["items"]
+        )
+        assert sid.count("/") == 2
+        for written in (sid, quote(sid, safe="")):
+            base = f"/sessions/traces/{written}"
+            assert c.get(base).json()["session_id"] == sid
+            assert c.get(f"{base}/timeline").json()["session_id"] == sid
+            assert c.get(f"{base}/graph").json()["nodes"]
+            assert c.get(f"{base}/events").json()["items"]
+            assert c.get(f"{base}/chat").status_code == 200
+            assert c.get(f"{base}/media").json()["items"] == []
+        missing = c.get("/sessions/traces/no/such/session/timeline")
+        assert (
+            missing.status_code == 404 and "no/such/session" in missing.json()["error"]["message"]
+        )

@@ -25,7 +25,12 @@ pytestmark = pytest.mark.spark
 #: Values for named queries' required parameters.
 EXAMPLE_PARAMS = {"has_rescue": {"from_condition": "A1", "to_condition": "A3"}}
 #: Queries whose rows come from data the demo lake lacks, and the fixture lake that has it.
-QUERY_LAKES = {"tau2_metrics": "tau2_runs_lake", "eval_runs": "evals_lake"}
+QUERY_LAKES = {
+    "tau2_metrics": "tau2_runs_lake",
+    "eval_runs": "evals_lake",
+    "eval_run_classes": "evals_lake",
+    "eval_predictions": "evals_lake",
+}
 #: Queries the linter reports as not portable, with the construct it must name.
 NOT_PORTABLE: dict[str, str] = {}
 
@@ -63,10 +68,20 @@ def evals_lake(hand_lake, tmp_path_factory):
     return lake
 
 
+def example_params(name: str, lake) -> dict:
+    """EXAMPLE_PARAMS, and for eval_predictions a run of the lake (its id hashes its
+    predictions: read off the lake, not written down)."""
+    if name == "eval_predictions":
+        sql = "SELECT min(session_id) AS run FROM sessions WHERE corpus = 'evals'"
+        return {"run": run_sql(sql, lake).table.to_pylist()[0]["run"]}
+    return EXAMPLE_PARAMS.get(name, {})
+
+
 @pytest.mark.parametrize("name", sorted(named.load_all()))
 def test_named_query_same_on_duckdb_and_spark(request, demo_lake, name):
     q = named.get(name)
-    params = q.bind(EXAMPLE_PARAMS.get(name, {}))
+    lake = request.getfixturevalue(QUERY_LAKES[name]) if name in QUERY_LAKES else demo_lake
+    params = q.bind(example_params(name, lake))
     blocking = [f for f in lint(q.sql) if not f.rewritten]
     if name in NOT_PORTABLE:
         assert blocking and all(f.construct == NOT_PORTABLE[name] for f in blocking)
@@ -74,7 +89,6 @@ def test_named_query_same_on_duckdb_and_spark(request, demo_lake, name):
             to_spark(q.sql, params)
         return
     assert not blocking, [str(f) for f in blocking]
-    lake = request.getfixturevalue(QUERY_LAKES[name]) if name in QUERY_LAKES else demo_lake
     duck, spark = both(q.sql, lake, params)
     assert duck, f"{name} returned no rows on its lake: the comparison would be empty"
     assert duck == spark

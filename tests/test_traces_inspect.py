@@ -111,3 +111,30 @@ def test_a_truncated_archive_and_an_inflating_entry_are_rejects(logs, tmp_path, 
     ingest_path("inspect", logs["eval"], tmp_path / "lake2")
     [reject] = connect(tmp_path / "lake2").sql("SELECT reason FROM rejects").to_pylist()
     assert "GRAPHLAKE_MAX_FILE_BYTES" in reject["reason"] or "limit" in reject["reason"]
+
+
+def test_the_demos_log_without_inspect_reads_as_inspects_own_log(logs, tmp_path):
+    """A default install has no inspect_ai; the demo then writes the same evaluation as a
+    .json log itself. Read by the fallback reader, it gives the rows inspect's own log
+    gives (ids and timings aside: inspect makes them anew on every run)."""
+    from graphlake.demo.trace_gen import inspect_log_by_hand
+
+    shape = {
+        "sessions": "SELECT title, goal, scenario_id FROM sessions",
+        "nodes": "SELECT actor_type, actor, label, detail, out_degree, in_degree FROM nodes",
+        "edges": "SELECT kind, count(*) AS n FROM edges GROUP BY kind",
+        "events": "SELECT kind, actor, text, if(kind = 'message', payload::JSON->>'content',"
+        " payload) AS payload FROM events",  # a message's payload holds its id
+        "annotations": "SELECT kind, label, value, text FROM annotations",
+        "runs": "SELECT name, agent, agent_model FROM runs",
+    }
+
+    def rows(path, lake):
+        stats, _ = ingest_path("inspect", path, lake)
+        assert not stats.rejected
+        con = connect(lake)
+        return {t: sorted(map(json.dumps, con.sql(q).to_pylist())) for t, q in shape.items()}
+
+    own = rows(logs["json"], tmp_path / "own")
+    hand = rows(inspect_log_by_hand(tmp_path / "hand"), tmp_path / "hand-lake")
+    assert hand == own

@@ -314,3 +314,62 @@ def test_a_phoenix_dump_with_nested_attributes_and_child_spans(tmp_path):
     assert errors == [{"text": "rate limited"}]
     [usage] = _rows(tmp_path / "lake", "SELECT label, value FROM annotations")
     assert (usage["label"], usage["value"]) == ("input_tokens", 3.0)
+
+
+@pytest.mark.parametrize("family", ["genai", "openinference"])
+def test_the_demos_otlp_without_the_sdk_reads_as_the_sdks(family, tmp_path):
+    """A default install has no OpenTelemetry SDK; the demo then encodes the same spans as
+    OTLP JSON itself. They give the rows the SDK's recording gives (ids aside: the SDK draws
+    them at random)."""
+    from graphlake.demo.trace_gen import (
+        _sdk_request,
+        genai_traces,
+        openinference_traces,
+        otlp_request,
+    )
+
+    spec = {"genai": genai_traces, "openinference": openinference_traces}[family]()
+    shape = {
+        "nodes": "SELECT actor_type, actor, label, detail, t_start, t_end, out_degree, "
+        "in_degree FROM nodes",
+        "edges": "SELECT kind, count(*) AS n FROM edges GROUP BY kind",
+        "events": "SELECT kind, actor, t, text, payload, status FROM events",
+        "annotations": "SELECT kind, label, value, text FROM annotations",
+        "participants": "SELECT participant_id, name, kind, role FROM participants",
+    }
+
+    def rows(request: dict, name: str) -> dict:
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(request))
+        stats, _ = ingest_path("otel", path, tmp_path / name)
+        assert not stats.rejected
+        con = connect(tmp_path / name)
+        return {t: sorted(map(json.dumps, con.sql(q).to_pylist())) for t, q in shape.items()}
+
+    direct = rows(otlp_request(spec), "direct")
+    assert direct == rows(_sdk_request(spec), "sdk")
+    assert direct["nodes"] and direct["events"]
+
+
+def test_the_openinference_trace_uses_the_conventions_own_names():
+    """The demo's OpenInference spans are written without the conventions package (a
+    default install lacks it): every name they use is the package's own."""
+    semconv = pytest.importorskip("openinference.semconv.trace")
+    from graphlake.demo.trace_gen import openinference_traces
+
+    A, M, D = semconv.SpanAttributes, semconv.MessageAttributes, semconv.DocumentAttributes
+    [(_, spans)] = openinference_traces().traces
+    used = {k for s in spans for k in s.attributes}
+    expected = {
+        A.OPENINFERENCE_SPAN_KIND, A.AGENT_NAME, A.INPUT_VALUE, A.OUTPUT_VALUE,
+        A.LLM_MODEL_NAME, A.LLM_TOKEN_COUNT_PROMPT, A.LLM_TOKEN_COUNT_COMPLETION,
+        A.LLM_TOKEN_COUNT_TOTAL, A.LLM_INVOCATION_PARAMETERS, A.TOOL_NAME, A.TOOL_PARAMETERS,
+        f"{A.RETRIEVAL_DOCUMENTS}.0.{D.DOCUMENT_ID}",
+        f"{A.RETRIEVAL_DOCUMENTS}.1.{D.DOCUMENT_CONTENT}",
+        f"{A.RETRIEVAL_DOCUMENTS}.1.{D.DOCUMENT_SCORE}",
+        f"{A.LLM_INPUT_MESSAGES}.1.{M.MESSAGE_ROLE}",
+        f"{A.LLM_OUTPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}",
+    }  # fmt: skip
+    assert expected <= used, expected - used
+    kinds = {s.attributes[A.OPENINFERENCE_SPAN_KIND] for s in spans}
+    assert kinds == {k.value for k in semconv.OpenInferenceSpanKindValues} & kinds

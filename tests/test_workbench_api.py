@@ -55,7 +55,7 @@ def test_page_and_every_asset_it_loads_come_from_the_service(http):
     # scripts the modules load themselves (Vega-Lite, on the first chart)
     lazy = [
         f"/static/vendor/{name}"
-        for name in re.findall(r'"([\w.-]+\.min\.js)"', (STATIC / "sqlconsole.js").read_text())
+        for name in re.findall(r'"([\w.-]+\.min\.js)"', (STATIC / "charts.js").read_text())
     ]
     assert "/static/vendor/vega-lite.min.js" in lazy
     for ref in parser.refs + lazy:
@@ -149,12 +149,30 @@ def test_timeline_matches_the_lake(http, con):
     )
     for r in looped:
         assert o["node_id"].count(r["node_id"]) == r["k"]
-    # lanes: one per actor, every bar in the lane of its actor
+    # lanes: one per participant, though the person's nodes say "user" and their chat
+    # turns "P000": every bar and tick of the person in the participant's lane
     lanes = tl["lanes"]
     assert [x["index"] for x in lanes] == list(range(len(lanes)))
-    for i, lane in enumerate(o["lane"]):
-        assert lanes[lane]["id"] == f"{o['actor_type'][i]}:{o['actor'][i]}"
-    assert lanes[0]["actor_type"] == "human"
+    [person] = con.rows(
+        "SELECT participant_id FROM participants WHERE corpus = 'kolab' AND session_id = $s "
+        "AND kind = 'human'",
+        p,
+    )
+    human_lanes = {
+        lanes[lane]["id"]
+        for lane, kind in zip(
+            o["lane"] + tl["events"]["lane"],
+            o["actor_type"] + tl["events"]["actor_type"],
+            strict=True,
+        )
+        if kind == "human"
+    }
+    assert human_lanes == {f"participant:{person['participant_id']}"}
+    assert {o["actor"][i] for i in range(len(o["actor"])) if o["actor_type"][i] == "human"} == {
+        "user"
+    }
+    assert lanes[0]["actor_type"] == "human" and lanes[0]["label"].startswith("user (P")
+    assert len({x["label"] for x in lanes}) == len(lanes)
     adoptions = con.rows(
         "SELECT annotation_id, label FROM annotations WHERE kind = "
         "'adoption' AND corpus = 'kolab' AND session_id = $s",
@@ -197,8 +215,9 @@ def test_every_named_query_chart_plots_columns_its_query_returns(con):
     assert {"adoption_summary", "collab_metrics", "almanac_alignment_progress"} <= set(charted)
     for q in charted.values():
         cols = set(con.sql(q.sql, q.bind({})).table.column_names)
-        for t in q.chart.get("transform", []):
-            cols |= set(t.get("as", []))
+        for t in q.chart.get("transform", []):  # fields a transform makes: "as" is a name
+            made = t.get("as", [])  # (calculate) or a list of them (fold)
+            cols |= {made} if isinstance(made, str) else set(made)
         fields = {enc["field"] for enc in _encodings(q.chart) if "field" in enc}
         assert fields <= cols, (q.name, fields - cols)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import pytest
@@ -110,19 +111,61 @@ def js(d, script, *args):
     return d.execute_script(script, *args)
 
 
+#: The canvas's top-left and the point Selenium's pointer offsets start from: the W3C
+#: in-view centre of the element, floored (the visible part's, after scrolling it into view).
+CANVAS_ORIGIN = """
+const r = arguments[0].getBoundingClientRect();
+const left = Math.max(0, r.left), right = Math.min(window.innerWidth, r.right);
+const top = Math.max(0, r.top), bottom = Math.min(window.innerHeight, r.bottom);
+return [r.left, r.top, Math.floor((left + right) / 2), Math.floor((top + bottom) / 2)];
+"""
+
+
 def click_canvas(d, xy):
-    """A real mouse click at pixel (x, y) of the timeline's box (Selenium offsets are from
-    the element's centre)."""
-    box = d.find_element(By.ID, "timeline")
-    w, h = box.size["width"], box.size["height"]
+    """A real mouse click at pixel (x, y) of the timeline's canvas, where ECharts' own pixel
+    coordinates start (inside the box's border: a tick is 3 px wide, so one pixel off the
+    mark misses it)."""
+    canvas = d.find_element(By.CSS_SELECTOR, "#timeline canvas")
+    ActionChains(d).scroll_to_element(canvas).perform()
+    x0, y0, cx, cy = js(d, CANVAS_ORIGIN, canvas)
     ActionChains(d).move_to_element_with_offset(
-        box, int(xy[0] - w / 2), int(xy[1] - h / 2)
+        canvas, round(x0 + xy[0]) - cx, round(y0 + xy[1]) - cy
     ).click().perform()
 
 
 def open_session(d, server, query=""):
     open_view(d, server, f"session/kolab/{SID}{query}")
     wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
+
+
+#: Every text the timeline's canvas draws (lane and axis labels, step names, the cut-off
+#: and context-window labels) as [text, x, y, w, h]. ECharts lays text out itself, so its
+#: boxes come from its scene graph: the width as measured, the height the font's size (the
+#: headless browser's glyph metrics are a few pixels tall whatever the font).
+LABEL_BOXES = """
+const chart = echarts.getInstanceByDom(document.getElementById('timeline'));
+return chart.getZr().storage.getDisplayList(true)
+  .filter((e) => e.type === 'tspan' && !e.invisible && !e.ignore && e.style.text)
+  .map((e) => {
+    const r = e.getBoundingRect().clone();
+    const m = e.getComputedTransform();
+    if (m) r.applyTransform(m);
+    const px = Number((/([0-9.]+)px/.exec(e.style.font || '') || [0, 12])[1]);
+    return [e.style.text, r.x, r.y + r.height / 2 - px / 2, r.width, px];
+  });
+"""
+
+
+def overlapping_labels(d) -> list[tuple[str, str]]:
+    boxes = js(d, LABEL_BOXES)
+    assert boxes, "the timeline drew no text"
+    return [
+        (a[0], b[0])
+        for k, a in enumerate(boxes)
+        for b in boxes[k + 1 :]
+        if min(a[1] + a[3], b[1] + b[3]) - max(a[1], b[1]) > 1
+        and min(a[2] + a[4], b[2] + b[4]) - max(a[2], b[2]) > 1
+    ]
 
 
 # ---------------------------------------------------------------------------------- browser
@@ -176,10 +219,43 @@ def test_sessions_browser_filters_sorts_and_opens_a_session(page, server):
             and len(d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")) == 1
         ),
     )
-    d.find_element(By.CSS_SELECTOR, f'#sessions tbody tr[data-session="{SID}"]').click()
+    # the recorded session says so in the list
+    row = d.find_element(By.CSS_SELECTOR, f'#sessions tbody tr[data-session="{SID}"]')
+    assert row.find_elements(By.CSS_SELECTOR, ".rec")
+    row.click()
     wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
     assert SID in d.find_element(By.TAG_NAME, "h1").text
     assert "R_A" in d.find_element(By.ID, "session-metrics").text
+
+
+def test_one_number_format_per_column_and_recordings_marked(page, server):
+    """Shares read to three places in every row (a whole 1 as 1.000), ratings to two, counts
+    as integers; only sessions with a recording carry the mark."""
+    import re
+
+    d = page
+    open_view(d, server, "?corpus=kolab")
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr"))
+    wait_for(d, lambda d: d.find_element(By.ID, "sessions").get_attribute("data-state") == "ready")
+    keys = [th.get_attribute("data-sort") for th in d.find_elements(By.CSS_SELECTOR, "thead th")]
+    rows = [
+        [td.text for td in tr.find_elements(By.TAG_NAME, "td")]
+        for tr in d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+    ]
+    shapes = {"retention_adopt": r"\d\.\d{3}", "burstiness": r"-?\d\.\d{3}",
+              "collaboration_rating": r"\d\.\d{2}", "n_nodes": r"\d+"}  # fmt: skip
+    for key, shape in shapes.items():
+        column = [r[keys.index(key)] for r in rows if r[keys.index(key)]]
+        assert column and all(re.fullmatch(shape, v) for v in column), (key, column)
+    listed = httpx.get(
+        f"{server.url}/workbench/sessions", params={"corpus": "kolab", "limit": 25}
+    ).json()["items"]
+    marked = {
+        tr.get_attribute("data-session")
+        for tr in d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr")
+        if tr.find_elements(By.CSS_SELECTOR, ".rec")
+    }
+    assert marked == {r["session_id"] for r in listed if r["has_recording"]} == {SID}
 
 
 def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake):
@@ -239,16 +315,38 @@ def test_click_a_node_shows_details_chain_chat_and_frames(page, server, wb_lake)
         d.save_screenshot(str(README_SHOT))
 
 
-@pytest.mark.parametrize("corpus", ["kolab", "hasbench", "almanac"])
-def test_a_session_of_every_corpus_opens_and_its_events_click(page, server, corpus):
-    """Every corpus's sessions draw (agent traces have events and no edges, Almanac's
-    actions are nodes), and a click on an event's tick shows that event."""
+#: A session of each family the demo writes: the research corpora, then one agent trace of
+#: each family ``ingest traces`` reads (graphlake/demo/traces.py), by its source folder.
+FAMILIES = ["kolab", "hasbench", "almanac", "otel", "openinference", "inspect", "langfuse",
+            "swe-agent", "openhands"]  # fmt: skip
+
+
+def family_session(server, wb_lake, family: str) -> tuple[str, str]:
+    if family in ("kolab", "hasbench", "almanac"):
+        sid = httpx.get(
+            f"{server.url}/workbench/sessions", params={"corpus": family, "limit": 1}
+        ).json()["items"][0]["session_id"]
+        return family, sid
+    from graphlake.query import run_sql
+
+    rows = run_sql(
+        "SELECT session_id, source_file FROM sessions WHERE corpus = 'traces' ORDER BY 1",
+        wb_lake,
+    ).table.to_pylist()
+    sid = next(r["session_id"] for r in rows if Path(r["source_file"]).parent.name == family)
+    return "traces", sid
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_session_of_every_family_opens_and_its_events_click(page, server, wb_lake, family):
+    """Every family's sessions draw with no console error (agent traces have events and no
+    edges, Almanac's actions are nodes, traces nest spans), one lane per participant, a
+    legend for what this session shows, labels that never overlap, and a click on an event's
+    tick shows that event."""
     d = page
-    sid = httpx.get(
-        f"{server.url}/workbench/sessions", params={"corpus": corpus, "limit": 1}
-    ).json()["items"][0]["session_id"]
+    corpus, sid = family_session(server, wb_lake, family)
     tl = httpx.get(f"{server.url}/sessions/{corpus}/{sid}/timeline").json()
-    open_view(d, server, f"session/{corpus}/{sid}")
+    open_view(d, server, f"session/{corpus}/{quote(sid, safe='')}")  # inspect's ids hold "/"
     wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
     lanes = js(
         d,
@@ -256,7 +354,28 @@ def test_a_session_of_every_corpus_opens_and_its_events_click(page, server, corp
         ".getOption().yAxis[0].data",
     )
     assert lanes == [x["label"] for x in tl["lanes"]]
+    assert len(set(lanes)) == len(lanes)
+    assert overlapping_labels(d) == []
+    # the legend names the event kinds drawn, in colours no adoption arrow uses; the hint
+    # offers only the clicks this session has
     ev = tl["events"]
+    shown = {
+        s.get_attribute("data-kind"): s.find_element(By.TAG_NAME, "i").value_of_css_property(
+            "background-color"
+        )
+        for s in d.find_elements(By.CSS_SELECTOR, "#legend-events span[data-kind]")
+    }
+    assert set(shown) == set(filter(None, ev["kind"]))
+    adoption = {
+        s.find_element(By.TAG_NAME, "i").value_of_css_property("background-color")
+        for s in d.find_elements(By.CSS_SELECTOR, "#legend-adoptions span[data-kind]")
+    }
+    assert bool(adoption) == bool(tl["adoptions"]) and not adoption & set(shown.values())
+    hint = d.find_element(By.ID, "timeline-hint").text
+    assert ("click a bar" in hint) == bool(tl["occurrences"]["node_id"])
+    assert ("click a tick" in hint) == bool(ev["t"])
+    if any(e["kind"] == "parent" for e in tl["edges"]):  # a trace: its spans nest
+        assert d.find_elements(By.CSS_SELECTOR, "#span-tree .span-row")
     if ev["t"]:
         # the tick with the most room around it in its lane: a click there hits only it
         def room(i):
@@ -281,6 +400,29 @@ def test_a_session_of_every_corpus_opens_and_its_events_click(page, server, corp
         assert d.find_element(By.ID, "detail-text").get_attribute("textContent") == (
             tl["events"]["text"][i] or ""
         )
+
+
+def test_a_trace_nests_its_spans_and_opens_on_the_span_clicked(page, server, wb_lake):
+    """The Langfuse trace nests generations under its agent under the trace: the tree
+    starts folded below the top, and a click on a generation's bar in the timeline unfolds
+    the path to it and marks its row; a click on a row opens that span's details."""
+    d = page
+    corpus, sid = family_session(server, wb_lake, "langfuse")
+    tl = httpx.get(f"{server.url}/sessions/{corpus}/{sid}/timeline").json()
+    parent = {e["dst"]: e["src"] for e in tl["edges"] if e["kind"] == "parent"}
+    deep = next(n for n in parent if parent[n] in parent)  # a span with a grandparent
+    open_view(d, server, f"session/{corpus}/{sid}")
+    wait_for(d, lambda d: d.find_element(By.ID, "view").get_attribute("data-timeline") == "ready")
+    row = f'#span-tree .span-row[data-node="{deep}"]'
+    assert "hidden" in d.find_element(By.CSS_SELECTOR, row).get_attribute("class")
+    click_canvas(d, js(d, "return workbench.timeline.pixelOf(arguments[0])", deep))
+    wait_for(d, lambda d: d.find_element(By.ID, "detail").get_attribute("data-node") == deep)
+    wait_for(d, lambda d: "selected" in d.find_element(By.CSS_SELECTOR, row).get_attribute("class"))
+    assert d.find_element(By.CSS_SELECTOR, row).is_displayed()
+    assert d.find_element(By.CSS_SELECTOR, f'#span-tree .span-row[data-node="{parent[deep]}"]')
+    top = parent[parent[deep]]
+    d.find_element(By.CSS_SELECTOR, f'#span-tree .span-row[data-node="{top}"]').click()
+    wait_for(d, lambda d: d.find_element(By.ID, "detail").get_attribute("data-node") == top)
 
 
 def test_adoption_chain_follows_responses_that_became_requests(page, server):
@@ -469,6 +611,7 @@ def test_an_evaluator_instance_as_a_model_sees_it(page, server):
                      return s.markLine.data[0].xAxis""",
     )
     assert drawn == pytest.approx(inst["inputs"]["cutoff"])
+    assert overlapping_labels(d) == []  # the cut-off's label clear of the time axis's
     # another condition: the same instance, another context
     Select(d.find_element(By.ID, "condition")).select_by_value("video")
     wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#instance-frames img"))
@@ -489,6 +632,103 @@ def test_an_evaluator_instance_as_a_model_sees_it(page, server):
         f"{server.url}/benchmarks/kolab-1a/instances/{iid}", params={"condition": "video"}
     ).json()
     assert d.find_element(By.ID, "instance-prompt").get_attribute("textContent") == video["prompt"]
+
+
+def test_the_default_instance_has_what_its_condition_promises(page, server, tmp_path):
+    """Opened bare, the preview shows an instance of the first condition: on the demo lake
+    the video condition lists the recorded session's instances, so frames show; on a lake
+    with no recording it gives way to a condition without video, and says why."""
+    from graphlake.demo.corpus import write_demo_corpus
+    from graphlake.pipeline import ingest_path
+    from graphlake.server import Settings
+
+    d = page
+    ready = lambda d: d.find_element(By.ID, "instance-view").get_attribute("data-state") == "ready"  # noqa: E731
+    open_view(d, server, "instance")
+    wait_for(d, ready)
+    condition = Select(d.find_element(By.ID, "condition")).first_selected_option.text
+    first = httpx.get(f"{server.url}/benchmarks").json()["items"][0]
+    assert condition == first["conditions"][0] and condition in first["video_conditions"]
+    wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#instance-frames img"))
+    assert (
+        "only the instances whose session has a recording"
+        in d.find_element(By.ID, "condition-note").text
+    )
+
+    ingest_path("kolab", write_demo_corpus(tmp_path, sessions=3, recording=False), tmp_path / "l")
+    with LiveServer(Settings(lake=tmp_path / "l")) as bare:
+        open_view(d, bare, "instance")
+        wait_for(d, ready)
+        chosen = Select(d.find_element(By.ID, "condition")).first_selected_option.text
+        assert chosen not in first["video_conditions"]
+        note = d.find_element(By.ID, "condition-note").text
+        assert f"so {condition} (which lists only instances whose session has one)" in note
+        assert d.find_element(By.ID, "instance-prompt").text  # an instance, not "no instances"
+
+
+def test_saved_eval_runs_side_by_side_and_a_wrong_answer_opens_what_the_model_saw(page, tmp_path):
+    """Two runs kept in the lake (a model in the graph condition, the majority baseline in
+    chat): the runs view lays them side by side with their metrics and class by class, each
+    with its chart; a click on a run lists its predictions wrong first, and a wrong answer's
+    link opens the instance in the run's condition."""
+    from graphlake.demo.corpus import write_demo_corpus
+    from graphlake.pipeline import ingest_path
+    from graphlake.protocols import Benchmarks
+    from graphlake.query.connection import Connection
+    from graphlake.server import Settings
+
+    lake = tmp_path / "lake"
+    ingest_path("kolab", write_demo_corpus(tmp_path, sessions=3, recording=False), lake)
+    bench = Benchmarks(Connection(lake))
+    gold = {i: r["gold"] for i, r in bench.gold("kolab-1b").items()}
+    ids = sorted(gold)
+    # right on every instance but two, and one answer no label can be read from
+    flip = {"ADOPT": "REJECT", "MODIFY": "ADOPT", "REJECT": "ADOPT"}
+    answers = [flip[gold[i]] if k < 2 else gold[i] for k, i in enumerate(ids)]
+    answers[2] = "I cannot tell"
+    preds = [{"id": i, "label": a} for i, a in zip(ids, answers, strict=True)]
+    bench.save("kolab-1b", preds, model="model-a", condition="graph")
+    bench.save("kolab-1b", bench.baseline("kolab-1b", "majority"), model="majority",
+               condition="chat")  # fmt: skip
+    d = page
+    with LiveServer(Settings(lake=lake)) as srv:
+        listed = httpx.post(f"{srv.url}/queries/eval_runs", json={"params": {}}).json()
+        runs = [dict(zip(listed["columns"], r, strict=True)) for r in listed["rows"]]
+        open_view(d, srv, "runs")
+        rows = d.find_elements(By.CSS_SELECTOR, "#runs tbody tr")
+        assert [r.get_attribute("data-run") for r in rows] == [r["run_id"] for r in runs]
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#runs-chart svg"))
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#classes-chart svg"))
+        per_class = httpx.post(f"{srv.url}/queries/eval_run_classes", json={"params": {}})
+        classes = d.find_elements(By.CSS_SELECTOR, "#run-classes tbody tr")
+        assert len(classes) == len(per_class.json()["rows"]) == 2 * 3  # ADOPT, MODIFY, REJECT
+        model_a = next(r for r in runs if r["model"] == "model-a")
+        d.find_element(By.CSS_SELECTOR, f'#runs tr[data-run="{model_a["run_id"]}"]').click()
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#predictions-table tbody tr"))
+        outcomes = [
+            tr.get_attribute("data-outcome")
+            for tr in d.find_elements(By.CSS_SELECTOR, "#predictions-table tbody tr")
+        ]
+        assert outcomes == ["wrong", "wrong", "invalid"] + ["right"] * (len(ids) - 3)
+        assert "run=" in d.current_url  # the address holds the run: a reload comes back to it
+        link = d.find_element(By.CSS_SELECTOR, "#predictions-table tbody tr a")
+        wrong_id = link.text
+        assert wrong_id in ids[:2]
+        link.click()
+        view = (By.ID, "instance-view")
+        wait_for(d, lambda d: d.find_element(*view).get_attribute("data-state") == "ready")
+        assert Select(d.find_element(By.ID, "instance")).first_selected_option.text == wrong_id
+        assert Select(d.find_element(By.ID, "condition")).first_selected_option.text == "graph"
+        assert wrong_id in d.find_element(By.CSS_SELECTOR, "#instance-view h2").text
+        # a kept run in the sessions list opens here too
+        open_view(d, srv, "?corpus=evals")
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr"))
+        d.find_element(
+            By.CSS_SELECTOR, f'#sessions tbody tr[data-session="{model_a["run_id"]}"]'
+        ).click()
+        wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#predictions-table tbody tr"))
+        selected = d.find_element(By.CSS_SELECTOR, "#runs tbody tr.selected")
+        assert selected.get_attribute("data-run") == model_a["run_id"]
 
 
 # -- races: answers that arrive late, held back by a Gate in front of the real server --------

@@ -144,7 +144,7 @@ class KolabGenerator:
         chat: list[dict] = []
         visits: dict[int, int] = {}
         pending_ai: list[tuple[_Seg, dict, dict | None, tuple]] = []
-        for step in order:
+        for pos, step in enumerate(order):
             visits[step] = visits.get(step, 0) + 1
             seg = _Seg(
                 f"seg{step}{'abc'[visits[step] - 1]}",
@@ -153,7 +153,17 @@ class KolabGenerator:
                 t,
             )
             t = self._fill_segment(
-                r, seg, t, planning, branching, brand, softwares, mix, chat, pending_ai, segs
+                r,
+                seg,
+                t,
+                planning,
+                branching,
+                brand,
+                softwares,
+                mix,
+                chat,
+                pending_ai,
+                pos == len(order) - 1,
             )
             seg.end = t
             segs.append(seg)
@@ -214,7 +224,7 @@ class KolabGenerator:
         return GeneratedSession(graph, meta, chat, ratings, survey, md)
 
     def _fill_segment(
-        self, r, seg, t, planning, branching, brand, softwares, mix, chat, pending_ai, segs
+        self, r, seg, t, planning, branching, brand, softwares, mix, chat, pending_ai, last
     ) -> int:
         """Lay out one segment's nodes on the timeline; return the segment end time."""
         nid = 0
@@ -246,6 +256,16 @@ class KolabGenerator:
         prev = node("user", r.choice(HUMAN_ACTS), t + lead * 0.5, t + lead)
         edge(first, prev)
         t += lead
+        # outputs deferred from an earlier segment are acted on early in this one: the
+        # response names the AI node by its local id and time, which resolve in that segment
+        carried, pending_ai[:] = list(pending_ai), []
+        for _old_seg, ai, prompt, (label,) in carried:
+            resp = node("user", "Bring earlier output into this step", t, t + 60)
+            resp["user_response"] = [
+                [prompt["id"], ai["id"], label, prompt["time"][0], ai["time"][0], resp["time"][0]]
+            ]
+            edge(prev, resp)
+            prev, t = resp, t + 62
         n_inter = r.randint(*self.interactions)
         remaining = max(60.0, seg.start + dur - t)
         # planners interact in one tight burst; others spread their interactions out
@@ -278,7 +298,7 @@ class KolabGenerator:
             else:
                 after = None
             label = r.choices(("adopt", "modify", "reject"), weights=mix)[0]
-            if r.random() < 0.25 and k == n_inter - 1 and len(segs) > 0:
+            if r.random() < 0.25 and k == n_inter - 1 and not last:
                 # defer: the output is acted on in the next segment (cross-step adoption)
                 pending_ai.append((seg, ai, prompt, (label,)))
                 prev = ai if after is None else after
@@ -325,15 +345,6 @@ class KolabGenerator:
             else:
                 t = _end(resp) + 2
             prev = resp
-        # outputs deferred from earlier segments are acted on early in this one
-        while pending_ai:
-            old_seg, ai, prompt, (label,) = pending_ai.pop()
-            resp = node("user", "Bring earlier output into this step", t, t + 60)
-            resp["user_response"] = [
-                [prompt["id"], ai["id"], label, prompt["time"][0], ai["time"][0], resp["time"][0]]
-            ]
-            edge(prev, resp)
-            prev, t = resp, t + 62
         wrap = node("user", "Validate outcome", t, t + r.randint(30, 90))
         edge(prev, wrap)
         return int(_end(wrap))

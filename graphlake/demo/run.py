@@ -100,6 +100,7 @@ def run_demo(
     )
     progress = run_named("almanac_alignment_progress", lake)
     console.print(rich_table(progress, title="Almanac alignment over task progress (Fig. 4)"))
+    show_traces(corpus_dir, seed, console, ingest)
     samples = shared_samples()
     if samples:
         console.rule("Real public samples")
@@ -152,6 +153,29 @@ def run_demo(
         "docs/examples/evaluate_majority.py)"
     )
     return res
+
+
+def show_traces(corpus_dir: Path, seed: int, console: Console, ingest) -> None:
+    """Write and ingest one agent trace of each family ``ingest traces`` reads, saying which
+    library wrote each (the real one where installed)."""
+    import pyarrow as pa
+
+    from graphlake.demo.traces import write_demo_traces
+
+    console.rule("Agent traces, one of each family (docs/traces.md)")
+    root, written = write_demo_traces(corpus_dir, seed=seed)
+    console.print(
+        rich_table(
+            pa.table(
+                {
+                    "family": [w[0] for w in written],
+                    "file": [str(w[1].relative_to(root)) for w in written],
+                    "written by": [w[2] for w in written],
+                }
+            )
+        )
+    )
+    ingest("traces", root)
 
 
 def vision_available() -> bool:

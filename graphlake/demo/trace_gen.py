@@ -1,50 +1,67 @@
-"""Agent traces written by the real OpenTelemetry SDK, in every file shape graphlake reads.
+"""Agent traces in every file shape graphlake reads, written by the real libraries.
 
-An agent answers a user's question with one tool call, as the GenAI semantic conventions
-describe it: ``invoke_agent`` (root) -> ``chat`` (the user's message in, a tool call out) ->
-``execute_tool`` -> ``chat`` (the history and the tool's result in, the answer out). A second
-trace has the older conventions (messages as span events, ``gen_ai.system``) and a tool that
-fails with an exception. The SDK records the spans; they are then written as OTLP JSON
-(protobuf's JSON mapping: base64 ids, as ``MessageToJson`` writes a request), as OTLP JSON
-Lines with hex ids (the collector's file exporter), through the SDK's own
+Each trace is data first (:class:`SpanSpec`): an agent answers a user's question with one
+tool call, as the GenAI semantic conventions describe it: ``invoke_agent`` (root) -> ``chat``
+(the user's message in, a tool call out) -> ``execute_tool`` -> ``chat`` (the history and the
+tool's result in, the answer out). A second trace has the older conventions (messages as span
+events, ``gen_ai.system``) and a tool that fails with an exception; a third family is a
+retrieval-augmented agent under OpenInference's conventions. Where ``opentelemetry-sdk`` is
+installed (the dev extra), a real TracerProvider records the spans and they are written as
+OTLP JSON (protobuf's JSON mapping: base64 ids, as ``MessageToJson`` writes a request), as
+OTLP JSON Lines with hex ids (the collector's file exporter), through the SDK's own
 ``ConsoleSpanExporter``, and as a Jaeger query-API export (its documented JSON model: no
-Jaeger runs here). Needs ``opentelemetry-sdk`` and ``opentelemetry-exporter-otlp-proto-common``
-(the dev extra).
+Jaeger runs here). Without the SDK, :func:`write_otlp_json` writes the same spans as OTLP
+JSON directly (the OTLP/JSON encoding: hex ids, enum integers), so the demo of a default
+install still has them.
 """
 
 from __future__ import annotations
 
 import base64
+import builtins
+import hashlib
 import json
+import random
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 _QUESTION = "Which floor plan did the architect open in Revit first?"
 _ANSWER = "The ground floor plan, at 00:04:10."
+_MS = 1_000_000  # nanoseconds
 
 
-def _record_spans(seed: int = 0):
-    """Run the two traces through a real TracerProvider; the finished spans and console text."""
-    import io
+@dataclass(frozen=True)
+class SpanSpec:
+    """One span of a trace, times in milliseconds from the trace's start. A ``parent`` is
+    the ``key`` of a span listed before it; ``error`` is (exception type, message, at ms,
+    status description): the exception recorded as the SDK records one, the status ERROR."""
 
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-    from opentelemetry.trace import Status, StatusCode
+    key: str
+    name: str
+    start_ms: float
+    end_ms: float
+    attributes: dict
+    parent: str | None = None
+    events: tuple[tuple[str, dict, float], ...] = ()
+    error: tuple[str, str, float, str] | None = None
 
-    memory, console = InMemorySpanExporter(), io.StringIO()
-    provider = TracerProvider(
-        resource=Resource.create(
-            {"service.name": "floorplan-agent", "service.instance.id": f"demo-{seed}"}
-        )
-    )
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
-    tracer = provider.get_tracer("graphlake.demo.agent", "1.0")
+
+@dataclass(frozen=True)
+class TraceSet:
+    """Traces of one service: the resource, the instrumentation scope and, per trace, its
+    start (ns since the epoch) and spans."""
+
+    resource: dict
+    scope: tuple[str, str]
+    traces: list[tuple[int, list[SpanSpec]]] = field(default_factory=list)
+    seed: int = 0
+
+
+def genai_traces(seed: int = 0) -> TraceSet:
+    """The floor-plan agent under the GenAI conventions, new (v1.37+) and old (v1.36)."""
     t0 = 1_760_000_000_000_000_000 + seed * 10**12
-    ms = 1_000_000
-
     user = {"role": "user", "parts": [{"type": "text", "content": _QUESTION}]}
     call = {
         "role": "assistant",
@@ -59,102 +76,350 @@ def _record_spans(seed: int = 0):
     }
     result = {"hits": [{"t": 250.0, "text": "Revit - Ground Floor"}]}
     answer = {"role": "assistant", "parts": [{"type": "text", "content": _ANSWER}]}
-    agent = tracer.start_span(
-        "invoke_agent floorplan",
-        start_time=t0,
-        attributes={
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "floorplan",
-            "gen_ai.conversation.id": "conv-1",
-            "gen_ai.provider.name": "openai",
-        },
-    )
-    from opentelemetry import trace as api
-
-    ctx = api.set_span_in_context(agent)
-    chat1 = tracer.start_span(
-        "chat gpt-4o",
-        context=ctx,
-        start_time=t0 + 5 * ms,
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4o",
-            "gen_ai.response.model": "gpt-4o-2024-08-06",
-            "gen_ai.request.temperature": 0.2,
-            "gen_ai.usage.input_tokens": 42,
-            "gen_ai.usage.output_tokens": 17,
-            "gen_ai.input.messages": json.dumps([user]),
-            "gen_ai.output.messages": json.dumps([call]),
-        },
-    )
-    chat1.end(end_time=t0 + 900 * ms)
-    tool = tracer.start_span(
-        "execute_tool search_frames",
-        context=ctx,
-        start_time=t0 + 910 * ms,
-        attributes={
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": "search_frames",
-            "gen_ai.tool.call.id": "call_1",
-            "gen_ai.tool.call.arguments": json.dumps({"query": "Revit floor plan"}),
-            "gen_ai.tool.call.result": json.dumps(result),
-        },
-    )
-    tool.end(end_time=t0 + 1_300 * ms)
     tool_msg = {
         "role": "tool",
         "parts": [{"type": "tool_call_response", "id": "call_1", "response": result}],
     }
-    chat2 = tracer.start_span(
-        "chat gpt-4o",
-        context=ctx,
-        start_time=t0 + 1_310 * ms,
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": "openai",
-            "gen_ai.request.model": "gpt-4o",
-            "gen_ai.usage.input_tokens": 88,
-            "gen_ai.usage.output_tokens": 12,
-            "gen_ai.input.messages": json.dumps([user, call, tool_msg]),
-            "gen_ai.output.messages": json.dumps([answer]),
-        },
-    )
-    chat2.end(end_time=t0 + 2_000 * ms)
-    agent.end(end_time=t0 + 2_050 * ms)
-
+    chat = {"gen_ai.operation.name": "chat", "gen_ai.provider.name": "openai"}
+    new = [
+        SpanSpec(
+            "agent",
+            "invoke_agent floorplan",
+            0,
+            2_050,
+            {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "floorplan",
+                "gen_ai.conversation.id": "conv-1",
+                "gen_ai.provider.name": "openai",
+            },
+        ),
+        SpanSpec(
+            "chat1",
+            "chat gpt-4o",
+            5,
+            900,
+            {
+                **chat,
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.response.model": "gpt-4o-2024-08-06",
+                "gen_ai.request.temperature": 0.2,
+                "gen_ai.usage.input_tokens": 42,
+                "gen_ai.usage.output_tokens": 17,
+                "gen_ai.input.messages": json.dumps([user]),
+                "gen_ai.output.messages": json.dumps([call]),
+            },
+            parent="agent",
+        ),
+        SpanSpec(
+            "tool",
+            "execute_tool search_frames",
+            910,
+            1_300,
+            {
+                "gen_ai.operation.name": "execute_tool",
+                "gen_ai.tool.name": "search_frames",
+                "gen_ai.tool.call.id": "call_1",
+                "gen_ai.tool.call.arguments": json.dumps({"query": "Revit floor plan"}),
+                "gen_ai.tool.call.result": json.dumps(result),
+            },
+            parent="agent",
+        ),
+        SpanSpec(
+            "chat2",
+            "chat gpt-4o",
+            1_310,
+            2_000,
+            {
+                **chat,
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.usage.input_tokens": 88,
+                "gen_ai.usage.output_tokens": 12,
+                "gen_ai.input.messages": json.dumps([user, call, tool_msg]),
+                "gen_ai.output.messages": json.dumps([answer]),
+            },
+            parent="agent",
+        ),
+    ]
     # the older conventions: gen_ai.system, messages as span events, a failing tool
-    t1 = t0 + 60_000 * ms
-    old = tracer.start_span(
-        "chat claude-3-5-sonnet",
-        start_time=t1,
-        attributes={
-            "gen_ai.operation.name": "chat",
-            "gen_ai.system": "anthropic",
-            "gen_ai.request.model": "claude-3-5-sonnet",
-            "gen_ai.usage.input_tokens": 20,
-            "gen_ai.usage.output_tokens": 9,
-        },
+    old = [
+        SpanSpec(
+            "old",
+            "chat claude-3-5-sonnet",
+            0,
+            600,
+            {
+                "gen_ai.operation.name": "chat",
+                "gen_ai.system": "anthropic",
+                "gen_ai.request.model": "claude-3-5-sonnet",
+                "gen_ai.usage.input_tokens": 20,
+                "gen_ai.usage.output_tokens": 9,
+            },
+            events=(
+                ("gen_ai.system.message", {"content": "You are a drafting assistant."}, 1),
+                ("gen_ai.user.message", {"content": "Export the plan as PDF."}, 2),
+                (
+                    "gen_ai.choice",
+                    {"index": 0, "finish_reason": "tool_calls", "message": "calling export_pdf"},
+                    400,
+                ),
+            ),
+        ),
+        SpanSpec(
+            "fail",
+            "execute_tool export_pdf",
+            410,
+            510,
+            {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "export_pdf"},
+            parent="old",
+            error=("PermissionError", "the plotter queue is locked", 500, "export failed"),
+        ),
+    ]
+    return TraceSet(
+        {"service.name": "floorplan-agent", "service.instance.id": f"demo-{seed}"},
+        ("graphlake.demo.agent", "1.0"),
+        [(t0, new), (t0 + 60_000 * _MS, old)],
+        seed,
     )
-    old.add_event("gen_ai.system.message", {"content": "You are a drafting assistant."}, t1 + ms)
-    old.add_event("gen_ai.user.message", {"content": "Export the plan as PDF."}, t1 + 2 * ms)
-    old.add_event(
-        "gen_ai.choice",
-        {"index": 0, "finish_reason": "tool_calls", "message": "calling export_pdf"},
-        t1 + 400 * ms,
+
+
+def openinference_traces(seed: int = 0) -> TraceSet:
+    """A retrieval-augmented agent under OpenInference's attribute names (checked against
+    ``openinference-semantic-conventions`` in tests/test_traces_otel.py)."""
+    t0 = 1_770_000_000_000_000_000 + seed * 10**12
+    question = "When did the architect switch from Revit to AutoCAD?"
+    docs = [("frame-250", "Revit - Ground Floor", 0.82), ("frame-760", "AutoCAD 2024 - Plan", 0.77)]
+    msgs = [("input", 0, "system", "Answer from the frames."), ("input", 1, "user", question)]
+    msgs.append(("output", 0, "assistant", "At 00:12:40."))
+    spans = [
+        SpanSpec(
+            "agent",
+            "rag_agent",
+            0,
+            720,
+            {
+                "openinference.span.kind": "AGENT",
+                "agent.name": "rag_agent",
+                "input.value": question,
+                "output.value": "At 00:12:40.",
+                "session.id": "chat-7",
+            },
+        ),
+        SpanSpec(
+            "retrieve",
+            "retrieve frames",
+            2,
+            80,
+            {
+                "openinference.span.kind": "RETRIEVER",
+                "input.value": question,
+                **{
+                    f"retrieval.documents.{i}.document.{key}": value
+                    for i, (doc_id, text, score) in enumerate(docs)
+                    for key, value in (("id", doc_id), ("content", text), ("score", score))
+                },
+            },
+            parent="agent",
+        ),
+        SpanSpec(
+            "llm",
+            "ChatCompletion",
+            90,
+            700,
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini",
+                **{
+                    f"llm.{side}_messages.{i}.message.{key}": value
+                    for side, i, role, content in msgs
+                    for key, value in (("role", role), ("content", content))
+                },
+                "llm.token_count.prompt": 120,
+                "llm.token_count.completion": 8,
+                "llm.token_count.total": 128,
+                "llm.invocation_parameters": json.dumps({"temperature": 0}),
+            },
+            parent="agent",
+        ),
+        SpanSpec(
+            "tool",
+            "clock_to_seconds",
+            710,
+            715,
+            {
+                "openinference.span.kind": "TOOL",
+                "tool.name": "clock_to_seconds",
+                "tool.parameters": json.dumps({"clock": "00:12:40"}),
+                "output.value": "760",
+            },
+            parent="agent",
+        ),
+    ]
+    return TraceSet(
+        {"service.name": "rag-agent", "service.instance.id": f"demo-{seed}"},
+        ("openinference.instrumentation.demo", "0.1"),
+        [(t0, spans)],
+        seed,
     )
-    fail = tracer.start_span(
-        "execute_tool export_pdf",
-        context=api.set_span_in_context(old),
-        start_time=t1 + 410 * ms,
-        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "export_pdf"},
+
+
+def have_otel_sdk() -> bool:
+    """Whether the OpenTelemetry SDK and its OTLP encoder are installed (the dev extra)."""
+    try:
+        import opentelemetry.exporter.otlp.proto.common.trace_encoder  # noqa: F401
+        import opentelemetry.sdk.trace  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _record_spans(traces: TraceSet):
+    """Run the traces through a real TracerProvider; the finished spans and console text."""
+    import io
+
+    from opentelemetry import trace as api
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    from opentelemetry.sdk.trace.id_generator import IdGenerator
+    from opentelemetry.trace import Status, StatusCode
+
+    class SeededIds(IdGenerator):
+        """Ids drawn from the traces' seed: the same demo writes the same trace ids, so
+        running it again adds no sessions (the SDK's default draws new ones every run)."""
+
+        def __init__(self, seed: str):
+            self._rng = random.Random(seed)
+
+        def generate_span_id(self) -> int:
+            return self._rng.getrandbits(64) or 1
+
+        def generate_trace_id(self) -> int:
+            return self._rng.getrandbits(128) or 1
+
+    memory, console = InMemorySpanExporter(), io.StringIO()
+    provider = TracerProvider(
+        resource=Resource.create(traces.resource),
+        id_generator=SeededIds(f"{traces.seed}/{traces.scope[0]}"),
     )
-    fail.record_exception(PermissionError("the plotter queue is locked"), timestamp=t1 + 500 * ms)
-    fail.set_status(Status(StatusCode.ERROR, "export failed"))
-    fail.end(end_time=t1 + 510 * ms)
-    old.end(end_time=t1 + 600 * ms)
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=console)))
+    tracer = provider.get_tracer(*traces.scope)
+    for t0, specs in traces.traces:
+        live: dict[str, Any] = {}
+        for s in specs:  # a parent is listed (and started) before its children
+            ctx = api.set_span_in_context(live[s.parent]) if s.parent else None
+            span = tracer.start_span(
+                s.name, context=ctx, start_time=t0 + int(s.start_ms * _MS), attributes=s.attributes
+            )
+            for name, attrs, at in s.events:
+                span.add_event(name, attrs, t0 + int(at * _MS))
+            if s.error:
+                kind, message, at, status = s.error
+                exc = getattr(builtins, kind)(message)
+                span.record_exception(exc, timestamp=t0 + int(at * _MS))
+                span.set_status(Status(StatusCode.ERROR, status))
+            live[s.key] = span
+        for s in sorted(specs, key=lambda s: s.parent is None):  # children end first
+            live[s.key].end(end_time=t0 + int(s.end_ms * _MS))
     provider.shutdown()
     return memory.get_finished_spans(), console.getvalue()
+
+
+def _any_value(v) -> dict:
+    if isinstance(v, bool):
+        return {"boolValue": v}
+    if isinstance(v, int):
+        return {"intValue": str(v)}  # int64 is a string in OTLP/JSON
+    if isinstance(v, float):
+        return {"doubleValue": v}
+    return {"stringValue": str(v)}
+
+
+def _kv(attrs: dict) -> list[dict]:
+    return [{"key": k, "value": _any_value(v)} for k, v in attrs.items()]
+
+
+def otlp_request(traces: TraceSet) -> dict:
+    """The traces as one OTLP/JSON export request, written without the SDK: hex ids derived
+    from the seed and the scope, times as nanosecond strings, enums as integers."""
+
+    def hexid(*parts, n: int) -> str:
+        key = "/".join(map(str, (traces.seed, traces.scope[0], *parts)))
+        return hashlib.sha256(key.encode()).hexdigest()[:n]
+
+    spans = []
+    for i, (t0, specs) in enumerate(traces.traces):
+        trace_id = hexid("trace", i, n=32)
+        for s in specs:
+            events = [
+                {"timeUnixNano": str(t0 + int(at * _MS)), "name": name, "attributes": _kv(a)}
+                for name, a, at in s.events
+            ]
+            status: dict = {}
+            if s.error:
+                kind, message, at, description = s.error
+                events.append(
+                    {
+                        "timeUnixNano": str(t0 + int(at * _MS)),
+                        "name": "exception",
+                        "attributes": _kv(
+                            {
+                                "exception.type": kind,
+                                "exception.message": message,
+                                # as traceback prints an exception that was never raised
+                                "exception.stacktrace": f"{kind}: {message}\n",
+                                "exception.escaped": "False",
+                            }
+                        ),
+                    }
+                )
+                status = {"code": 2, "message": description}
+            spans.append(
+                {
+                    "traceId": trace_id,
+                    "spanId": hexid("span", i, s.key, n=16),
+                    **({"parentSpanId": hexid("span", i, s.parent, n=16)} if s.parent else {}),
+                    "name": s.name,
+                    "kind": 1,
+                    "startTimeUnixNano": str(t0 + int(s.start_ms * _MS)),
+                    "endTimeUnixNano": str(t0 + int(s.end_ms * _MS)),
+                    "attributes": _kv(s.attributes),
+                    "events": events,
+                    "status": status,
+                }
+            )
+    name, version = traces.scope
+    return {
+        "resourceSpans": [
+            {
+                "resource": {"attributes": _kv(traces.resource)},
+                "scopeSpans": [{"scope": {"name": name, "version": version}, "spans": spans}],
+            }
+        ]
+    }
+
+
+def write_otlp_json(path: Path, traces: TraceSet) -> tuple[Path, str]:
+    """Write ``traces`` as OTLP JSON at ``path``: recorded by the SDK where it is installed,
+    else encoded directly. Returns the path and which writer wrote it."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if have_otel_sdk():
+        request, writer = _sdk_request(traces), "the OpenTelemetry SDK"
+    else:
+        request, writer = otlp_request(traces), "graphlake (the OpenTelemetry SDK is absent)"
+    path.write_text(json.dumps(request, indent=1))
+    return path, writer
+
+
+def _sdk_request(traces: TraceSet) -> dict:
+    from google.protobuf.json_format import MessageToJson
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+    spans, _ = _record_spans(traces)
+    return json.loads(MessageToJson(encode_spans(spans)))
 
 
 def _hex_ids(obj):
@@ -249,11 +514,12 @@ def _jaeger(request: dict) -> dict:
 
 
 def write_otel_traces(folder: Path, seed: int = 0) -> dict[str, Path]:
-    """The same two traces in every shape: ``{"otlp", "otlp-lines", "console", "jaeger"}``."""
+    """The GenAI traces in every shape: ``{"otlp", "otlp-lines", "console", "jaeger"}``
+    (needs the SDK: the console shape is the SDK's own exporter)."""
     from google.protobuf.json_format import MessageToJson
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-    spans, console = _record_spans(seed)
+    spans, console = _record_spans(genai_traces(seed))
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     request = json.loads(MessageToJson(encode_spans(spans)))
@@ -281,99 +547,9 @@ def write_otel_traces(folder: Path, seed: int = 0) -> dict[str, Path]:
 
 
 def write_openinference_trace(folder: Path, seed: int = 0) -> Path:
-    """A retrieval-augmented agent traced with OpenInference's conventions (the attribute
-    names from ``openinference-semantic-conventions``), recorded by the OpenTelemetry SDK
-    and written as OTLP JSON Lines with hex ids, as Phoenix's collector receives it."""
-    from google.protobuf.json_format import MessageToJson
-    from openinference.semconv.trace import DocumentAttributes as D
-    from openinference.semconv.trace import MessageAttributes as M
-    from openinference.semconv.trace import OpenInferenceSpanKindValues as K
-    from openinference.semconv.trace import SpanAttributes as A
-    from opentelemetry import trace as api
-    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
-
-    memory = InMemorySpanExporter()
-    provider = TracerProvider(resource=Resource.create({"service.name": "rag-agent"}))
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    tracer = provider.get_tracer("openinference.instrumentation.demo", "0.1")
-    t0 = 1_770_000_000_000_000_000 + seed * 10**12
-    ms = 1_000_000
-    question = "When did the architect switch from Revit to AutoCAD?"
-    agent = tracer.start_span(
-        "rag_agent",
-        start_time=t0,
-        attributes={
-            A.OPENINFERENCE_SPAN_KIND: K.AGENT.value,
-            A.AGENT_NAME: "rag_agent",
-            A.INPUT_VALUE: question,
-            A.OUTPUT_VALUE: "At 00:12:40.",
-            "session.id": "chat-7",
-        },
-    )
-    ctx = api.set_span_in_context(agent)
-
-    def child(name: str, start_ms: int, end_ms: int, attributes: dict) -> None:
-        span = tracer.start_span(
-            name, context=ctx, start_time=t0 + start_ms * ms, attributes=attributes
-        )
-        span.end(end_time=t0 + end_ms * ms)
-
-    docs = [("frame-250", "Revit - Ground Floor", 0.82), ("frame-760", "AutoCAD 2024 - Plan", 0.77)]
-    child(
-        "retrieve frames",
-        2,
-        80,
-        {
-            A.OPENINFERENCE_SPAN_KIND: K.RETRIEVER.value,
-            A.INPUT_VALUE: question,
-            **{
-                f"{A.RETRIEVAL_DOCUMENTS}.{i}.{key}": value
-                for i, (doc_id, text, score) in enumerate(docs)
-                for key, value in (
-                    (D.DOCUMENT_ID, doc_id),
-                    (D.DOCUMENT_CONTENT, text),
-                    (D.DOCUMENT_SCORE, score),
-                )
-            },
-        },
-    )
-    child(
-        "ChatCompletion",
-        90,
-        700,
-        {
-            A.OPENINFERENCE_SPAN_KIND: K.LLM.value,
-            A.LLM_MODEL_NAME: "gpt-4o-mini",
-            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "system",
-            f"{A.LLM_INPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": "Answer from the frames.",
-            f"{A.LLM_INPUT_MESSAGES}.1.{M.MESSAGE_ROLE}": "user",
-            f"{A.LLM_INPUT_MESSAGES}.1.{M.MESSAGE_CONTENT}": question,
-            f"{A.LLM_OUTPUT_MESSAGES}.0.{M.MESSAGE_ROLE}": "assistant",
-            f"{A.LLM_OUTPUT_MESSAGES}.0.{M.MESSAGE_CONTENT}": "At 00:12:40.",
-            A.LLM_TOKEN_COUNT_PROMPT: 120,
-            A.LLM_TOKEN_COUNT_COMPLETION: 8,
-            A.LLM_TOKEN_COUNT_TOTAL: 128,
-            A.LLM_INVOCATION_PARAMETERS: json.dumps({"temperature": 0}),
-        },
-    )
-    child(
-        "clock_to_seconds",
-        710,
-        715,
-        {
-            A.OPENINFERENCE_SPAN_KIND: K.TOOL.value,
-            A.TOOL_NAME: "clock_to_seconds",
-            A.TOOL_PARAMETERS: json.dumps({"clock": "00:12:40"}),
-            A.OUTPUT_VALUE: "760",
-        },
-    )
-    agent.end(end_time=t0 + 720 * ms)
-    provider.shutdown()
-    request = _hex_ids(json.loads(MessageToJson(encode_spans(memory.get_finished_spans()))))
+    """The OpenInference agent recorded by the SDK, written as OTLP JSON Lines with hex ids,
+    as Phoenix's collector receives it."""
+    request = _hex_ids(_sdk_request(openinference_traces(seed)))
     path = Path(folder) / "rag.openinference.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(request) + "\n")
@@ -433,3 +609,123 @@ def write_inspect_log(folder: Path, log_format: Literal["eval", "json"] = "eval"
     if log.status != "success":
         raise RuntimeError(f"the inspect run failed: {log.error}")
     return Path(log.location)
+
+
+def have_inspect() -> bool:
+    try:
+        import inspect_ai  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def inspect_log_by_hand(folder: Path) -> Path:
+    """The evaluation :func:`write_inspect_log` runs, as the ``.json`` log inspect writes of
+    it (``EvalLog``: eval, plan, results, samples with messages, model and tool events,
+    scores and usage), for an install without inspect_ai. Ids and times are fixed."""
+    t0 = 1_775_000_000.0
+    samples, usage = [], {"input_tokens": 75, "output_tokens": 6, "total_tokens": 81}
+    for k, (sid, question, target) in enumerate((("s1", "1+1", "2"), ("s2", "1+2", "3"))):
+        at = t0 + 10 * k
+
+        def ts(dt: float, at: float = at) -> str:
+            return datetime.fromtimestamp(at + dt, UTC).isoformat()
+
+        call_id = f"call_add_{sid}"
+        call = {"id": call_id, "function": "add", "type": "function", "arguments": {"x": 1, "y": 1}}
+        messages = [
+            {"id": f"{sid}-m0", "content": "Be brief.", "role": "system"},
+            {"id": f"{sid}-m1", "content": f"What is {question}?", "role": "user",
+             "source": "input"},
+            {"id": f"{sid}-m2", "content": "tool call for tool add", "role": "assistant",
+             "source": "generate", "model": "mockllm/model", "tool_calls": [call]},
+            {"id": f"{sid}-m3", "content": "2", "role": "tool", "tool_call_id": call_id,
+             "function": "add"},
+            {"id": f"{sid}-m4", "content": "2", "role": "assistant", "source": "generate",
+             "model": "mockllm/model"},
+        ]  # fmt: skip
+
+        def model_event(k: int, at_s: float, stop: str, ts=ts, messages=messages) -> dict:
+            return {
+                "event": "model",
+                "model": "mockllm/model",
+                "input": messages[:k],
+                "tools": [],
+                "tool_choice": "auto",
+                "config": {},
+                "output": {
+                    "model": "mockllm/model",
+                    "choices": [{"message": messages[k], "stop_reason": stop}],
+                },
+                "timestamp": ts(at_s),
+                "completed": ts(at_s + 0.01),
+            }
+
+        samples.append(
+            {
+                "id": sid,
+                "epoch": 1,
+                "input": f"What is {question}?",
+                "target": target,
+                "messages": messages,
+                "scores": {
+                    "match": {
+                        "value": "C" if target == "2" else "I",
+                        "answer": "2",
+                        "explanation": "2",
+                    }
+                },
+                "events": [
+                    model_event(2, 0.01, "tool_calls"),
+                    {
+                        "event": "tool",
+                        "type": "function",
+                        "id": call_id,
+                        "function": "add",
+                        "arguments": call["arguments"],
+                        "result": 2,
+                        "timestamp": ts(0.03),
+                        "completed": ts(0.04),
+                    },
+                    model_event(4, 0.05, "stop"),
+                ],  # fmt: skip
+                "model_usage": {"mockllm/model": usage},
+                "started_at": ts(0),
+                "completed_at": ts(0.07),
+                "total_time": 0.07,
+            }
+        )
+    log = {
+        "version": 2,
+        "status": "success",
+        "eval": {
+            "eval_id": "demoEval0000000000000001",
+            "run_id": "demoRun00000000000000001",
+            "created": datetime.fromtimestamp(t0, UTC).isoformat(),
+            "task": "arithmetic",
+            "task_id": "demoTask0000000000000001",
+            "model": "mockllm/model",
+            "dataset": {"samples": 2, "sample_ids": ["s1", "s2"]},
+            "config": {},
+        },
+        "plan": {
+            "name": "plan",
+            "steps": [{"solver": n} for n in ("system_message", "use_tools", "generate")],
+        },
+        "results": {
+            "total_samples": 2,
+            "completed_samples": 2,
+            "scores": [
+                {
+                    "name": "match",
+                    "scorer": "match",
+                    "metrics": {"accuracy": {"name": "accuracy", "value": 0.5}},
+                }
+            ],
+        },  # fmt: skip
+        "samples": samples,
+    }
+    path = Path(folder) / "arithmetic.inspect.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(log, indent=1))
+    return path

@@ -82,7 +82,8 @@ def samples(
     """The protocol's instances in ``condition`` as inspect Samples with their gold."""
     from graphlake.config import default_lake_dir
     from graphlake.lake import Lake
-    from graphlake.protocols.service import Benchmarks, needs_recording
+    from graphlake.protocols.service import Benchmarks
+    from graphlake.protocols.spec import needs_recording
     from graphlake.query.connection import Connection
 
     with Connection(Lake(lake or default_lake_dir()), version) as con:

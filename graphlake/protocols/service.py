@@ -25,7 +25,12 @@ from graphlake.cursors import KeyCursor
 from graphlake.protocols import scoring
 from graphlake.protocols.arrow_cache import cached_table
 from graphlake.protocols.session import SessionCache
-from graphlake.protocols.spec import ProtocolError, ProtocolSpec, UnknownProtocolError
+from graphlake.protocols.spec import (
+    ProtocolError,
+    ProtocolSpec,
+    UnknownProtocolError,
+    needs_recording,
+)
 from graphlake.query.connection import Connection
 
 MAX_PAGE = 1000
@@ -116,11 +121,6 @@ class _Index:
         if "media_id" not in self.table.column_names:
             return self
         return _Index(self.table.filter(pc.is_valid(self.table.column("media_id"))), self.corpora)
-
-
-def needs_recording(condition: str) -> bool:
-    """Whether ``condition`` shows the recording (Kolab's video, video-graph, ...)."""
-    return "video" in condition.split("-")
 
 
 log = logging.getLogger(__name__)

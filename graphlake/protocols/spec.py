@@ -22,6 +22,12 @@ KOLAB_CONDITIONS = tuple(
 )
 
 
+def needs_recording(condition: str) -> bool:
+    """Whether ``condition`` shows the recording (Kolab's video, video-graph, ...): such a
+    condition lists only the instances whose session has one."""
+    return "video" in condition.split("-")
+
+
 class ProtocolError(GraphlakeError, ValueError):
     """A protocol asked for with a condition, parameter or value it does not have."""
 
@@ -118,6 +124,7 @@ class ProtocolSpec:
             "cutoff": self.cutoff,
             "labels": list(self.labels),
             "conditions": list(self.conditions),
+            "video_conditions": [c for c in self.conditions if needs_recording(c)],
             "source": self.source,
             "spec_hash": self.hash,
             "params": [

@@ -63,17 +63,6 @@ def _session(state: Serving, corpus: str, session_id: str):
     return data
 
 
-@router.get("/{corpus}/{session_id}", response_model=Session)
-async def get_session(state: StateDep, corpus: str, session_id: str):
-    """One session's row."""
-    if not state.sessions.ready:
-        await run_in_threadpool(state.sessions.load)
-    row = state.sessions.one(corpus, session_id)
-    if row is None:
-        _session(state, corpus, session_id)  # raises the 404 with its hint
-    return json_response(row)
-
-
 def _hops(data, node: str, hops: int) -> set[str]:
     adj: dict[str, set[str]] = {}
     for e in data.edges:
@@ -87,7 +76,7 @@ def _hops(data, node: str, hops: int) -> set[str]:
 
 
 @router.get(
-    "/{corpus}/{session_id}/graph",
+    "/{corpus}/{session_id:path}/graph",
     response_model=Graph,
     responses={200: {"content": {"text/plain": {}, "text/vnd.graphviz": {}}}},
 )
@@ -166,7 +155,7 @@ def _in_window(e, t0, t1) -> bool:
     return (t0 is None or e["t"] >= t0) and (t1 is None or e["t"] < t1)
 
 
-@router.get("/{corpus}/{session_id}/events", response_model=Page[Event])
+@router.get("/{corpus}/{session_id:path}/events", response_model=Page[Event])
 def session_events(
     state: StateDep,
     corpus: str,
@@ -195,7 +184,7 @@ def session_events(
     return json_response({"items": page, "next_cursor": nxt})
 
 
-@router.get("/{corpus}/{session_id}/chat", response_model=Chat)
+@router.get("/{corpus}/{session_id:path}/chat", response_model=Chat)
 def session_chat(
     state: StateDep, corpus: str, session_id: str, t0: float | None = None, t1: float | None = None
 ):
@@ -220,7 +209,7 @@ def session_chat(
     )
 
 
-@router.get("/{corpus}/{session_id}/media", response_model=Page[Media])
+@router.get("/{corpus}/{session_id:path}/media", response_model=Page[Media])
 def session_media(state: StateDep, corpus: str, session_id: str):
     """The session's recordings (metadata; fetch one with GET /media/{media_id}/file)."""
     data = _session(state, corpus, session_id)
@@ -232,9 +221,22 @@ def session_media(state: StateDep, corpus: str, session_id: str):
     )
 
 
-@router.get("/{corpus}/{session_id}/timeline", response_model=Timeline)
+@router.get("/{corpus}/{session_id:path}/timeline", response_model=Timeline)
 def session_timeline(state: StateDep, corpus: str, session_id: str):
-    """Everything the workbench's timeline draws, in one answer: swimlanes per actor, every
+    """Everything the workbench's timeline draws, in one answer: swimlanes per participant, every
     node occurrence and every event no node stands for, step bands with their ratings, edges,
     adoption triples, recordings and, for agent traces, the outcome."""
     return json_response(build_timeline(state.con, _session(state, corpus, session_id)))
+
+
+# Last: its session_id takes the rest of the path, so the routes above, whose paths end in a
+# word of their own (/graph, /timeline, ...), must be tried first.
+@router.get("/{corpus}/{session_id:path}", response_model=Session)
+async def get_session(state: StateDep, corpus: str, session_id: str):
+    """One session's row."""
+    if not state.sessions.ready:
+        await run_in_threadpool(state.sessions.load)
+    row = state.sessions.one(corpus, session_id)
+    if row is None:
+        _session(state, corpus, session_id)  # raises the 404 with its hint
+    return json_response(row)

@@ -56,7 +56,9 @@ _SELECT = """
 SELECT s.corpus, s.session_id, s.title, s.domain, s.condition, s.duration_s,
        m.n_nodes, m.n_ai_nodes, m.n_responses, m.burstiness, m.topology_w,
        m.retention_adopt, m.retention_modify, m.collaboration_rating,
-       m.output_quality_rating, r.success, r.score, r.termination
+       m.output_quality_rating, r.success, r.score, r.termination,
+       EXISTS (SELECT 1 FROM media md WHERE md.corpus = s.corpus
+               AND md.session_id = s.session_id) AS has_recording
 """
 
 

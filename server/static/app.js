@@ -1,4 +1,4 @@
-// The workbench: a hash router over five views, each a client of graphlake's HTTP API.
+// The workbench: a hash router over six views, each a client of graphlake's HTTP API.
 import { api, setRouteSignal } from "./api.js";
 import { errorBox } from "./dom.js";
 import { browserView } from "./browser.js";
@@ -6,9 +6,10 @@ import { sessionView } from "./session.js";
 import { searchView } from "./search.js";
 import { sqlView } from "./sqlconsole.js";
 import { instanceView } from "./instance.js";
+import { runsView } from "./runs.js";
 
 const VIEWS = { "": browserView, session: sessionView, search: searchView, sql: sqlView,
-                instance: instanceView };
+                instance: instanceView, runs: runsView };
 const view = document.getElementById("view");
 let current = null;  // the view's cleanup, called before the next one renders
 let generation = 0;  // which render owns the page; an older one that resumes drops its work

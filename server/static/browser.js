@@ -110,18 +110,34 @@ export async function browserView(root, { query }) {
   await load();
 }
 
+// A saved evaluation run (corpus evals, graphlake/protocols/saved_runs.py) is a session with
+// no timeline: it opens in the runs view, with its predictions
+const EVAL_CORPUS = "evals";
+
 function sessionRow(r) {
+  const href = r.corpus === EVAL_CORPUS
+    ? `#/runs?${new URLSearchParams({ run: r.session_id })}`
+    : `#/session/${encodeURIComponent(r.corpus)}/${encodeURIComponent(r.session_id)}`;
   return el("tr", {
     class: "link", dataset: { session: r.session_id, corpus: r.corpus },
-    onclick: () => { location.hash = `#/session/${encodeURIComponent(r.corpus)}/${encodeURIComponent(r.session_id)}`; },
-  }, COLUMNS.map(([key]) => cell(key, r[key])));
+    onclick: () => { location.hash = href; },
+  }, COLUMNS.map(([key]) => cell(key, r[key], r)));
 }
 
-function cell(key, v) {
+// One number format per column: counts as integers, shares and scores to 3 places,
+// ratings (1-5 scales, averaged) to 2; a whole 1.0 in a column of shares reads 1.000.
+const DIGITS = { n_nodes: 0, n_responses: 0, burstiness: 3, topology_w: 3, retention_adopt: 3,
+  retention_modify: 3, collaboration_rating: 2, output_quality_rating: 2 };
+
+function cell(key, v, r) {
+  if (key === "session_id") {
+    return el("td", {}, v, r.has_recording ? el("span", { class: "rec", title: "has a screen recording" }, " ● rec") : null);
+  }
   if (key === "success") {
     return el("td", { class: v === null || v === undefined ? "" : v ? "pass" : "fail" },
       v === null || v === undefined ? "" : v ? "pass" : "fail");
   }
   if (key === "duration_s") return el("td", { class: "num" }, clock(v));
+  if (key in DIGITS) return el("td", { class: "num" }, v === null || v === undefined ? "" : Number(v).toFixed(DIGITS[key]));
   return el("td", { class: typeof v === "number" ? "num" : null }, fmt(v, 3));
 }

@@ -31,10 +31,18 @@ export function fmt(v, digits = 2) {
   return String(v);
 }
 
+/** How many decimals a column of numbers shows: none when every number in it is whole, else
+ * 3 for all of them (so 1 and 0.25 in one column read 1.000 and 0.250, aligned). */
+export function columnDigits(rows, k) {
+  return rows.every((r) => typeof r[k] !== "number" || Number.isInteger(r[k])) ? 0 : 3;
+}
+
 /** A plain table: column names and rows as arrays (the shape of a /sql answer). */
 export function table(columns, rows) {
-  const body = el("tbody", {}, rows.map((r) => el("tr", {}, r.map((v) =>
-    el("td", { class: typeof v === "number" ? "num" : null }, fmt(v, 3))))));
+  const digits = columns.map((_, k) => columnDigits(rows, k));
+  const body = el("tbody", {}, rows.map((r) => el("tr", {}, r.map((v, k) =>
+    el("td", { class: typeof v === "number" ? "num" : null },
+      typeof v === "number" ? v.toFixed(digits[k]) : fmt(v, 3))))));
   return el("table", {}, el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))), body);
 }
 

@@ -10,10 +10,11 @@ export async function instanceView(root, { query }) {
   const cond = el("select", { id: "condition" });
   const inst = el("select", { id: "instance" });
   const about = el("p", { class: "muted", id: "protocol-about" });
+  const note = el("p", { class: "muted", id: "condition-note" });
   const out = el("div", { id: "instance-view" });
   root.append(el("h1", {}, "What a model sees"),
     el("div", { class: "toolbar" }, el("label", {}, "protocol ", proto), el("label", {}, "condition ", cond),
-      el("label", {}, "instance ", inst)), about, out);
+      el("label", {}, "instance ", inst)), about, note, out);
   let tl = null;
 
   proto.value = query.get("protocol") || benches[0]?.id || "";
@@ -23,19 +24,37 @@ export async function instanceView(root, { query }) {
   inst.addEventListener("change", () => show());
   let shows = 0;  // which show() owns the pane: an older one that resumes drops its work
 
+  const isVideo = (c) => (benches.find((x) => x.id === proto.value)?.video_conditions || []).includes(c);
+  const page = (c) => api(`/benchmarks/${proto.value}/instances`, { params: { condition: c, limit: 50 } });
+
   async function pickProtocol(wantCond, wantId) {
     const b = benches.find((x) => x.id === proto.value);
     if (!b) return;
     about.textContent = `${b.description} Window: ${b.window}. Cut-off: ${b.cutoff}. Labels: ${b.labels.join(", ")}.`;
     cond.replaceChildren(...b.conditions.map((c) => el("option", { value: c }, c)));
     if (wantCond && b.conditions.includes(wantCond)) cond.value = wantCond;
-    await listInstances(wantId);
+    // a condition nobody asked for is a default: it must show an instance that has what it
+    // promises, so an empty video condition gives way to the first one without video
+    await listInstances(wantId, !wantCond);
   }
-  async function listInstances(want) {
+  async function listInstances(want, isDefault = false) {
     const asked = proto.value;
-    const page = await api(`/benchmarks/${asked}/instances`, { params: { condition: cond.value, limit: 50 } });
+    let got = await page(cond.value);
     if (asked !== proto.value) return;  // the protocol changed while its list loaded
-    const ids = page.items.map((i) => i.id);
+    note.textContent = isVideo(cond.value)
+      ? "Video conditions list only the instances whose session has a recording." : "";
+    if (!got.items.length && isVideo(cond.value) && isDefault && !want) {
+      const other = [...cond.options].map((o) => o.value).find((c) => !isVideo(c));
+      if (other) {
+        const empty = cond.value;
+        got = await page(other);
+        if (asked !== proto.value) return;
+        cond.value = other;
+        note.textContent = `No session in this lake has a recording, so ${empty} (which lists `
+          + `only instances whose session has one) is empty: showing ${other}.`;
+      }
+    }
+    const ids = got.items.map((i) => i.id);
     if (want && !ids.includes(want)) ids.unshift(want);  // asked for by address: beyond page 1
     inst.replaceChildren(...ids.map((id) => el("option", { value: id }, id)));
     if (want) inst.value = want;
@@ -44,7 +63,13 @@ export async function instanceView(root, { query }) {
   async function show() {
     const gen = ++shows;
     if (tl) { tl.dispose(); tl = null; }
-    if (!inst.value) { out.replaceChildren(el("p", { class: "muted" }, "No instances in this lake.")); return; }
+    if (!inst.value) {
+      out.replaceChildren(el("p", { class: "muted" }, isVideo(cond.value)
+        ? `No session in this lake has a recording: ${cond.value} lists only instances whose session has one.`
+        : "No instances in this lake."));
+      out.dataset.state = "ready";
+      return;
+    }
     out.dataset.state = "loading";
     try {
       const i = await api(`/benchmarks/${proto.value}/instances/${encodeURIComponent(inst.value)}`, { params: { condition: cond.value } });

@@ -2,7 +2,8 @@
 // of the node last clicked (its fields, the chat turn before it, its adoption chain, frames).
 import { api, mediaUrl } from "./api.js";
 import { clock, el, errorBox, fmt } from "./dom.js";
-import { createTimeline, LABEL_COLORS } from "./timeline.js";
+import { spanTree } from "./spantree.js";
+import { createTimeline, eventColor, LABEL_COLORS } from "./timeline.js";
 
 /** The adoption chain through `node`: up through requests that were earlier responses to the
  * chain's start, then down through every triple of those requests (the adoption_chains view's
@@ -53,14 +54,14 @@ export async function sessionView(root, { args, query }) {
     el("h1", {}, data.info.title || sid, " ", el("span", { class: "muted" }, `${corpus} / ${sid}`)),
     el("div", { class: "metrics muted", id: "session-metrics" }, metricLine(data, null)),
     data.info.goal ? el("div", {}, el("b", {}, "Goal: "), data.info.goal) : null);
-  const legend = el("div", { class: "legend" },
-    Object.entries(LABEL_COLORS).map(([k, c]) => el("span", {}, el("i", { style: `background:${c}` }), k)),
-    el("span", {}, el("i", { style: "background:#8c959f" }), "request"),
-    el("span", { class: "muted" }, "scroll to zoom, drag to pan, click a bar for details, click empty space to seek"));
+  const legend = legendOf(data);
   const box = el("div", { id: "timeline", role: "img", "aria-label": `timeline of ${sid}` });
-  const detail = el("div", { class: "pane", id: "detail" }, el("p", { class: "muted" }, "Click a node on the timeline."));
+  const detail = el("div", { class: "pane", id: "detail" }, el("p", { class: "muted" },
+    data.occurrences.node_id.length ? "Click a node on the timeline." : "Click an event on the timeline."));
   const side = el("div", {});
-  root.append(head, legend, box, el("div", { class: "below" }, side, detail));
+  // spans with parents (agent traces): nested under their parents, as a trace viewer draws them
+  const tree = spanTree(data, { onSpan: (node) => showNode(node) });
+  root.append(...[head, legend, box, tree?.element, el("div", { class: "below" }, side, detail)].filter(Boolean));
 
   metricsP.then((m) => root.querySelector("#session-metrics")?.replaceChildren(...metricLine(data, m)));
   const media = data.media[0];
@@ -136,6 +137,7 @@ export async function sessionView(root, { args, query }) {
     const o = data.occurrences, i = idx[0];
     const chain = adoptionChain(data.adoptions, nodeId);
     tl.highlight(chain.nodes.size ? chain.nodes : null, nodeId);
+    if (tree) tree.open(nodeId);
     const times = idx.map((k) => `${clock(o.t_start[k])}–${clock(o.t_end[k] ?? o.t_start[k])}`).join(", ");
     const step = data.steps.find((s) => s.step_id === o.step_id[i]);
     detail.replaceChildren(
@@ -143,7 +145,7 @@ export async function sessionView(root, { args, query }) {
       el("dl", {},
         el("dt", {}, "node"), el("dd", { id: "detail-node" }, nodeId),
         el("dt", {}, "actor"), el("dd", {}, `${o.actor[i] || ""} (${o.actor_type[i] || "?"})`),
-        el("dt", {}, "step"), el("dd", {}, step ? `${step.badge || step.name || step.step_id}` : o.step_id[i] || ""),
+        el("dt", {}, "step"), el("dd", {}, step ? [step.badge, step.name].filter(Boolean).join(": ") || step.step_id : o.step_id[i] || ""),
         el("dt", {}, idx.length > 1 ? `${idx.length} occurrences` : "time"), el("dd", {}, times),
         el("dt", {}, "detail"), el("dd", {}, o.detail[i] || "")),
       chainList(chain, nodeId),
@@ -170,6 +172,24 @@ export async function sessionView(root, { args, query }) {
     }
   }
   return () => tl.dispose();
+}
+
+/** What the timeline's marks mean, for what this session has: adoption arrows where it has
+ * responses, a swatch per event kind its ticks show, and the clicks that do something. */
+function legendOf(data) {
+  const swatch = (name, color, cls = "") => el("span", { dataset: { kind: name } },
+    el("i", { class: cls, style: `background:${color}` }), name);
+  const kinds = [...new Set(data.events.kind.filter(Boolean))].sort();
+  const bars = data.occurrences.node_id.length > 0;
+  const hint = ["scroll to zoom, drag to pan", bars ? "click a bar for details" : null,
+    kinds.length ? "click a tick for its event" : null, "click empty space to seek"];
+  return el("div", { class: "legend", id: "legend" },
+    data.adoptions.length ? el("span", { class: "legend-group", id: "legend-adoptions" },
+      el("b", {}, "responses "), Object.entries(LABEL_COLORS).map(([k, c]) => swatch(k, c)),
+      swatch("request", "#8c959f")) : null,
+    kinds.length ? el("span", { class: "legend-group", id: "legend-events" },
+      el("b", {}, "event ticks "), kinds.map((k) => swatch(k, eventColor(k), "tick"))) : null,
+    el("span", { class: "muted", id: "timeline-hint" }, hint.filter(Boolean).join(", ")));
 }
 
 function chainList(chain, nodeId) {

@@ -1,23 +1,8 @@
 // Read-only SQL over the same guarded endpoint as the CLI and evaluators (POST /sql), and the
 // named queries (POST /queries/{name}) with their declared charts rendered by Vega-Lite.
-/* global vegaEmbed */
 import { api } from "./api.js";
+import { drawChart } from "./charts.js";
 import { el, errorBox, table } from "./dom.js";
-
-// Vega, Vega-Lite and vega-embed (vendored), loaded on the first chart: most visits draw none.
-const VEGA = ["vega.min.js", "vega-lite.min.js", "vega-embed.min.js"].map((f) => `/static/vendor/${f}`);
-let vegaLoaded = null;
-
-function loadVega() {
-  vegaLoaded ||= VEGA.reduce((prev, src) => prev.then(() => new Promise((resolve, reject) => {
-    const tag = document.createElement("script");
-    tag.src = src;
-    tag.onload = resolve;
-    tag.onerror = () => reject(new Error(`could not load ${src}`));
-    document.head.append(tag);
-  })), Promise.resolve());
-  return vegaLoaded;
-}
 
 const EXAMPLE = "SELECT corpus, count(*) AS sessions, round(avg(duration_s)) AS mean_s\nFROM sessions GROUP BY corpus ORDER BY corpus";
 
@@ -68,7 +53,7 @@ export async function sqlView(root, { query }) {
       }
       status.textContent = `${res.rows.length} row(s)${res.truncated ? " (truncated)" : ""} in ${Math.round(performance.now() - t0)} ms · lake version ${res.lake_version}`;
       out.replaceChildren(table(res.columns, res.rows));
-      if (current?.chart && res.rows.length) await draw(current.chart, res);
+      if (current?.chart && res.rows.length) await drawChart(chart, current.chart, res);
     } catch (err) {
       status.textContent = "";
       out.replaceChildren(errorBox(err));
@@ -76,12 +61,5 @@ export async function sqlView(root, { query }) {
     out.dataset.state = "ready";
   }
 
-  async function draw(spec, res) {
-    await loadVega();
-    const values = res.rows.map((r) => Object.fromEntries(res.columns.map((c, i) => [c, r[i]])));
-    await vegaEmbed(chart, { $schema: "https://vega.github.io/schema/vega-lite/v6.json", ...spec,
-      data: { values } }, { actions: false, renderer: "svg" });
-    chart.dataset.rendered = "true";
-  }
   if (query.get("run")) await run();
 }

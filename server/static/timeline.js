@@ -8,8 +8,23 @@ import { clock } from "./dom.js";
 export const LABEL_COLORS = { adopt: "#1a7f37", modify: "#bf8700", reject: "#cf222e" };
 const ACTOR_COLORS = { human: "#57606a", user: "#57606a", simulated_user: "#8250df",
                        ai: "#0969da", agent: "#0969da", tool: "#9a6700", system: "#6e7781" };
-const EVENT_COLORS = { message: "#8250df", clarification: "#bc4c00", feedback: "#1a7f37",
-                       control: "#cf222e", tool_call: "#9a6700", tool_result: "#d4a72c" };
+// event ticks: none of the adoption colours (green, amber, red), so an arrow and a tick never
+// read alike; kinds without a colour of their own take one of the spare ones, by name
+const EVENT_COLORS = { message: "#8250df", clarification: "#bc4c00", feedback: "#1b7c83",
+                       control: "#bf3989", tool_call: "#953800", tool_result: "#3d444d",
+                       error: "#24292f", retrieval: "#0a3069" };
+const SPARE_EVENT_COLORS = ["#6639ba", "#0550ae", "#7d4e00", "#99286e", "#116329", "#57606a"];
+
+/** The colour of an event kind's ticks (the legend's too). */
+export function eventColor(kind) {
+  if (EVENT_COLORS[kind]) return EVENT_COLORS[kind];
+  let h = 0;
+  for (const c of String(kind)) h = (h * 31 + c.charCodeAt(0)) >>> 0;
+  return SPARE_EVENT_COLORS[h % SPARE_EVENT_COLORS.length];
+}
+
+/** What a step band is called: its name where the source has one, else its badge. */
+export function stepLabel(s) { return s.name || s.badge || s.step_id; }
 const STEP_FILL = ["rgba(9,105,218,0.05)", "rgba(130,80,223,0.07)"];
 
 function color(map, key) { return map[key] || "#6e7781"; }
@@ -84,23 +99,30 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
       [back[0] - off[0], back[1] - off[1]]] }, style: { fill: LABEL_COLORS[labels[api.value(4)]] } };
   }
 
-  function bar(paramsIndex, api, fill) {
+  // a bar fills the middle half of its lane; `dy` moves it down by a share of the lane's
+  // height and `hf` is its height as a share
+  function bar(paramsIndex, api, fill, dy = 0, hf = 0.5) {
     const lane = api.value(0);
     const a = api.coord([api.value(1), lane]), b = api.coord([api.value(2), lane]);
-    const h = api.size([0, 1])[1] * 0.5;
+    const band = api.size([0, 1])[1], h = band * hf;
     const cs = paramsIndex.coordSys;
     if (b[0] < cs.x || a[0] > cs.x + cs.width) return null;  // off screen: nothing to draw
     // the series clips what overlaps the edges
-    return { type: "rect", shape: { x: a[0], y: a[1] - h / 2, width: Math.max(3, b[0] - a[0]), height: h },
+    return { type: "rect", shape: { x: a[0], y: a[1] + dy * band - h / 2, width: Math.max(3, b[0] - a[0]), height: h },
              style: { fill, stroke: "#fff", lineWidth: 0.5 } };
   }
+  // a participant's events share the lane of their nodes (a person's chat turns beside what
+  // they did): there the ticks run in a strip below the bars, where nothing covers them
+  const barLanes = new Set(occ.lane);
+  const TICK_DY = 0.36, TICK_H = 0.18;
+  const tickDy = (lane) => (barLanes.has(lane) ? TICK_DY : 0);
 
   const timedSteps = data.steps.filter((s) => s.t_start !== null && s.t_end !== null);
   const stepNames = timedSteps.map((s) => {
     const r = s.ratings || {};
     const rated = [r.collaboration !== undefined ? `collab ${r.collaboration}` : null,
                    r.output_quality !== undefined ? `quality ${r.output_quality}` : null].filter(Boolean);
-    return `${s.badge || s.name || s.step_id}${rated.length ? ` · ${rated.join(" · ")}` : ""}`;
+    return `${stepLabel(s)}${rated.length ? ` · ${rated.join(" · ")}` : ""}`;
   });
   const GRID = { left: 150, right: 24, top: 34, bottom: 56 };
   // step bands; a band too narrow on screen for its name goes unnamed (names would overlap)
@@ -121,7 +143,9 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
     animation: false,
     grid: GRID,
     tooltip: { trigger: "item", confine: true, formatter: tooltip },
-    xAxis: { type: "value", min: 0, max: duration, axisLabel: { formatter: clock },
+    xAxis: { type: "value", min: 0, max: duration, axisLabel: { formatter: clock, hideOverlap: true,
+             // the ends of a zoomed axis fall between ticks, a hair from their neighbours
+             showMinLabel: false, showMaxLabel: false },
              splitLine: { show: false } },
     yAxis: { type: "category", inverse: true, data: data.lanes.map((l) => l.label),
              axisLabel: { width: 140, overflow: "truncate" }, splitLine: { show: true } },
@@ -131,8 +155,7 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
         labelFormatter: (v) => clock(v) },
     ],
     series: [
-      // node bars above event ticks: a tick inside a bar (the node's own chat turn) leaves
-      // the click to the bar, whose pane shows that turn
+      // node bars above event ticks (which run below the bars where a lane has both)
       { id: "occ", type: "custom", z: 2.5, renderItem: (p, api) => {
           const i = api.value(3);
           const node = occ.node_id[i];
@@ -144,8 +167,10 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
         encode: { x: [1, 2], y: 0 }, data: barData(), clip: true,
         markArea: { silent: true, label: { position: "insideTop", fontSize: 10, color: "#57606a" },
                     data: stepBands(duration) } },
-      { id: "events", type: "custom", z: 2, renderItem: (p, api) =>
-          bar(p, api, color(EVENT_COLORS, ev.kind[api.value(3)])),
+      { id: "events", type: "custom", z: 2, renderItem: (p, api) => {
+          const lane = api.value(0), strip = barLanes.has(lane);
+          return bar(p, api, eventColor(ev.kind[api.value(3)]), strip ? TICK_DY : 0, strip ? TICK_H : 0.5);
+        },
         encode: { x: [1, 2], y: 0 }, data: evData, clip: true },
       lineSeries("edges", edgeLines, { color: "#afb8c1", width: 1, opacity: 0.6, curveness: 0.15 }, 1),
       lineSeries("requests", requests, { color: "#8c959f", width: 1, type: "dashed", curveness: CURVE }, 2),
@@ -158,7 +183,9 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
                     lineStyle: { color: "#cf222e", width: 1.5, type: "solid" }, data: [] } },
       { id: "cutoff", type: "line", data: [], silent: true,
         markLine: { symbol: "none", silent: true, animation: false,
-                    label: { formatter: "cut-off", color: "#cf222e" },
+                    // above the plot (the y axis runs top down: "start" is the top),
+                    // clear of the time axis's labels below and the step names inside
+                    label: { formatter: "cut-off", color: "#cf222e", position: "start" },
                     lineStyle: { color: "#cf222e", width: 2, type: "dashed" }, data: [] } },
     ],
   };
@@ -198,6 +225,11 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
   const resize = () => chart.resize();
   window.addEventListener("resize", resize);
 
+  function laneHeight() {
+    const grid = chart.getModel().getComponent("grid").coordinateSystem.getRect();
+    return grid.height / Math.max(1, data.lanes.length);
+  }
+
   function redraw() { chart.setOption({ series: [{ id: "occ", data: barData() }] }); }
 
   return {
@@ -228,16 +260,19 @@ export function createTimeline(container, data, { onNode, onEvent, onSeek, onFir
       return [(a[0] + Math.max(a[0] + 3, b[0])) / 2, a[1]];
     },
     /** Pixel (relative to the container) of event i's tick. */
-    pixelOfEvent(i) {
-      return chart.convertToPixel("grid", [ev.t[i], ev.lane[i]]).map((v, k) => v + (k === 0 ? 1 : 0));
+    pixelOfEvent(i) {  // the middle of the tick (at least 3 px wide)
+      const [x, y] = chart.convertToPixel("grid", [ev.t[i], ev.lane[i]]);
+      const x1 = chart.convertToPixel("grid", [ev.t_end[i] ?? ev.t[i], ev.lane[i]])[0];
+      return [x + Math.max(3, x1 - x) / 2, y + tickDy(ev.lane[i]) * laneHeight()];
     },
+    /** The height of one lane in pixels. */
+    laneHeight,
     /** Pixel (relative to the container) of time t in empty space below the last lane's bars:
      * a click there seeks. */
     pixelAtTime(t) {
       const last = data.lanes.length - 1;
       const [x, y] = chart.convertToPixel("grid", [t, last]);
-      const band = last > 0 ? Math.abs(chart.convertToPixel("grid", [t, 0])[1] - y) / last : 40;
-      return [x, y + band * 0.4];
+      return [x, y + laneHeight() * 0.475];  // below the bars and the ticks' strip
     },
     /** Where the playback cursor is drawn (null: not drawn). */
     cursorAt() {
