@@ -1118,7 +1118,9 @@ def _bench(lake, version):
     from graphlake.protocols import Benchmarks
     from graphlake.query.connection import Connection
 
-    return Benchmarks(Connection(_lake(lake), version))
+    # lazy: listing and counting read the instance indexes cached for the version, and need
+    # no catalog until an index is built
+    return Benchmarks(Connection(_lake(lake), version, lazy=True))
 
 
 def _params(items: list[str] | None) -> dict:
@@ -1326,6 +1328,9 @@ _unwrap_help(app)
 
 
 def main() -> None:  # console-script entry point
+    from graphlake.pandas_probe import install
+
+    install()  # pyarrow's list conversions stop importing pandas (0.2-0.3 s a command)
     run_app(app)
 
 

@@ -348,3 +348,35 @@ def test_a_parent_folder_of_several_corpora_names_the_others(tmp_path):
     shutil.copytree(FIXTURES / "hasbench", mixed / "hasbench")
     out = cli("ingest", "kolab", str(mixed), "--quiet", lake=tmp_path / "lake")
     assert "look like hasbench data" in out.stdout and "graphlake ingest hasbench" in out.stdout
+
+
+_PANDAS_PROBE = """
+import sys
+{install}
+import pyarrow as pa
+rows = pa.Table.from_pylist([{{"a": 1, "b": "x"}}, {{"a": None, "b": "y"}}]).to_pylist()
+assert rows == [{{"a": 1, "b": "x"}}, {{"a": None, "b": "y"}}], rows
+print("pandas" in sys.modules)
+frame = pa.table({{"a": [1, None]}}).to_pandas()  # what needs pandas still gets it
+assert frame["a"].isna().tolist() == [False, True]
+print(type(frame).__name__)
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_command_converts_lists_without_importing_pandas(installed):
+    """pyarrow imports pandas (0.2-0.3 s) at its first list conversion; the command's
+    process answers that probe without it, and to_pandas still works (a new process each:
+    this one has pandas already)."""
+    import subprocess
+    import sys
+
+    install = "from graphlake.pandas_probe import install; install()" if installed else ""
+    out = subprocess.run(
+        [sys.executable, "-c", _PANDAS_PROBE.format(install=install)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == [str(not installed), "DataFrame"]

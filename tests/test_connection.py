@@ -157,3 +157,69 @@ def test_refresh_and_close_under_concurrent_queries(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "refreshes=20" in proc.stdout and "errors=0" in proc.stdout
+
+
+def _land_another_session(tmp_path, lake):
+    import shutil
+
+    other = tmp_path / "other" / "hand-2"
+    shutil.copytree(HAND, other)
+    graph = (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+    (other / "graph.json").write_text(graph)
+    ingest_path("kolab", other.parent, lake)
+
+
+def test_a_lazy_connection_pins_its_version_and_opens_at_the_first_statement(tmp_path, hand_lake):
+    """``lazy=True`` (graphlake bench) pins the version when made and makes the catalog
+    only when a statement needs it: at the pinned version, though a newer one landed in
+    between; refresh, close and the closed error work as on an eager connection."""
+    import shutil
+
+    lake = tmp_path / "lake"
+    shutil.copytree(hand_lake, lake)
+    eager = Connection(lake)
+    before = eager.sql("SELECT count(*) AS n FROM sessions").table.column("n")[0].as_py()
+    con = Connection(lake, lazy=True)
+    v = con.version
+    assert v == eager.version and con.snapshot.lake_version == v
+    assert con._pin is None  # nothing opened to say which version it is
+    _land_another_session(tmp_path, lake)
+    assert con.sql("SELECT count(*) AS n FROM sessions").table.column("n")[0].as_py() == before
+    assert con._pin is not None and con.version == v
+    assert con.refresh() is True and con.version > v
+    assert con.sql("SELECT count(*) AS n FROM sessions").table.column("n")[0].as_py() == before + 1
+
+    never = Connection(lake, lazy=True)  # a newer version landed before it opened: refresh
+    assert never.refresh() is False and never._pin is None  # finds nothing newer to open
+    never.close()
+    with pytest.raises(Exception, match="closed"):
+        never.sql("SELECT 1")
+    eager.close()
+    con.close()
+
+
+def test_bench_list_opens_no_catalog_when_its_indexes_are_cached(tmp_path, hand_lake, monkeypatch):
+    """`graphlake bench list` counts instances from the indexes cached for the lake
+    version: a second listing makes no DuckDB catalog, and counts what the first did."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from graphlake.cli import app
+    from graphlake.query import connection
+
+    lake = tmp_path / "lake"
+    shutil.copytree(hand_lake, lake)
+    runner = CliRunner()
+    args = ["bench", "list", "--lake", str(lake), "--format", "json"]
+    first = runner.invoke(app, args)
+    assert first.exit_code == 0, first.output
+    opened = []
+    real = connection.open_catalog
+    monkeypatch.setattr(
+        connection, "open_catalog", lambda *a, **k: opened.append(a) or real(*a, **k)
+    )
+    second = runner.invoke(app, args)
+    assert second.exit_code == 0, second.output
+    assert second.output == first.output and '"instances"' in second.output
+    assert opened == []

@@ -1,8 +1,39 @@
-"""Query layer: DuckDB views over a lake snapshot, guarded and transpiled by sqlglot."""
+"""Query layer: DuckDB views over a lake snapshot, guarded and transpiled by sqlglot.
 
-from graphlake.query.catalog import Catalog, open_catalog
-from graphlake.query.engine import QueryResult, run_sql
-from graphlake.query.guard import check
+The names below resolve on first use (PEP 562): ``graphlake.query.named`` (what ``graphlake
+query list`` reads) needs none of DuckDB, Delta or the catalog, and importing the package
+for it must not load them (0.3 s of a cold command).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+# bound now, not on first use: the submodule of the same name, once imported, would shadow
+# a lazily resolved function (sqlglot only, which named queries load anyway)
 from graphlake.query.transpile import transpile
 
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and readers
+    from graphlake.query.catalog import Catalog, open_catalog
+    from graphlake.query.engine import QueryResult, run_sql
+    from graphlake.query.guard import check
+
+_WHERE = {
+    "Catalog": "catalog",
+    "open_catalog": "catalog",
+    "QueryResult": "engine",
+    "run_sql": "engine",
+    "check": "guard",
+}
+
 __all__ = ["Catalog", "QueryResult", "check", "open_catalog", "run_sql", "transpile"]
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'graphlake.query' has no attribute {name!r}")
+    value = getattr(import_module(f"graphlake.query.{module}"), name)
+    globals()[name] = value  # resolved once
+    return value

@@ -152,11 +152,15 @@ class Connection:
         threads: int | None = None,
         follow: bool | None = None,
         hold_bytes: int = 0,
+        lazy: bool = False,
     ):
         """``follow`` (default: when ``version`` is None) reopens at the newest version when
         a vacuum deletes this one's files; otherwise that is a :class:`SnapshotGoneError`.
         ``hold_bytes`` > 0 copies every table whose files total at most that many bytes into
-        memory at each open (:func:`~graphlake.query.catalog.hold_in_memory`; the server)."""
+        memory at each open (:func:`~graphlake.query.catalog.hold_in_memory`; the server).
+        ``lazy`` pins the version now and makes the catalog (DuckDB views over every table,
+        a quarter of a second) at the first statement: a command whose answers are cached
+        for the version (``graphlake bench list``) never makes it."""
         self.lake = as_lake(lake)
         self._hold_bytes = hold_bytes
         self._follow = version is None if follow is None else follow
@@ -168,7 +172,11 @@ class Connection:
         self._pin: _Pinned | None = None
         self._generation = 0
         self._checked: OrderedDict = OrderedDict()
-        self._open(version)
+        self._pending: Snapshot | None = None  # lazy: the pinned snapshot, not yet opened
+        if lazy:
+            self._pending = self.lake.snapshot(version)
+        else:
+            self._open(version)
 
     # ---------------------------------------------------------------- lifecycle
     def _open(self, version: int | None) -> None:
@@ -217,6 +225,17 @@ class Connection:
             version,
         )
 
+    def _ensure_open(self) -> None:
+        """Make a lazy connection's catalog, at the version it pinned (outside ``_lock``:
+        :meth:`_open` takes it)."""
+        if self._pending is None:
+            return
+        with self._reopen_lock:
+            pending = self._pending
+            if pending is not None:
+                self._open(pending.lake_version)
+                self._pending = None
+
     def _retire(self, pin: _Pinned | None) -> None:
         """No new statement starts on ``pin``; it closes now if idle, else after its last."""
         if pin is None:
@@ -236,6 +255,7 @@ class Connection:
         return pin
 
     def _acquire(self) -> _Pinned:
+        self._ensure_open()
         with self._lock:
             pin = self._open_pin()
             pin.users += 1
@@ -250,15 +270,17 @@ class Connection:
 
     @property
     def catalog(self) -> Catalog:
+        self._ensure_open()
         return self._open_pin().cat
 
     @property
     def snapshot(self) -> Snapshot:
-        return self.catalog.snapshot
+        pending = self._pending
+        return pending if pending is not None else self.catalog.snapshot
 
     @property
     def version(self) -> int:
-        return self.catalog.snapshot.lake_version
+        return self.snapshot.lake_version
 
     @property
     def columns(self) -> dict[str, list[str]]:
@@ -268,13 +290,16 @@ class Connection:
         """Move to the newest lake snapshot; True when the version changed. Statements
         running on the old snapshot finish on it."""
         newest = self.lake.snapshot(None).lake_version
-        if self._pin is not None and newest == self.version:
+        if (self._pin is not None or self._pending is not None) and newest == self.version:
             return False
+        self._pending = None
         self._open(None)
         return True
 
     def close(self) -> None:
         """No new statement starts; the catalog closes when the running ones end."""
+        with self._reopen_lock:  # a lazy open under way finishes first, then is retired
+            self._pending = None
         with self._lock:
             pin, self._pin = self._pin, None
         self._retire(pin)
