@@ -66,6 +66,8 @@ class GraphLake:
             from graphlake.query.connection import Connection
 
             self._con = Connection(lake, version)
+        else:  # pinned now, as the DuckDB connection is: every call reads this version
+            self._version = lake.snapshot(version).lake_version
 
     @property
     def version(self) -> int | None:

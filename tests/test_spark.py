@@ -212,3 +212,30 @@ def test_chains_through_refinements_and_loops_same_on_spark(tmp_path):
     refresh(lake)
     duck, spark = both("SELECT * FROM adoption_chains", lake.root)
     assert len(duck) == 3 and duck == spark
+
+
+def test_the_spark_engine_reads_the_version_it_was_opened_at(tmp_path, hand_lake):
+    """connect(engine="spark") pins the newest version when opened, as the DuckDB engine
+    does: a session ingested meanwhile is not seen until refresh(); an explicit version
+    still travels back in time."""
+    import graphlake
+    from conftest import HAND
+    from graphlake.pipeline import ingest_path
+
+    lake = tmp_path / "lake"
+    shutil.copytree(hand_lake, lake)
+    count = "SELECT count(*) AS n FROM sessions"
+    gl = graphlake.connect(lake, engine="spark")
+    first = gl.version
+    before = gl.sql(count).column("n")[0].as_py()
+    other = tmp_path / "other" / "hand-2"
+    shutil.copytree(HAND, other)
+    (other / "graph.json").write_text(
+        (other / "graph.json").read_text().replace('"hand-1"', '"hand-2"')
+    )
+    ingest_path("kolab", other.parent, lake)
+    assert gl.version == first and gl.sql(count).column("n")[0].as_py() == before
+    assert gl.refresh() is True and gl.version > first
+    assert gl.sql(count).column("n")[0].as_py() == before + 1
+    back = graphlake.connect(lake, version=first, engine="spark")
+    assert back.version == first and back.sql(count).column("n")[0].as_py() == before
