@@ -720,6 +720,11 @@ def test_saved_eval_runs_side_by_side_and_a_wrong_answer_opens_what_the_model_sa
         assert Select(d.find_element(By.ID, "instance")).first_selected_option.text == wrong_id
         assert Select(d.find_element(By.ID, "condition")).first_selected_option.text == "graph"
         assert wrong_id in d.find_element(By.CSS_SELECTOR, "#instance-view h2").text
+        # the preview says what the run answered, and that it was wrong
+        said = wait_for(d, lambda d: d.find_element(By.ID, "instance-answer").text)
+        assert f"gold {gold[wrong_id]}: wrong" in said and "model-a" in said
+        flipped = answers[ids.index(wrong_id)]
+        assert f"read as {flipped}" in said
         # a kept run in the sessions list opens here too
         open_view(d, srv, "?corpus=evals")
         wait_for(d, lambda d: d.find_elements(By.CSS_SELECTOR, "#sessions tbody tr"))

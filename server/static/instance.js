@@ -11,10 +11,11 @@ export async function instanceView(root, { query }) {
   const inst = el("select", { id: "instance" });
   const about = el("p", { class: "muted", id: "protocol-about" });
   const note = el("p", { class: "muted", id: "condition-note" });
+  const answer = el("p", { id: "instance-answer" });  // opened from a run: what it answered
   const out = el("div", { id: "instance-view" });
   root.append(el("h1", {}, "What a model sees"),
     el("div", { class: "toolbar" }, el("label", {}, "protocol ", proto), el("label", {}, "condition ", cond),
-      el("label", {}, "instance ", inst)), about, note, out);
+      el("label", {}, "instance ", inst)), about, note, answer, out);
   let tl = null;
 
   proto.value = query.get("protocol") || benches[0]?.id || "";
@@ -107,5 +108,20 @@ export async function instanceView(root, { query }) {
     out.dataset.state = "ready";
   }
   await pickProtocol(query.get("condition"), query.get("id"));
+  if (query.get("run") && query.get("id")) await showAnswer(query.get("run"), query.get("id"));
+
+  /** A kept evaluation run's answer to this instance (#/runs links here with run=). */
+  async function showAnswer(run, id) {
+    const res = await api("/queries/eval_predictions", { method: "POST", body: { params: { run } } });
+    const p = res.rows.map((r) => Object.fromEntries(res.columns.map((c, k) => [c, r[k]])))
+      .find((r) => r.instance_id === id);
+    if (!p || inst.value !== id) return;  // not in that run, or another instance is shown
+    answer.dataset.outcome = p.outcome;
+    answer.className = `outcome-${p.outcome}`;
+    answer.replaceChildren(`${p.model || "The model"} (${p.condition || "no condition"}) answered `,
+      el("q", {}, p.answer ?? ""), p.predicted ? ` (read as ${p.predicted})` : " (no label read)",
+      `; gold ${p.gold}: ${p.outcome}.`);
+    inst.addEventListener("change", () => answer.replaceChildren(), { once: true });
+  }
   return () => { if (tl) tl.dispose(); };
 }

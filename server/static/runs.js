@@ -12,10 +12,12 @@ const CLASS_COLUMNS = ["protocol", "class", "model", "condition", "f1", "recall"
 
 const named = (name, params) => api(`/queries/${name}`, { method: "POST", body: { params } });
 
-/** Where the model's view of an instance opens: the protocol, condition and id it was run on. */
-export function instanceHref(p) {
+/** Where the model's view of an instance opens: the protocol, condition and id it was run on,
+ * and the run whose answer the preview shows. */
+export function instanceHref(p, run) {
   const q = new URLSearchParams({ protocol: p.protocol, id: p.instance_id });
   if (p.condition) q.set("condition", p.condition);
+  if (run) q.set("run", run);  // the preview says what this run answered
   return `#/instance?${q}`;
 }
 
@@ -97,7 +99,7 @@ export async function runsView(root, { query }) {
       tr.dataset.outcome = p.outcome;
       tr.classList.add(`outcome-${p.outcome}`);
       const first = tr.firstChild;
-      first.replaceChildren(el("a", { href: instanceHref(p), title: "what the model saw" }, p.instance_id));
+      first.replaceChildren(el("a", { href: instanceHref(p, r.run_id), title: "what the model saw" }, p.instance_id));
     });
     preds.replaceChildren(
       el("h2", {}, `${r.model || "unnamed model"} · ${r.condition || "no condition"} · ${r.protocol}`),
