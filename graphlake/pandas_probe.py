@@ -11,9 +11,10 @@ pandas types, and whatever really needs pandas (``Table.to_pandas``, a library t
 it) imports it as usual, since pyarrow tries the import again where pandas is required.
 
 The one thing that changes is a pandas object handed to ``pa.array``: it converts element by
-element, as any sequence. So only the command-line process does this (:func:`install`,
-from ``graphlake.cli.main``), where no pandas object reaches pyarrow; the library, the
-server's app and notebooks are left as they are.
+element, as any sequence. So only the ``graphlake`` command's process does this
+(:func:`install`, from ``graphlake.cli.main``; ``graphlake serve`` included), where no
+pandas object reaches pyarrow: graphlake hands pyarrow, DuckDB, Delta and LanceDB Arrow data
+only. The library imported in a notebook or another program is left as it is.
 """
 
 from __future__ import annotations
