@@ -292,8 +292,9 @@ class Connection:
         newest = self.lake.snapshot(None).lake_version
         if (self._pin is not None or self._pending is not None) and newest == self.version:
             return False
-        self._pending = None
-        self._open(None)
+        with self._reopen_lock:  # a first statement of a lazy connection waits for this open
+            self._pending = None
+            self._open(None)
         return True
 
     def close(self) -> None:
