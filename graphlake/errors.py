@@ -100,5 +100,19 @@ def attempt_import(module: str, extra: str):
         ) from exc
 
 
+def importable(*modules: str) -> bool:
+    """Whether every one of ``modules`` imports here (an optional dependency installed and
+    working): for code that takes another path without it, where :func:`attempt_import`
+    would stop with an error."""
+    import importlib
+
+    try:
+        for module in modules:
+            importlib.import_module(module)
+    except ImportError:
+        return False
+    return True
+
+
 class ResultTruncatedWarning(UserWarning):
     """A query's answer was cut at the row cap; raise ``max_rows`` (0: no cap) for all rows."""

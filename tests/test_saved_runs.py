@@ -172,3 +172,5 @@ def test_runs_compare_class_by_class_and_list_their_wrong_answers_first(lake):
     }
     wrong = gl.query("eval_predictions", run=run, wrong_only=True).to_pylist()
     assert [p["instance_id"] for p in wrong] == ids[:2]
+    [one] = gl.query("eval_predictions", run=run, instance=ids[3]).to_pylist()
+    assert (one["instance_id"], one["outcome"]) == (ids[3], "right")

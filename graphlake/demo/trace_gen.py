@@ -27,6 +27,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from graphlake.errors import importable
+
 _QUESTION = "Which floor plan did the architect open in Revit first?"
 _ANSWER = "The ground floor plan, at 00:04:10."
 _MS = 1_000_000  # nanoseconds
@@ -265,12 +267,9 @@ def openinference_traces(seed: int = 0) -> TraceSet:
 
 def have_otel_sdk() -> bool:
     """Whether the OpenTelemetry SDK and its OTLP encoder are installed (the dev extra)."""
-    try:
-        import opentelemetry.exporter.otlp.proto.common.trace_encoder  # noqa: F401
-        import opentelemetry.sdk.trace  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importable(
+        "opentelemetry.exporter.otlp.proto.common.trace_encoder", "opentelemetry.sdk.trace"
+    )
 
 
 def _record_spans(traces: TraceSet):
@@ -612,11 +611,8 @@ def write_inspect_log(folder: Path, log_format: Literal["eval", "json"] = "eval"
 
 
 def have_inspect() -> bool:
-    try:
-        import inspect_ai  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """Whether inspect_ai is installed (the dev extra)."""
+    return importable("inspect_ai")
 
 
 def inspect_log_by_hand(folder: Path) -> Path:

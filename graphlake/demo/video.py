@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from graphlake.errors import importable
 from graphlake.vision.screens import Screen, write_screen_recording
 
 #: What an AI output looks like on screen, by node label (generic text otherwise).
@@ -37,11 +38,7 @@ AI_OUTPUT = {
 
 
 def have_pyav() -> bool:
-    try:
-        import av  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    return importable("av")
 
 
 def _seconds(span: str) -> tuple[float, float] | None:

@@ -1,6 +1,7 @@
 // What a model sees: one benchmark instance exactly as the evaluator service hands it out
 // (GET /benchmarks/{protocol}/instances/{id}), beside its session's timeline with the cut-off.
 import { api, mediaUrl } from "./api.js";
+import { records } from "./charts.js";
 import { clock, el, errorBox } from "./dom.js";
 import { createTimeline } from "./timeline.js";
 
@@ -112,9 +113,8 @@ export async function instanceView(root, { query }) {
 
   /** A kept evaluation run's answer to this instance (#/runs links here with run=). */
   async function showAnswer(run, id) {
-    const res = await api("/queries/eval_predictions", { method: "POST", body: { params: { run } } });
-    const p = res.rows.map((r) => Object.fromEntries(res.columns.map((c, k) => [c, r[k]])))
-      .find((r) => r.instance_id === id);
+    const res = await api("/queries/eval_predictions", { method: "POST", body: { params: { run, instance: id } } });
+    const [p] = records(res);
     if (!p || inst.value !== id) return;  // not in that run, or another instance is shown
     answer.dataset.outcome = p.outcome;
     answer.className = `outcome-${p.outcome}`;

@@ -4,7 +4,7 @@
 // each linked to the instance exactly as the model saw it (#/instance).
 import { api } from "./api.js";
 import { drawChart, records } from "./charts.js";
-import { columnDigits, el, fmt } from "./dom.js";
+import { el, table } from "./dom.js";
 
 const RUN_COLUMNS = ["model", "condition", "protocol", "saved_at", "n_scored", "n_instances",
                      "accuracy", "macro_f1", "macro_precision", "macro_recall", "mae", "exact"];
@@ -29,21 +29,13 @@ function minute(iso) {
   return `${t.getFullYear()}-${p(t.getMonth() + 1)}-${p(t.getDate())} ${p(t.getHours())}:${p(t.getMinutes())}`;
 }
 
-/** A table of records with the named columns: numbers to one format per column (three
- * places, or whole where every value is), `row(r, tr)` to decorate each row. */
+/** dom.js's table over records, in the named columns (saved_at to the minute), with
+ * `row(r, tr)` to decorate each row. */
 function recordTable(id, rows, columns, row = () => {}) {
-  const digits = Object.fromEntries(columns.map((c) => [c, columnDigits(rows, c)]));
-  const cell = (r, c) => {
-    const v = c === "saved_at" ? minute(r[c]) : r[c];
-    return el("td", { class: typeof v === "number" ? "num" : null },
-      typeof v === "number" ? v.toFixed(digits[c]) : fmt(v, 3));
-  };
-  const body = el("tbody", {}, rows.map((r) => {
-    const tr = el("tr", {}, columns.map((c) => cell(r, c)));
-    row(r, tr);
-    return tr;
-  }));
-  return el("table", { id }, el("thead", {}, el("tr", {}, columns.map((c) => el("th", {}, c)))), body);
+  const t = table(columns, rows.map((r) => columns.map((c) => (c === "saved_at" ? minute(r[c]) : r[c]))));
+  t.id = id;
+  [...t.tBodies[0].rows].forEach((tr, i) => row(rows[i], tr));
+  return t;
 }
 
 export async function runsView(root, { query }) {
@@ -60,7 +52,7 @@ export async function runsView(root, { query }) {
   const runs = records(runsRes);
   if (!runs.length) {
     root.append(el("p", { class: "muted", id: "runs-empty" },
-      "No evaluation run is kept in this lake yet. `graphlake bench score PROTOCOL --predictions FILE "
+      "No evaluation run is kept in this lake yet. `graphlake bench score PROTOCOL PREDICTIONS.jsonl "
       + "--model NAME --condition C --save` keeps one (`--baseline majority` scores a baseline); an "
       + "inspect_ai log of the graphlake/bench task ingests as one (`graphlake ingest inspect LOG`)."));
     return null;
@@ -92,10 +84,11 @@ export async function runsView(root, { query }) {
     const q = new URLSearchParams({ protocol, run: r.run_id });
     history.replaceState(null, "", `#/runs?${q}`);  // an address to come back to; no re-render
     preds.dataset.state = "loading";
-    const got = records(await named("eval_predictions", { run: r.run_id }));
+    const res = await named("eval_predictions", { run: r.run_id });
     if (selected !== r.run_id) return;  // another run was clicked meanwhile
+    const got = records(res);
     const wrong = got.filter((p) => p.outcome !== "right").length;
-    const table = recordTable("predictions-table", got, ["instance_id", "outcome", "gold", "predicted", "answer"], (p, tr) => {
+    const list = recordTable("predictions-table", got, ["instance_id", "outcome", "gold", "predicted", "answer"], (p, tr) => {
       tr.dataset.outcome = p.outcome;
       tr.classList.add(`outcome-${p.outcome}`);
       const first = tr.firstChild;
@@ -104,8 +97,11 @@ export async function runsView(root, { query }) {
     preds.replaceChildren(
       el("h2", {}, `${r.model || "unnamed model"} · ${r.condition || "no condition"} · ${r.protocol}`),
       el("p", { class: "muted", id: "predictions-about" },
-        `${got.length} predictions, ${wrong} wrong or invalid (listed first).`),
-      table);
+        res.truncated  // the service's row cap: the rest are a query away (eval_predictions)
+          ? `The first ${got.length} predictions (the service's row cap), ${wrong} of them wrong or invalid (listed first); `
+            + `\`graphlake query run eval_predictions -p run=${r.run_id}\` lists them all.`
+          : `${got.length} predictions, ${wrong} wrong or invalid (listed first).`),
+      list);
     preds.dataset.state = "ready";
   }
 
