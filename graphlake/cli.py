@@ -1328,9 +1328,11 @@ _unwrap_help(app)
 
 
 def main() -> None:  # console-script entry point
+    from graphlake.deferred_init import defer
     from graphlake.pandas_probe import install
 
     install()  # pyarrow's list conversions stop importing pandas (0.2-0.3 s a command)
+    defer()  # LanceDB's REST client loads its API classes when first used (0.6 s a search)
     run_app(app)
 
 

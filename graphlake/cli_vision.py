@@ -7,7 +7,6 @@ Runtime) happen only when one of these commands runs.
 from __future__ import annotations
 
 import json
-import threading
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -191,27 +190,6 @@ HitsOutputOpt = Annotated[
 ]
 
 
-def _warm_search() -> threading.Thread:
-    """Import LanceDB (about 0.9 s, most of it the models of its REST client) and load the
-    text model in a thread while this one opens the lake's catalog: a cold search from the
-    prompt took 2.1 s, mostly waiting on imports. Failures are left to the search itself,
-    which reports what is missing."""
-
-    def work() -> None:
-        try:
-            import lancedb  # noqa: F401
-
-            from graphlake.vision.embed import text_embedder
-
-            text_embedder()
-        except Exception:  # noqa: BLE001, S110 - reported by the search that needs it
-            pass
-
-    thread = threading.Thread(target=work, name="warm-search", daemon=True)
-    thread.start()
-    return thread
-
-
 def _print_hits(hits: list[dict], fmt: str, kind: str, output: Path | None = None) -> None:
     if output is not None:
         output.write_text(json.dumps(hits, default=str, indent=2) + "\n")
@@ -276,15 +254,12 @@ def search_frames_cmd(
 
     Example: graphlake search frames "summary of sources" --actor ai --k 5 --format json
     """
-    warm = _warm_search() if image is None else None
     from graphlake.query.connection import Connection
     from graphlake.search import search_frames
 
     lk = _lake(lake)
     filters = _filters(corpus, session, t0, t1, step, actor, during_ai)
     with Connection(lk) as con:
-        if warm:
-            warm.join()
         hits = search_frames(lk.root, con, query, image=image, filters=filters, k=k)
     _print_hits(hits, fmt, "frame", output)
     exit_when_done()
@@ -308,14 +283,12 @@ def search_text_cmd(
 
     Example: graphlake search text "the agent summarised the sources" --corpus kolab
     """
-    warm = _warm_search()
     from graphlake.query.connection import Connection
     from graphlake.search import search_text
 
     lk = _lake(lake)
     filters = _filters(corpus, session, t0, t1, step, actor, False)
     with Connection(lk) as con:
-        warm.join()
         hits = search_text(lk.root, con, query, filters=filters, k=k)
     _print_hits(hits, fmt, "text", output)
     exit_when_done()

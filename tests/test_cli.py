@@ -350,6 +350,15 @@ def test_a_parent_folder_of_several_corpora_names_the_others(tmp_path):
     assert "look like hasbench data" in out.stdout and "graphlake ingest hasbench" in out.stdout
 
 
+def _printed_by_new_process(code: str) -> list[str]:
+    """The words a fresh interpreter prints running ``code`` (this one imported too much)."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.split()
+
+
 _PANDAS_PROBE = """
 import sys
 {install}
@@ -369,14 +378,29 @@ def test_the_command_converts_lists_without_importing_pandas(installed):
     """pyarrow imports pandas (0.2-0.3 s) at its first list conversion; the command's
     process answers that probe without it, and to_pandas still works (a new process each:
     this one has pandas already)."""
-    import subprocess
-    import sys
-
     install = "from graphlake.pandas_probe import install; install()" if installed else ""
-    out = subprocess.run(
-        [sys.executable, "-c", _PANDAS_PROBE.format(install=install)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
+    out = _printed_by_new_process(_PANDAS_PROBE.format(install=install))
     assert out == [str(not installed), "DataFrame"]
+
+
+_DEFERRED_INIT = """
+import sys
+{install}
+import lancedb
+print("lance_namespace_urllib3_client.api" in sys.modules)
+from lance_namespace_urllib3_client import ApiClient, __version__  # the real __init__, on use
+import lance_namespace_urllib3_client.api as api
+print(ApiClient.__name__, type(api.TableApi).__name__, bool(__version__))
+"""
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("installed", [True, False])
+def test_the_command_defers_the_rest_client_of_lancedb(installed):
+    """``import lancedb`` runs its REST client's generated __init__ (0.6 s of a cold search);
+    the command's process defers it to the first name asked of the package, which then
+    answers as if nothing had been deferred."""
+    pytest.importorskip("lancedb")
+    install = "from graphlake.deferred_init import defer; defer()" if installed else ""
+    out = _printed_by_new_process(_DEFERRED_INIT.format(install=install))
+    assert out == [str(not installed), "ApiClient", "type", "True"]
