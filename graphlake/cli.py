@@ -29,7 +29,7 @@ query_app = typer.Typer(
     help="Named queries shipped in queries/ (list, show, run).", no_args_is_help=True
 )
 lake_app = typer.Typer(
-    help="Inspect and maintain the lake (info, history, compact, refresh, repair).",
+    help="Inspect and maintain the lake (info, history, fingerprint, compact, refresh, repair).",
     no_args_is_help=True,
 )
 
@@ -70,7 +70,10 @@ export_app = typer.Typer(
 app.add_typer(export_app, name="export")
 
 from graphlake.cli_common import (  # noqa: E402,I001
+    AddressOpt,
     LakeOpt,
+    ParallelEngineOpt,
+    WorkersOpt,
     _lake,
     _progress,
     console,
@@ -186,6 +189,9 @@ def ingest(
             "(by size, time and content hash); without it such a source is not read again.",
         ),
     ] = False,
+    engine: ParallelEngineOpt = "local",
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
 ):
     """Ingest PATH with the CORPUS ingestor as one new lake version, then refresh the
     materialized views for the sessions it added to (a second version).
@@ -198,8 +204,13 @@ def ingest(
     replaced whole, in the same lake version; `graphlake sql --at N` still reads it as
     it was. A source whose files are all unchanged since the last ingest of the same PATH
     is not read at all (--force reads it).
+
+    --engine ray parses the files in Ray tasks (the ray extra), on the cluster at --address
+    or on one started here; the lake version it commits is the one a local ingest commits.
+
+    Example: graphlake ingest kolab ./recordings --engine ray --address 10.0.0.5:6379
     """
-    if path.is_dir():  # many files, likely: the parse workers' server starts meanwhile
+    if path.is_dir() and engine == "local":  # many files, likely: the forkserver starts now
         from graphlake.workers import start_early
 
         start_early()
@@ -211,8 +222,9 @@ def ingest(
     except UnknownCorpusError as exc:  # a wrong name is a usage mistake: exit 2, with usage
         usage_error(str(exc))
     ingest_and_report(
-        corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune, force=force
-    )
+        corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune, force=force,
+        parallel={"engine": engine, "address": address, "workers": workers},
+    )  # fmt: skip
 
 
 def ingest_and_report(
@@ -224,9 +236,11 @@ def ingest_and_report(
     refresh: bool = True,
     prune: bool = False,
     force: bool = False,
+    parallel: dict | None = None,
 ):
-    """Ingest, print the report, refresh the materialized views; return (stats, snapshot)."""
-    stats, snap = _run_ingest(corpus, path, lk, quiet, prune, force)
+    """Ingest, print the report, refresh the materialized views; return (stats, snapshot).
+    ``parallel``: ``engine``, ``address`` and ``workers`` for :func:`ingest_path`."""
+    stats, snap = _run_ingest(corpus, path, lk, quiet, prune, force, parallel or {})
     print_ingest_report(corpus, stats, snap, lk)
     if refresh and lk.exists():
         # also when this run added nothing: it finishes a refresh a killed run left
@@ -261,18 +275,18 @@ def _save_eval_runs(lk) -> None:
         err_console.print(f"not scored: {why}", style="yellow")
 
 
-def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool = False, force: bool = False):
+def _run_ingest(corpus: str, path: Path, lk, quiet: bool, prune: bool, force: bool, parallel: dict):
     from graphlake.pipeline import ingest_path
 
     if quiet:
-        return ingest_path(corpus, path, lk, prune=prune, force=force)
+        return ingest_path(corpus, path, lk, prune=prune, force=force, **parallel)
     with _progress(transient=True) as progress:
         task = progress.add_task(f"ingest {corpus}", total=None)
 
         def tick(done, total, _path):
             progress.update(task, completed=done, total=total)
 
-        return ingest_path(corpus, path, lk, on_unit=tick, prune=prune, force=force)
+        return ingest_path(corpus, path, lk, on_unit=tick, prune=prune, force=force, **parallel)
 
 
 def _refresh(lk, full: bool = False):
@@ -660,6 +674,26 @@ def lake_info(
         when = f"{snap.committed_at:%Y-%m-%d %H:%M:%S}" if snap.committed_at else ""
         detail = f" ({snap.operation} {snap.corpus or ''} {when} UTC)" if when else " (empty)"
         err_console.print(f"lake {lk.root} at version {snap.lake_version}{detail}")
+    _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
+
+
+@lake_app.command("fingerprint")
+def lake_fingerprint(
+    lake: LakeOpt = None,
+    version: VersionOpt = None,
+    fmt: FormatOpt = "table",
+    output: OutputOpt = None,
+):
+    """Each table's row count and a SHA-256 of its rows (sorted): two lakes, or two
+    versions, with equal fingerprints hold the same rows, whatever files and history they
+    have. Example: compare a local ingest with one on Ray."""
+    import pyarrow as pa
+
+    from graphlake.lake.fingerprint import fingerprint
+
+    lk = _lake(lake)
+    prints = fingerprint(lk, version)
+    rows = [{"table": name, "rows": p.rows, "sha256": p.sha256} for name, p in prints.items()]
     _emit(pa.Table.from_pylist(rows), fmt, output, False, 0)
 
 

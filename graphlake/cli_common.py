@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated, Literal, NoReturn
 
 import typer
 from rich.console import Console
@@ -29,6 +29,34 @@ LakeOpt = Annotated[
         envvar=ENV_LAKE,
         help="Lake directory (default: $GRAPHLAKE_LAKE, else the user "
         "data directory, ~/.local/share/graphlake/lake on Linux).",
+        show_default=False,
+    ),
+]
+
+ParallelEngineOpt = Annotated[
+    Literal["local", "ray"],
+    typer.Option(
+        "--engine",
+        help="local: this machine's processes. ray: Ray tasks and actors (the ray extra), on "
+        "the cluster at --address or on one started here for the command.",
+    ),
+]
+AddressOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--address",
+        envvar="RAY_ADDRESS",
+        help="With --engine ray: the cluster to use (host:port, as `ray start --head` "
+        "prints it; auto: the one started on this machine). Default: start one here.",
+        show_default=False,
+    ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        min=1,
+        help="Parallel workers (default: one per core, where the input is large enough).",
         show_default=False,
     ),
 ]

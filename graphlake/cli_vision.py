@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.table import Table
 
 from graphlake.cli_common import (
+    AddressOpt,
     LakeOpt,
+    ParallelEngineOpt,
+    WorkersOpt,
     _lake,
     _progress,
     console,
@@ -84,6 +87,9 @@ def frames_index(
         ),
     ] = 16,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
+    engine: ParallelEngineOpt = "local",
+    address: AddressOpt = None,
+    workers: WorkersOpt = None,
 ):
     """Sample, read (OCR) and embed the frames of every recording in the lake.
 
@@ -93,6 +99,10 @@ def frames_index(
     written to LanceDB in <lake>/_frames; the frames (no vectors) also become the lake's
     `frames` table for SQL. Resumable and idempotent: rerun after a kill to continue, rerun
     on an indexed lake and nothing is added.
+
+    --engine ray samples recordings in Ray tasks and reads frames in a pool of actors (one
+    per CPU of the cluster, or --workers), each loading the models once; this process
+    writes the same rows in the same order, so the index equals a local one.
 
     Example: graphlake frames index --lake demo/lake && graphlake search frames "churn"
     """
@@ -114,13 +124,14 @@ def frames_index(
         progress.update(tasks[key], completed=done, total=total or None, description=desc)
 
     indexer = FrameIndexer(lk, every=every, model=model, batch=batch, on_progress=report)
+    parallel: dict[str, Any] = {"engine": engine, "address": address, "workers": workers}
     if rebuild:
         indexer.store.drop()
     if progress is not None:
         with progress:
-            rep = indexer.run(session, texts=not no_texts)
+            rep = indexer.run(session, texts=not no_texts, **parallel)
     else:
-        rep = indexer.run(session, texts=not no_texts)
+        rep = indexer.run(session, texts=not no_texts, **parallel)
     for uri in rep.missing:
         err_console.print(f"skipped: recording {uri} is not on disk", style="yellow")
     if rep.recordings == 0 and rep.texts == 0 and rep.lake_rows == 0:

@@ -29,6 +29,9 @@ from graphlake.workers import worker_context
 #: costs more than it saves: the first pool of a process starts the forkserver, which imports
 #: graphlake, DuckDB and every reader again (about 0.3-0.5 s on 2 cores).
 PARALLEL_MIN_UNITS = 400
+
+#: where units are parsed: worker processes on this machine, or Ray tasks
+ENGINES = ("local", "ray")
 PARALLEL_MIN_BYTES = 32 << 20
 
 
@@ -44,6 +47,12 @@ def default_workers(units: list[SourceUnit]) -> int:
         return cores
     size = sum(_bytes(u) for u in units)
     return cores if size >= PARALLEL_MIN_BYTES else 1
+
+
+def chunk_size(units: int, workers: int) -> int:
+    """Units per parse task: about four tasks a worker, so a slow chunk does not leave the
+    others idle at the end, and at most 4,000 units a task."""
+    return max(1, min(4000, -(-units // (workers * 4))))
 
 
 def _bytes(unit: SourceUnit) -> int:
@@ -137,10 +146,15 @@ def ingest_path(
     flush_rows: int = 50_000,
     prune: bool = False,
     force: bool = False,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[IngestStats, Snapshot | None]:
     """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version.
 
     ``workers`` processes parse units in parallel (default: one per core for large inputs).
+    ``engine="ray"`` parses them in Ray tasks instead (:mod:`graphlake.cluster.ingest`), on
+    the cluster at ``address`` or on one started here with ``workers`` CPUs; the commit, and
+    so the lake version, is the same.
     ``on_unit(done, total, path)`` reports progress. A session already in the lake whose
     source changed is replaced; with ``prune``, sessions read earlier from files under
     ``path`` that are gone now are deleted (both in the same lake version, and older
@@ -156,7 +170,7 @@ def ingest_path(
     with _gc_paused():
         return _ingest(
             corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
-            prune=prune, force=force,
+            prune=prune, force=force, engine=engine, address=address,
         )  # fmt: skip
 
 
@@ -170,9 +184,15 @@ def _ingest(
     flush_rows: int,
     prune: bool,
     force: bool,
+    engine: str = "local",
+    address: str | None = None,
 ) -> tuple[IngestStats, Snapshot | None]:
     """:func:`ingest_path`, with the cyclic GC paused by its caller."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown engine {engine!r}: use one of {', '.join(ENGINES)}")
     lake = lake if isinstance(lake, Lake) else Lake(lake)
+    if engine == "ray":  # tasks run in other folders, maybe on other machines
+        path = Path(path).resolve()
     ingestor = ingest.get(corpus)
     units = ingestor.units(Path(path))
     data = [not is_non_data(u.path) for u in units]
@@ -204,7 +224,7 @@ def _ingest(
     hasher = ThreadPoolExecutor(1, thread_name_prefix="graphlake-manifest")
     fingerprints = hasher.submit(manifest.record, files)
     run = LakeRun(lake, corpus, source, replace=True, prune=prune)
-    workers = default_workers(units) if workers is None else workers
+    local_workers = default_workers(units) if workers is None else workers
     done, reading = 0, len(units)
 
     def tick(unit: SourceUnit, n: int = 1) -> None:
@@ -214,13 +234,21 @@ def _ingest(
             on_unit(done, reading, unit.path)
 
     try:
-        if workers <= 1 or reading < 2:
+        if engine == "ray" and reading:
+            from graphlake.cluster.ingest import parse_on_ray
+
+            summaries = parse_on_ray(
+                corpus, run.staging, units, flush_rows, run.default_run, _settings(),
+                address=address, workers=workers,
+                on_chunk=lambda chunk: tick(chunk[-1], len(chunk)),
+            )  # fmt: skip
+        elif local_workers <= 1 or reading < 2:
             summaries = [_parse_units(corpus, run.emitter("u0", flush_rows), 0, units, tick)]
         else:
             summaries = []
-            chunk = max(1, min(4000, -(-reading // (workers * 4))))
+            chunk = chunk_size(reading, local_workers)
             settings = _settings()
-            with ProcessPoolExecutor(workers, mp_context=worker_context()) as pool:
+            with ProcessPoolExecutor(local_workers, mp_context=worker_context()) as pool:
                 with _main_not_rerun():  # the workers start as tasks are submitted
                     futures = {
                         pool.submit(
@@ -251,7 +279,7 @@ def _ingest(
             run.abort()  # a read unit claims a session of one not read: decide as a whole
             return ingest_path(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
-                prune=prune, force=True,
+                prune=prune, force=True, engine=engine, address=address,
             )  # fmt: skip
         # whether the files are still as before the parse, checked while the commit runs
         unchanged = hasher.submit(_unchanged_since, files, before)

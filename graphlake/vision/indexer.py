@@ -58,6 +58,10 @@ class IndexReport:
         return 1 - self.frames / self.checked if self.checked else 0.0
 
 
+def _vectors(vecs: np.ndarray) -> pa.FixedSizeListArray:
+    return pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel(), pa.float32()), vecs.shape[1])
+
+
 def frame_id(media_id: str, t: float) -> str:
     return f"{media_id[:16]}-{int(round(t * 1000)):09d}"
 
@@ -71,6 +75,60 @@ def thumbnail(rgb: np.ndarray, width: int = THUMB_WIDTH) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=80)
     return buf.getvalue()
+
+
+@dataclass
+class ReadFrames:
+    """What the models made of one batch of sampled frames: everything a frames row holds
+    but the workflow state, which the driver adds (it holds the lake connection). Small:
+    the pictures themselves stay where they were read."""
+
+    t: list[float]
+    kind: list[str]
+    dhash: list[int]
+    block_hash: list[bytes]
+    text: list[str]
+    ocr_score: list[float | None]
+    thumbnail: list[bytes]
+    text_vectors: np.ndarray
+    image_vectors: np.ndarray | None = None
+
+    def __len__(self) -> int:
+        return len(self.t)
+
+
+class FrameReader:
+    """The model stage of indexing: OCR, MiniLM and (given ``model``) OpenCLIP, loaded once
+    and applied batch by batch. The local indexer holds one; on Ray each actor of the pool
+    holds one (:mod:`graphlake.cluster.frames`), so both paths read a batch with this code."""
+
+    def __init__(self, text_model: str = DEFAULT_TEXT_MODEL, model: str | None = None):
+        self.text_model, self.model = text_model, model
+
+    def read(self, frames: list[SampledFrame]) -> ReadFrames:
+        from graphlake.vision.ocr import screen_reader
+
+        ocr = screen_reader()
+        read = [ocr.read(f.image) for f in frames]
+        texts = [text for text, _ in read]
+        return ReadFrames(
+            t=[f.t for f in frames],
+            kind=[f.kind for f in frames],
+            dhash=[f.dhash for f in frames],
+            block_hash=[f.block_hash for f in frames],
+            text=texts,
+            ocr_score=[score for _, score in read],
+            thumbnail=[thumbnail(f.image) for f in frames],
+            text_vectors=text_embedder(self.text_model).encode(texts),
+            image_vectors=(
+                image_embedder(self.model).encode_images([f.image for f in frames])
+                if self.model
+                else None
+            ),
+        )
+
+    def encode_texts(self, texts: list[str]) -> np.ndarray:
+        return text_embedder(self.text_model).encode(texts)
 
 
 class WorkflowClock:
@@ -176,16 +234,14 @@ class FrameIndexer:
         self.batch = batch
         self.on_progress = on_progress or (lambda what, done, total: None)
         self.store = st.FrameStore(self.lake.root)
-        self._ocr = None
+        # models load at the first batch, so a rerun with nothing to do costs no model load
+        self.reader = FrameReader(text_model, model)
 
-    # models are loaded on first use, so a rerun with nothing to do costs no model load
     @property
     def ocr(self):
-        if self._ocr is None:
-            from graphlake.vision.ocr import screen_reader
+        from graphlake.vision.ocr import screen_reader
 
-            self._ocr = screen_reader()
-        return self._ocr
+        return screen_reader()
 
     def _meta(self) -> dict[str, str]:
         text = text_embedder(self.text_model)
@@ -206,7 +262,21 @@ class FrameIndexer:
         schema = st.frames_schema(text.dim, image.dim if image else None, self._meta())
         return self.store.open_for_write("frames", schema, (st.META_TEXT, st.META_IMAGE))
 
-    def run(self, session: str | None = None, *, texts: bool = True) -> IndexReport:
+    def run(
+        self,
+        session: str | None = None,
+        *,
+        texts: bool = True,
+        engine: str = "local",
+        address: str | None = None,
+        workers: int | None = None,
+    ) -> IndexReport:
+        """Index what is not indexed yet. ``engine="ray"`` samples the recordings in Ray
+        tasks and reads their frames in a pool of ``workers`` actors (default: one per CPU
+        of the cluster at ``address``, or of one started here); this process writes the
+        batches in the order the local engine does, so the rows are the same."""
+        if engine not in ("local", "ray"):
+            raise ValueError(f"unknown engine {engine!r}: use local or ray")
         started = time.perf_counter()
         report = IndexReport()
         with Connection(self.lake, sandboxed=False) as con:
@@ -221,12 +291,17 @@ class FrameIndexer:
                     todo.append(rec)
             if todo or (self.model and self.store.exists()):
                 table = self._frames_table()  # refuses other models before any work
-            total = sum(r.duration_s or 0.0 for r in todo)
-            base = 0.0
-            for rec in todo:
-                self._index_recording(con, table, rec, report, base, total)
-                base += rec.duration_s or 0.0
-                report.recordings += 1
+            if todo and engine == "ray":
+                from graphlake.cluster.frames import index_on_ray
+
+                index_on_ray(self, con, table, todo, report, address=address, workers=workers)
+            else:
+                total = sum(r.duration_s or 0.0 for r in todo)
+                base = 0.0
+                for rec in todo:
+                    self._index_recording(con, table, rec, report, base, total)
+                    base += rec.duration_s or 0.0
+                    report.recordings += 1
             if texts:
                 report.texts = self._index_texts(con, session)
             report.lake_rows = self._sync_lake(con)
@@ -256,6 +331,13 @@ class FrameIndexer:
                 buffer = []
             self.on_progress(label, base + frame.t, total)
         written += self._write(table, rec, clock, buffer)
+        self.finish_recording(rec, written, stats, report)
+        self.on_progress(label, base + (rec.duration_s or 0.0), total)
+
+    def finish_recording(
+        self, rec: Recording, written: int, stats: SamplerStats, report: IndexReport
+    ) -> None:
+        """Mark ``rec`` indexed (after its last batch is written) and count it."""
         self.store.mark_done(
             {
                 "session_id": rec.session_id,
@@ -266,7 +348,6 @@ class FrameIndexer:
                 "duration_s": rec.duration_s,
             }
         )
-        self.on_progress(label, base + (rec.duration_s or 0.0), total)
         report.frames += written
         report.decoded += stats.decoded
         report.checked += stats.checked
@@ -276,37 +357,37 @@ class FrameIndexer:
     ) -> int:
         if not frames:
             return 0
-        read = [self.ocr.read(f.image) for f in frames]
-        texts = [text for text, _ in read]
-        cols: dict[str, list] = {
-            "frame_id": [frame_id(rec.media_id, f.t) for f in frames],
-            "corpus": [rec.corpus] * len(frames),
-            "session_id": [rec.session_id] * len(frames),
-            "media_id": [rec.media_id] * len(frames),
-            "t": [f.t for f in frames],
-            "kind": [f.kind for f in frames],
-            "text": texts,
-            "ocr_score": [score for _, score in read],
-            "dhash": [f.dhash for f in frames],
-            "block_hash": [f.block_hash for f in frames],
-            "thumbnail": [thumbnail(f.image) for f in frames],
+        return self.append(table, rec, clock, self.reader.read(frames))
+
+    def append(self, table, rec: Recording, clock: WorkflowClock, read: ReadFrames) -> int:
+        """Write one read batch of ``rec`` to LanceDB with the workflow state at each time."""
+        if not len(read):
+            return 0
+        n = len(read)
+        cols: dict[str, object] = {
+            "frame_id": [frame_id(rec.media_id, t) for t in read.t],
+            "corpus": [rec.corpus] * n,
+            "session_id": [rec.session_id] * n,
+            "media_id": [rec.media_id] * n,
+            "t": read.t,
+            "kind": read.kind,
+            "text": read.text,
+            "ocr_score": read.ocr_score,
+            "dhash": read.dhash,
+            "block_hash": read.block_hash,
+            "thumbnail": read.thumbnail,
         }
-        states = [clock.at(f.t) for f in frames]
+        states = [clock.at(t) for t in read.t]
         for key in ("step_id", "node_ids", "human_active", "ai_active", "ai_episode"):
             cols[key] = [s[key] for s in states]
         schema = table.schema
-        text_vecs = text_embedder(self.text_model).encode(texts)
-        cols["text_vector"] = pa.FixedSizeListArray.from_arrays(
-            pa.array(text_vecs.ravel(), pa.float32()), text_vecs.shape[1]
-        )
+        cols["text_vector"] = _vectors(read.text_vectors)
         if "image_vector" in schema.names:
-            img_vecs = image_embedder(self.model).encode_images([f.image for f in frames])
-            cols["image_vector"] = pa.FixedSizeListArray.from_arrays(
-                pa.array(img_vecs.ravel(), pa.float32()), img_vecs.shape[1]
-            )
+            assert read.image_vectors is not None, "read without the image model"
+            cols["image_vector"] = _vectors(read.image_vectors)
         data = pa.table({name: cols[name] for name in schema.names}, schema=schema)
         table.add(data)
-        return len(frames)
+        return n
 
     # ------------------------------------------------------------------ texts
     def _index_texts(self, con: Connection, session: str | None) -> int:
@@ -370,10 +451,7 @@ class FrameIndexer:
                 )
             ]
             data = part.append_column("text_id", pa.array(ids)).append_column(
-                "text_vector",
-                pa.FixedSizeListArray.from_arrays(
-                    pa.array(vecs.ravel(), pa.float32()), vecs.shape[1]
-                ),
+                "text_vector", _vectors(vecs)
             )
             table.add(data.select(schema.names).cast(schema))
             self.on_progress("texts", min(i + chunk, rows.num_rows), rows.num_rows)

@@ -1,0 +1,161 @@
+"""``graphlake frames index --engine ray``: recordings sampled by Ray tasks, their frames read
+by a pool of actors, every batch written by this process in the local engine's order.
+
+Stages, each the local engine's code:
+
+1. **Sample** (:func:`sample_batches`, a Ray generator task per recording): decode and pick
+   the frames worth reading (:func:`graphlake.vision.sampler.sample_frames`), in batches of
+   ``--batch`` frames, as the local indexer batches them.
+2. **Read** (a pool of :class:`graphlake.vision.indexer.FrameReader` actors, one per CPU):
+   each actor loads OCR and MiniLM (and OpenCLIP) once and reads whole batches; pictures go
+   from the sampler to the actor through Ray's object store, never through this process.
+3. **Write** (this process, the driver): batches are appended to LanceDB in sampling order
+   with the workflow state at each frame (:meth:`FrameIndexer.append`), and a recording is
+   marked done after its last batch, so ids, texts and vectors are the local engine's and a
+   run killed at any point resumes where the local one would.
+
+Failures. An actor whose process dies is restarted by Ray (its models load again) and its
+unfinished batches are read again (``max_restarts``, ``max_task_retries``). A sampler task
+that dies is started again by the driver from the last frame it received, with that frame's
+block hash: the resume the sampler offers after a kill, which yields the frames the
+uninterrupted run would have.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from graphlake.cluster.runtime import attached, cluster_cpus
+from graphlake.errors import GraphlakeError
+from graphlake.vision.indexer import FrameReader, IndexReport, Recording, WorkflowClock
+from graphlake.vision.sampler import SampledFrame, SamplerStats, sample_frames
+
+#: a reader actor that dies is restarted, and its batches retried, this many times
+ACTOR_RESTARTS = 4
+#: a sampler task that dies is started again from its last frame this many times
+SAMPLER_RESTARTS = 4
+
+
+@dataclass
+class _Batch:
+    """A batch on its way: its recording, its last time (progress) and the actor's answer."""
+
+    rec: Recording
+    last_t: float
+    answer: object  # ObjectRef of ReadFrames
+
+
+def sample_batches(
+    uri: str, every: float, batch: int, after: float | None, last_hash: bytes | None
+) -> Iterator[object]:
+    """The Ray task sampling one recording. Per batch it yields a small header
+    ``("batch", last t, last block hash)`` and then the frames, so the driver learns where a
+    restart would resume without pulling the pictures; it ends with ``("end", stats)``."""
+    stats = SamplerStats()
+    buffer: list[SampledFrame] = []
+    for frame in sample_frames(uri, every, after=after, last_hash=last_hash, stats=stats):
+        buffer.append(frame)
+        if len(buffer) >= batch:
+            yield ("batch", buffer[-1].t, buffer[-1].block_hash)
+            yield buffer
+            buffer = []
+    if buffer:
+        yield ("batch", buffer[-1].t, buffer[-1].block_hash)
+        yield buffer
+    yield ("end", stats)
+
+
+def index_on_ray(
+    indexer,
+    con,
+    table,
+    todo: list[Recording],
+    report: IndexReport,
+    *,
+    address: str | None = None,
+    workers: int | None = None,
+) -> None:
+    """Index ``todo`` through the cluster, writing with ``indexer`` (a FrameIndexer)."""
+    with attached(address, workers=workers) as ray:
+        n = workers or cluster_cpus(ray)
+        reader = ray.remote(FrameReader).options(
+            num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS
+        )
+        actors = [reader.remote(indexer.text_model, indexer.model) for _ in range(n)]
+        # the sampler takes no CPU of its own: the readers hold them all, and decoding is a
+        # small share of the work (it also waits while the readers are behind)
+        sampler = ray.remote(sample_batches).options(
+            num_cpus=0, max_retries=0, _generator_backpressure_num_objects=2 * n + 2
+        )
+        _Driver(ray, indexer, con, table, report, actors, sampler).run(todo)
+
+
+class _Driver:
+    """Feeds each recording's batches to the actors and writes their answers in order."""
+
+    def __init__(self, ray, indexer, con, table, report: IndexReport, actors, sampler):
+        self.ray, self.indexer, self.con, self.table = ray, indexer, con, table
+        self.report, self.actors, self.sampler = report, actors, sampler
+        self.in_flight: deque[_Batch] = deque()
+        self.turn = 0
+        self.base = self.total = 0.0
+
+    def run(self, todo: list[Recording]) -> None:
+        self.total = sum(r.duration_s or 0.0 for r in todo)
+        for rec in todo:
+            self.recording(rec)
+            self.base += rec.duration_s or 0.0
+
+    def recording(self, rec: Recording) -> None:
+        ray, indexer = self.ray, self.indexer
+        clock = WorkflowClock(self.con, rec.corpus, rec.session_id)
+        resume = indexer.store.resume_point(rec.session_id, rec.media_id)
+        after, last_hash = resume if resume else (None, None)
+        uri = str(Path(rec.uri).resolve())
+        written, stats, restarts = 0, None, 0
+        while stats is None:
+            items = iter(self.sampler.remote(uri, indexer.every, indexer.batch, after, last_hash))
+            try:
+                for header in items:
+                    what, *rest = ray.get(header)
+                    if what == "end":
+                        stats = rest[0]
+                        break
+                    frames = next(items)  # a reference: the pictures go to the actor
+                    after, last_hash = rest
+                    self.submit(rec, after, frames)
+                    while len(self.in_flight) >= 2 * len(self.actors):
+                        written += self.write_oldest(clock)
+            except ray.exceptions.RayTaskError:
+                raise  # the sampler's own error (an unreadable file): as in a local run
+            except ray.exceptions.RayError as exc:  # its process or node was lost
+                restarts += 1
+                if restarts > SAMPLER_RESTARTS:
+                    raise GraphlakeError(
+                        f"sampling {rec.uri} was lost {restarts} times on the cluster: {exc}"
+                    ) from exc
+        while self.in_flight:
+            written += self.write_oldest(clock)
+        # the counts of a restarted sampler are its last attempt's, as in a resumed local run
+        indexer.finish_recording(rec, written, stats, self.report)
+        self.report.recordings += 1
+        indexer.on_progress(self.label(rec), self.base + (rec.duration_s or 0.0), self.total)
+
+    def submit(self, rec: Recording, last_t: float, frames) -> None:
+        actor = self.actors[self.turn % len(self.actors)]
+        self.turn += 1
+        self.in_flight.append(_Batch(rec, last_t, actor.read.remote(frames)))
+
+    def write_oldest(self, clock: WorkflowClock) -> int:
+        batch = self.in_flight.popleft()
+        read = self.ray.get(batch.answer)
+        n = self.indexer.append(self.table, batch.rec, clock, read)
+        self.indexer.on_progress(self.label(batch.rec), self.base + batch.last_t, self.total)
+        return n
+
+    @staticmethod
+    def label(rec: Recording) -> str:
+        return f"{rec.session_id} {Path(rec.uri).name}"

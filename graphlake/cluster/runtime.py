@@ -1,0 +1,53 @@
+"""Attach to a Ray cluster for one command, or start one on this machine.
+
+Ray is an optional dependency (``pip install "graphlake[ray]"``). A driver attached to an
+existing cluster (``address``) leaves it running; one it started itself it stops again. The
+workers must be able to import graphlake (the same version as the driver) and read the
+source files and the lake's staging folder: on one machine that holds by construction, on
+several machines it means a shared filesystem or object storage (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from graphlake.errors import GraphlakeError, attempt_import
+
+
+@contextmanager
+def attached(address: str | None = None, *, workers: int | None = None) -> Iterator[Any]:
+    """The ``ray`` module, initialised for the duration of the block.
+
+    ``address``: a running cluster's GCS address (``host:port``, or ``auto`` for the one
+    ``ray start`` left on this machine); None starts a private cluster of ``workers`` CPUs
+    (default: every core) for the block. A driver already attached (a notebook that called
+    ``ray.init``) is used as it is and left attached."""
+    ray = attempt_import("ray", "ray")
+    if ray.is_initialized():
+        yield ray
+        return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls from a CLI run
+    kwargs: dict = {"log_to_driver": False, "configure_logging": False}
+    if address:
+        kwargs["address"] = address
+    else:
+        kwargs.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
+    try:
+        ray.init(**kwargs)
+    except ConnectionError as exc:
+        raise GraphlakeError(
+            f"no Ray cluster answers at {address}: {exc}. Start one with `ray start --head` "
+            "(it prints the address), or leave --address out to run one on this machine"
+        ) from exc
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+
+
+def cluster_cpus(ray) -> int:
+    """CPUs the cluster offers now (at least 1): how many tasks run at once."""
+    return max(1, int(ray.cluster_resources().get("CPU", 1)))
