@@ -72,11 +72,11 @@ class PeakRss:
         self._thread.join()
 
 
-def publish(text: str, write: bool = True) -> None:
-    """Print a report and, unless told not to, append it to docs/benchmarks.md."""
+def publish(text: str, write: bool = True, doc: str = "benchmarks.md") -> None:
+    """Print a report and, unless told not to, append it to ``docs/<doc>``."""
     print(text)
     if write:
-        with (ROOT / "docs" / "benchmarks.md").open("a") as fh:
+        with (ROOT / "docs" / doc).open("a") as fh:
             fh.write("\n" + text)
 
 

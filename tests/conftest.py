@@ -22,7 +22,7 @@ SAMPLES = FIXTURES / "samples"
 
 #: The slow tiers (markers registered in pyproject.toml). ``pytest -m "not slow"`` is the fast
 #: tier a developer runs while working; the whole suite runs them all.
-SLOW_TIERS = ("subprocess", "faults", "fuzz", "browser", "frames", "spark", "docs")
+SLOW_TIERS = ("subprocess", "faults", "fuzz", "browser", "frames", "spark", "ray", "docs")
 #: Tiers that need something outside the dev extra (a system package, Java): where
 #: $GRAPHLAKE_REQUIRE_TIERS names them (``.ci/run`` does), a skip in them is a failure.
 REQUIRE_ENV = "GRAPHLAKE_REQUIRE_TIERS"

@@ -142,7 +142,7 @@ class SharedBuild:
 DEMO = SharedBuild("demo", users=())
 README_DEMO = SharedBuild(
     "readme-demo",
-    users=("test_demo.py", "test_workbench_browser.py"),
+    users=("test_demo.py", "test_workbench_browser.py", "test_ray.py"),
     marks=("slow", "frames", "subprocess", "browser"),
     needs=("lancedb", "rapidocr_onnxruntime"),
 )

@@ -37,6 +37,7 @@ SKIP = [
     (r"^graphlake demo", "builds a new lake: tests/test_demo.py runs it"),
     (r"^graphlake (frames|search) ", "needs an indexed recording: tests/test_frames.py"),
     (r"--engine spark", "PySpark start-up: tests/test_spark.py runs the same queries"),
+    (r"--engine ray", "starts a Ray cluster: tests/test_ray.py runs ingest and frames on one"),
     (r"^graphlake ingest inspect logs/", "the log of the eval above: tests/test_inspect_task.py"),
 ]
 #: Python blocks that need something the demo lake does not have.

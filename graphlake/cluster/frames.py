@@ -151,7 +151,17 @@ class _Driver:
 
     def write_oldest(self, clock: WorkflowClock) -> int:
         batch = self.in_flight.popleft()
-        read = self.ray.get(batch.answer)
+        ray = self.ray
+        try:
+            read = ray.get(batch.answer)
+        except ray.exceptions.RayTaskError:
+            raise  # the reader's own error on these frames: as in a local run
+        except ray.exceptions.RayError as exc:  # the actor is gone for good
+            raise GraphlakeError(
+                f"a frame reader on the cluster was lost more than {ACTOR_RESTARTS} times "
+                f"({type(exc).__name__}); the batches written so far are kept: run the same "
+                "command again to resume"
+            ) from exc
         n = self.indexer.append(self.table, batch.rec, clock, read)
         self.indexer.on_progress(self.label(batch.rec), self.base + batch.last_t, self.total)
         return n

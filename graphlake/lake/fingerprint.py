@@ -38,7 +38,10 @@ def fingerprint(lake: Lake, version: int | None = None) -> dict[str, TablePrint]
             rows = 0
             # the rows as DuckDB prints a struct, in one order (a few MB for a fixture lake;
             # fetched in batches so a large table streams through the hash)
-            cur = con.execute(f"SELECT CAST(t AS VARCHAR) AS r FROM {name} t ORDER BY r")
+            # (the alias names the whole row; no table has a column of that name)
+            cur = con.execute(
+                f"SELECT CAST(__row__ AS VARCHAR) AS r FROM {name} __row__ ORDER BY r"
+            )
             while batch := cur.fetchmany(10_000):
                 rows += len(batch)
                 for (r,) in batch:
