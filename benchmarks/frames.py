@@ -62,8 +62,10 @@ WORDS = (
 ).split()
 
 
-def hour_recording(path: Path, seconds: float, seed: int = 5) -> Path:
-    """A screen recording of ``seconds`` with a new screen every 20-90 s (cached)."""
+def hour_recording(
+    path: Path, seconds: float, seed: int = 5, gap: tuple[float, float] = (20, 90)
+) -> Path:
+    """A screen recording of ``seconds`` with a new screen every ``gap`` seconds (cached)."""
     if path.exists():
         return path
     rng = random.Random(seed)
@@ -87,7 +89,7 @@ def hour_recording(path: Path, seconds: float, seed: int = 5) -> Path:
                 chart=rng.random() < 0.3,
             )
         )
-        t += rng.uniform(20, 90)
+        t += rng.uniform(*gap)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".part.mp4")
     write_screen_recording(tmp, screens, seconds, fps=10, gop_seconds=10)

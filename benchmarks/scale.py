@@ -1,7 +1,7 @@
 """Scaling: the Ray engine at 1, 2 and 4 worker processes on the same input, ingest and frames.
 
-    python -m benchmarks.scale            # 20,000 Kolab sessions; 4 recordings of 6 minutes
-    python -m benchmarks.scale --quick    # 4,000 sessions; 2 recordings of 3 minutes
+    python -m benchmarks.scale            # 20,000 Kolab sessions; 4 recordings of 3 minutes
+    python -m benchmarks.scale --quick    # 4,000 sessions; 2 recordings of 90 seconds
 
 Each configuration gets a fresh Ray cluster on this machine (``ray.init(num_cpus=N)``; its
 start is not timed) and a fresh lake; the local engine runs the same input in the same run
@@ -18,6 +18,7 @@ docs/scaling.md, which turns them into the plan past one machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import random
@@ -39,13 +40,14 @@ WORK = Path(tempfile.gettempdir()) / "graphlake-bench" / "scale"
 WORKERS = (1, 2, 4)
 
 
-def ray_cluster(workers: int):
-    """A private cluster of ``workers`` CPUs for the block (started before the clock)."""
-    import ray
+def cluster(engine: str, workers: int):
+    """For a Ray configuration, a private cluster of ``workers`` CPUs, started before the
+    clock starts; the engine's own ``attached`` then uses it."""
+    if engine != "ray":
+        return contextlib.nullcontext()
+    from graphlake.cluster.runtime import attached
 
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False)
-    return ray
+    return attached(None, workers=workers)
 
 
 def timed_runs(configs: dict[str, Callable[[], float]], rounds: int) -> dict[str, float]:
@@ -71,14 +73,10 @@ def bench_ingest(work: Path, sessions: int, rounds: int) -> dict:
         nonlocal want
         lake = work / f"lake-{engine}-{workers}"
         shutil.rmtree(lake, ignore_errors=True)
-        ray = ray_cluster(workers) if engine == "ray" else None
-        try:
+        with cluster(engine, workers):
             t0 = time.perf_counter()
             ingest_path("kolab", src, lake, engine=engine, workers=workers)
             secs = time.perf_counter() - t0
-        finally:
-            if ray is not None:
-                ray.shutdown()
         got = fingerprint(Lake(lake))
         want = want or got
         assert got == want, f"{engine} x{workers} wrote other rows than the first run"
@@ -103,7 +101,8 @@ def frames_lake(work: Path, recordings: int, seconds: float) -> Path:
         return lake
     corpus = write_demo_corpus(base / "corpus", sessions=recordings, recording=False)
     for i, folder in enumerate(sorted(p for p in corpus.iterdir() if p.is_dir())):
-        hour_recording(folder / "recording.mp4", seconds, seed=100 + i)
+        # a new screen every 4-10 s: about ten frames a minute to read, as a busy session
+        hour_recording(folder / "recording.mp4", seconds, seed=100 + i, gap=(4, 10))
     ingest_path("kolab", corpus, lake)
     return lake
 
@@ -120,14 +119,10 @@ def bench_frames(work: Path, recordings: int, seconds: float, rounds: int) -> di
         lake = work / f"frames-{engine}-{workers}"
         shutil.rmtree(lake, ignore_errors=True)
         shutil.copytree(source, lake, ignore=shutil.ignore_patterns("_frames"))
-        ray = ray_cluster(workers) if engine == "ray" else None
-        try:
+        with cluster(engine, workers):
             t0 = time.perf_counter()
             rep = FrameIndexer(lake).run(texts=False, engine=engine, workers=workers)
             secs = time.perf_counter() - t0
-        finally:
-            if ray is not None:
-                ray.shutdown()
         got = _frame_texts(lake)
         want = want or got
         assert got == want, f"{engine} x{workers} indexed other frames than the first run"
@@ -151,13 +146,16 @@ def _frame_texts(lake: Path) -> dict[str, str]:
 
 # ------------------------------------------------------------------ report
 def _rows(secs: dict[str, float], amount: float, unit: str) -> list[str]:
+    """One table row a configuration; the speed-up is against one Ray worker."""
     one = next(v for k, v in secs.items() if k.startswith("ray, 1 "))
     out = []
     for name, s in secs.items():
         n = int(name.split()[1]) if name.startswith("ray") else None
         speedup = one / s
         eff = f"{speedup / n:.0%}" if n else ""
-        out.append(f"| {name} | {s:.1f} s | {amount / s:,.0f} {unit}/s | {speedup:.2f}x | {eff} |")
+        rate = amount / s
+        digits = 2 if rate < 10 else 0
+        out.append(f"| {name} | {s:.1f} s | {rate:,.{digits}f} {unit}/s | {speedup:.2f}x | {eff} |")
     return out
 
 
@@ -181,7 +179,7 @@ def report(ingest: dict, frames: dict, rounds: dict, quick: bool) -> str:
         *_rows(ingest["secs"], ingest["nodes"], "nodes"),
         "",
         f"**Frames**: {frames['recordings']} generated screen recordings of "
-        f"{frames['seconds'] / 60:.0f} min (1280x720, 10 fps), {frames['frames']} frames kept "
+        f"{frames['seconds'] / 60:.1f} min (1280x720, 10 fps), {frames['frames']} frames kept "
         "and read (OCR + MiniLM); texts of every frame checked equal.",
         "",
         head,
@@ -202,7 +200,7 @@ def main() -> None:
     random.seed(0)
     args.work.mkdir(parents=True, exist_ok=True)
     sessions = 4_000 if args.quick else 20_000
-    recordings, seconds = (2, 180.0) if args.quick else (4, 360.0)
+    recordings, seconds = (2, 90.0) if args.quick else (4, 180.0)
     rounds = {"ingest": args.rounds or (1 if args.quick else 3), "frames": 1}
     print(f"ingest: {sessions:,} sessions", flush=True)
     ingest = bench_ingest(args.work, sessions, rounds["ingest"])

@@ -78,7 +78,17 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A head and a worker node on loopback; yields the address a driver attaches to."""
+    """A head and a worker node on loopback; yields the address a driver attaches to.
+
+    Token authentication is set explicitly, with a token of this cluster's own, for the
+    nodes and for every driver this module runs (this process and the commands it starts):
+    left unset, Ray decides per process from whether ~/.ray/auth_token exists (which any
+    earlier ``ray.init()`` on the machine writes), and a worker node then fails to join."""
+    import secrets
+
+    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
+    saved = {k: os.environ.get(k) for k in auth}
+    os.environ.update(auth)
     temp = Path(tempfile.mkdtemp(prefix="glray-", dir="/tmp"))  # socket paths must be short
     port = _free_port()
     nodes = []
@@ -100,6 +110,11 @@ def cluster() -> Iterator[str]:
         for proc in reversed(nodes):
             _stop(proc)
         shutil.rmtree(temp, ignore_errors=True)
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def _fixture_corpora(tmp: Path) -> dict[str, tuple[str, Path]]:

@@ -12,7 +12,8 @@ Stages, each the local engine's code:
 3. **Write** (this process, the driver): batches are appended to LanceDB in sampling order
    with the workflow state at each frame (:meth:`FrameIndexer.append`), and a recording is
    marked done after its last batch, so ids, texts and vectors are the local engine's and a
-   run killed at any point resumes where the local one would.
+   run killed at any point resumes where the local one would. Up to one recording per actor
+   is sampled at a time, so short recordings keep the pool busy too.
 
 Failures. An actor whose process dies is restarted by Ray (its models load again) and its
 unfinished batches are read again (``max_restarts``, ``max_task_retries``). A sampler task
@@ -23,8 +24,11 @@ uninterrupted run would have.
 
 from __future__ import annotations
 
+import itertools
+import threading
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +88,8 @@ def index_on_ray(
         reader = ray.remote(FrameReader).options(
             num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS
         )
-        actors = [reader.remote(indexer.text_model, indexer.model) for _ in range(n)]
+        # one CPU, one OCR thread each: n one-thread readers outpace fewer many-thread ones
+        actors = [reader.remote(indexer.text_model, indexer.model, threads=1) for _ in range(n)]
         # the sampler takes no CPU of its own: the readers hold them all, and decoding is a
         # small share of the work (it also waits while the readers are behind)
         sampler = ray.remote(sample_batches).options(
@@ -94,20 +99,27 @@ def index_on_ray(
 
 
 class _Driver:
-    """Feeds each recording's batches to the actors and writes their answers in order."""
+    """Feeds the recordings' batches to the actors and writes their answers, each recording
+    in its order. Several recordings are sampled at once (one driver thread each, up to one
+    per actor): a short recording is a single batch, and only other recordings keep the
+    other actors busy. Writes to LanceDB take turns under one lock."""
 
     def __init__(self, ray, indexer, con, table, report: IndexReport, actors, sampler):
         self.ray, self.indexer, self.con, self.table = ray, indexer, con, table
         self.report, self.actors, self.sampler = report, actors, sampler
-        self.in_flight: deque[_Batch] = deque()
-        self.turn = 0
-        self.base = self.total = 0.0
+        self.turn = itertools.count()
+        self.lock = threading.Lock()  # LanceDB writes, the report and the progress
+        self.done_s: dict[tuple[str, str], float] = {}  # seconds read, per recording
+        self.total = 0.0
+        self.per_recording = 2  # batches in flight per recording
 
     def run(self, todo: list[Recording]) -> None:
         self.total = sum(r.duration_s or 0.0 for r in todo)
-        for rec in todo:
-            self.recording(rec)
-            self.base += rec.duration_s or 0.0
+        at_once = max(1, min(len(todo), len(self.actors)))
+        self.per_recording = max(2, 2 * len(self.actors) // at_once)
+        with ThreadPoolExecutor(at_once, thread_name_prefix="graphlake-ray-recording") as pool:
+            for done in as_completed([pool.submit(self.recording, rec) for rec in todo]):
+                done.result()  # the first failure stops the run (what is written is kept)
 
     def recording(self, rec: Recording) -> None:
         ray, indexer = self.ray, self.indexer
@@ -115,6 +127,7 @@ class _Driver:
         resume = indexer.store.resume_point(rec.session_id, rec.media_id)
         after, last_hash = resume if resume else (None, None)
         uri = str(Path(rec.uri).resolve())
+        in_flight: deque[_Batch] = deque()
         written, stats, restarts = 0, None, 0
         while stats is None:
             items = iter(self.sampler.remote(uri, indexer.every, indexer.batch, after, last_hash))
@@ -126,9 +139,10 @@ class _Driver:
                         break
                     frames = next(items)  # a reference: the pictures go to the actor
                     after, last_hash = rest
-                    self.submit(rec, after, frames)
-                    while len(self.in_flight) >= 2 * len(self.actors):
-                        written += self.write_oldest(clock)
+                    actor = self.actors[next(self.turn) % len(self.actors)]
+                    in_flight.append(_Batch(rec, after, actor.read.remote(frames)))
+                    while len(in_flight) >= self.per_recording:
+                        written += self.write(in_flight.popleft(), clock)
             except ray.exceptions.RayTaskError:
                 raise  # the sampler's own error (an unreadable file): as in a local run
             except ray.exceptions.RayError as exc:  # its process or node was lost
@@ -137,20 +151,16 @@ class _Driver:
                     raise GraphlakeError(
                         f"sampling {rec.uri} was lost {restarts} times on the cluster: {exc}"
                     ) from exc
-        while self.in_flight:
-            written += self.write_oldest(clock)
-        # the counts of a restarted sampler are its last attempt's, as in a resumed local run
-        indexer.finish_recording(rec, written, stats, self.report)
-        self.report.recordings += 1
-        indexer.on_progress(self.label(rec), self.base + (rec.duration_s or 0.0), self.total)
+        while in_flight:
+            written += self.write(in_flight.popleft(), clock)
+        with self.lock:
+            # the counts of a restarted sampler are its last attempt's, as in a resumed run
+            indexer.finish_recording(rec, written, stats, self.report)
+            self.report.recordings += 1
+            self.progress(rec, rec.duration_s or 0.0)
 
-    def submit(self, rec: Recording, last_t: float, frames) -> None:
-        actor = self.actors[self.turn % len(self.actors)]
-        self.turn += 1
-        self.in_flight.append(_Batch(rec, last_t, actor.read.remote(frames)))
-
-    def write_oldest(self, clock: WorkflowClock) -> int:
-        batch = self.in_flight.popleft()
+    def write(self, batch: _Batch, clock: WorkflowClock) -> int:
+        """Wait for one batch's answer and append it (the oldest batch of its recording)."""
         ray = self.ray
         try:
             read = ray.get(batch.answer)
@@ -162,10 +172,13 @@ class _Driver:
                 f"({type(exc).__name__}); the batches written so far are kept: run the same "
                 "command again to resume"
             ) from exc
-        n = self.indexer.append(self.table, batch.rec, clock, read)
-        self.indexer.on_progress(self.label(batch.rec), self.base + batch.last_t, self.total)
+        with self.lock:
+            n = self.indexer.append(self.table, batch.rec, clock, read)
+            self.progress(batch.rec, batch.last_t)
         return n
 
-    @staticmethod
-    def label(rec: Recording) -> str:
-        return f"{rec.session_id} {Path(rec.uri).name}"
+    def progress(self, rec: Recording, t: float) -> None:
+        """Seconds of recording read, over all recordings (called under the lock)."""
+        self.done_s[(rec.session_id, rec.media_id)] = t
+        label = f"{rec.session_id} {Path(rec.uri).name}"
+        self.indexer.on_progress(label, sum(self.done_s.values()), self.total)

@@ -10,6 +10,7 @@ several machines it means a shared filesystem or object storage (docs/scaling.md
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -36,7 +37,10 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
     else:
         kwargs.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
     try:
-        ray.init(**kwargs)
+        with warnings.catch_warnings():
+            # LanceDB warns about forks; ray.init's are fork+exec of its own processes
+            warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
+            ray.init(**kwargs)
     except ConnectionError as exc:
         raise GraphlakeError(
             f"no Ray cluster answers at {address}: {exc}. Start one with `ray start --head` "

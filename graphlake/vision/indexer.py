@@ -102,13 +102,19 @@ class FrameReader:
     and applied batch by batch. The local indexer holds one; on Ray each actor of the pool
     holds one (:mod:`graphlake.cluster.frames`), so both paths read a batch with this code."""
 
-    def __init__(self, text_model: str = DEFAULT_TEXT_MODEL, model: str | None = None):
-        self.text_model, self.model = text_model, model
+    def __init__(
+        self,
+        text_model: str = DEFAULT_TEXT_MODEL,
+        model: str | None = None,
+        threads: int | None = None,
+    ):
+        """``threads``: OCR threads (None: every core; a pool's actor: the CPUs it holds)."""
+        self.text_model, self.model, self.threads = text_model, model, threads
 
     def read(self, frames: list[SampledFrame]) -> ReadFrames:
         from graphlake.vision.ocr import screen_reader
 
-        ocr = screen_reader()
+        ocr = screen_reader(self.threads)
         read = [ocr.read(f.image) for f in frames]
         texts = [text for text, _ in read]
         return ReadFrames(
