@@ -108,6 +108,7 @@ def frames_lake(work: Path, recordings: int, seconds: float) -> Path:
 
 
 def bench_frames(work: Path, recordings: int, seconds: float, rounds: int) -> dict:
+    from graphlake.cluster.frames import on_ray
     from graphlake.vision.indexer import FrameIndexer
 
     source = frames_lake(work, recordings, seconds)
@@ -121,7 +122,8 @@ def bench_frames(work: Path, recordings: int, seconds: float, rounds: int) -> di
         shutil.copytree(source, lake, ignore=shutil.ignore_patterns("_frames"))
         with cluster(engine, workers):
             t0 = time.perf_counter()
-            rep = FrameIndexer(lake).run(texts=False, engine=engine, workers=workers)
+            by = on_ray(workers=workers) if engine == "ray" else None
+            rep = FrameIndexer(lake).run(texts=False, recordings_by=by)
             secs = time.perf_counter() - t0
         got = _frame_texts(lake)
         want = want or got

@@ -124,7 +124,11 @@ def frames_index(
         progress.update(tasks[key], completed=done, total=total or None, description=desc)
 
     indexer = FrameIndexer(lk, every=every, model=model, batch=batch, on_progress=report)
-    parallel: dict[str, Any] = {"engine": engine, "address": address, "workers": workers}
+    parallel: dict[str, Any] = {}
+    if engine == "ray":
+        from graphlake.cluster.frames import on_ray
+
+        parallel["recordings_by"] = on_ray(address, workers)
     if rebuild:
         indexer.store.drop()
     if progress is not None:

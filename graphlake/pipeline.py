@@ -238,7 +238,8 @@ def _ingest(
             from graphlake.cluster.ingest import parse_on_ray
 
             summaries = parse_on_ray(
-                corpus, run.staging, units, flush_rows, run.default_run, _settings(),
+                _worker, chunk_size, corpus, run.staging, units, flush_rows, run.default_run,
+                _settings(),
                 address=address, workers=workers,
                 on_chunk=lambda chunk: tick(chunk[-1], len(chunk)),
             )  # fmt: skip

@@ -22,6 +22,7 @@ RANK = {
     "graphlake/vision": 3,
     "graphlake/search": 4,
     "graphlake/protocols": 4,
+    "graphlake/cluster": 4,  # the Ray engine: runs vision's and ingest's stages on a cluster
     "server": 5,
     "graphlake/demo": 5,
 }
@@ -33,6 +34,7 @@ PACKAGE = {
     "graphlake/vision": "graphlake.vision",
     "graphlake/search": "graphlake.search",
     "graphlake/protocols": "graphlake.protocols",
+    "graphlake/cluster": "graphlake.cluster",
     "server": "graphlake.server",
     "graphlake/demo": "graphlake.demo",
 }

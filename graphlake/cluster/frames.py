@@ -34,7 +34,13 @@ from pathlib import Path
 
 from graphlake.cluster.runtime import attached, cluster_cpus
 from graphlake.errors import GraphlakeError
-from graphlake.vision.indexer import FrameReader, IndexReport, Recording, WorkflowClock
+from graphlake.vision.indexer import (
+    FrameReader,
+    IndexReport,
+    Recording,
+    RecordingsRunner,
+    WorkflowClock,
+)
 from graphlake.vision.sampler import SampledFrame, SamplerStats, sample_frames
 
 #: a reader actor that dies is restarted, and its batches retried, this many times
@@ -72,15 +78,26 @@ def sample_batches(
     yield ("end", stats)
 
 
-def index_on_ray(
+def on_ray(address: str | None = None, workers: int | None = None) -> RecordingsRunner:
+    """What indexes a :class:`FrameIndexer`'s recordings on the cluster at ``address``
+    (None: one started here), with ``workers`` reader actors (default: one per CPU):
+    ``FrameIndexer(lake).run(recordings_by=on_ray(...))``."""
+
+    def index(indexer, con, table, todo: list[Recording], report: IndexReport) -> None:
+        _index_on_ray(indexer, con, table, todo, report, address=address, workers=workers)
+
+    return index
+
+
+def _index_on_ray(
     indexer,
     con,
     table,
     todo: list[Recording],
     report: IndexReport,
     *,
-    address: str | None = None,
-    workers: int | None = None,
+    address: str | None,
+    workers: int | None,
 ) -> None:
     """Index ``todo`` through the cluster, writing with ``indexer`` (a FrameIndexer)."""
     with attached(address, workers=workers) as ray:

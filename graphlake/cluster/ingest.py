@@ -1,7 +1,7 @@
 """An ingest's parse on Ray: units in chunks, each chunk one task writing Arrow into staging.
 
 The chunks, their start offsets and each task's work are those of the local parse workers
-(:func:`graphlake.pipeline._worker`), so the staged rows, the rejects and the one lake
+(``graphlake.pipeline._worker``), so the staged rows, the rejects and the one lake
 version the driver commits are the same as a local ingest's. A task whose worker dies is run
 again by Ray (``max_retries``): it rewrites the same staging files, and only the summary of
 the attempt that finished is committed.
@@ -21,6 +21,8 @@ TASK_RETRIES = 3
 
 
 def parse_on_ray(
+    parse: Callable[..., StagingSummary],
+    chunk_size: Callable[[int, int], int],
     corpus: str,
     staging: Path,
     units: list[SourceUnit],
@@ -33,11 +35,13 @@ def parse_on_ray(
     on_chunk: Callable[[list[SourceUnit]], None] | None = None,
 ) -> list[StagingSummary]:
     """Parse ``units`` on the cluster at ``address`` (None: one started here with
-    ``workers`` CPUs); returns each chunk's staging summary in chunk order."""
-    from graphlake.pipeline import _worker, chunk_size
+    ``workers`` CPUs); returns each chunk's staging summary in chunk order.
 
+    ``parse(corpus, staging, start, units, flush_rows, default_run, settings)`` is the
+    local engine's worker function and ``chunk_size(units, workers)`` its chunking (both
+    :mod:`graphlake.pipeline`'s, handed down: the pipeline sits above this layer)."""
     with attached(address, workers=workers) as ray:
-        task = ray.remote(_worker).options(num_cpus=1, max_retries=TASK_RETRIES)
+        task = ray.remote(parse).options(num_cpus=1, max_retries=TASK_RETRIES)
         size = chunk_size(len(units), cluster_cpus(ray))
         chunks = {
             task.remote(

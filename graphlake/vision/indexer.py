@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -75,6 +76,10 @@ def thumbnail(rgb: np.ndarray, width: int = THUMB_WIDTH) -> bytes:
     buf = io.BytesIO()
     img.save(buf, format="JPEG", quality=80)
     return buf.getvalue()
+
+
+#: indexes recordings elsewhere (a cluster): (indexer, connection, table, todo, report)
+RecordingsRunner = Callable[["FrameIndexer", Connection, Any, list["Recording"], IndexReport], None]
 
 
 @dataclass
@@ -273,16 +278,12 @@ class FrameIndexer:
         session: str | None = None,
         *,
         texts: bool = True,
-        engine: str = "local",
-        address: str | None = None,
-        workers: int | None = None,
+        recordings_by: RecordingsRunner | None = None,
     ) -> IndexReport:
-        """Index what is not indexed yet. ``engine="ray"`` samples the recordings in Ray
-        tasks and reads their frames in a pool of ``workers`` actors (default: one per CPU
-        of the cluster at ``address``, or of one started here); this process writes the
-        batches in the order the local engine does, so the rows are the same."""
-        if engine not in ("local", "ray"):
-            raise ValueError(f"unknown engine {engine!r}: use local or ray")
+        """Index what is not indexed yet. ``recordings_by(indexer, con, table, todo,
+        report)`` indexes the recordings instead of this process, writing through
+        :meth:`append` and :meth:`finish_recording`
+        (:func:`graphlake.cluster.frames.on_ray`: a Ray cluster)."""
         started = time.perf_counter()
         report = IndexReport()
         with Connection(self.lake, sandboxed=False) as con:
@@ -297,10 +298,8 @@ class FrameIndexer:
                     todo.append(rec)
             if todo or (self.model and self.store.exists()):
                 table = self._frames_table()  # refuses other models before any work
-            if todo and engine == "ray":
-                from graphlake.cluster.frames import index_on_ray
-
-                index_on_ray(self, con, table, todo, report, address=address, workers=workers)
+            if todo and recordings_by is not None:
+                recordings_by(self, con, table, todo, report)
             else:
                 total = sum(r.duration_s or 0.0 for r in todo)
                 base = 0.0
