@@ -43,6 +43,7 @@ SKIP = [
 #: Python blocks that need something the demo lake does not have.
 SKIP_PYTHON = [
     (r"Client\(", "talks to a running service: tests/test_server.py"),
+    (r"on_ray\(|engine=\"ray\"", "starts a Ray cluster: tests/test_ray.py"),
 ]
 
 

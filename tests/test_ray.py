@@ -245,3 +245,5 @@ def test_frames_index_on_ray_equals_the_local_index_and_survives_a_killed_reader
             assert got.column(col).equals(want.column(col)), f"{name}.{col} differs"
     # the lake's frames table (for SQL) is committed from the same rows
     assert fingerprint(Lake(lake))["frames"] == fingerprint(Lake(readme_demo.lake))["frames"]
+    again = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "nothing new" in again, again  # re-running adds nothing
