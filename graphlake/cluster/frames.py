@@ -101,7 +101,8 @@ def _index_on_ray(
 ) -> None:
     """Index ``todo`` through the cluster, writing with ``indexer`` (a FrameIndexer)."""
     with attached(address, workers=workers) as ray:
-        n = workers or cluster_cpus(ray)
+        # never more actors than CPUs: an actor waiting for a CPU would hold its batches
+        n = min(workers or cluster_cpus(ray), cluster_cpus(ray))
         reader = ray.remote(FrameReader).options(
             num_cpus=1, max_restarts=ACTOR_RESTARTS, max_task_retries=ACTOR_RESTARTS
         )
