@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, require_installed
+from conftest import FIXTURES, cli, require_installed
 from graphlake.lake import Lake
 from graphlake.lake.fingerprint import fingerprint
 from graphlake.pipeline import ingest_path
@@ -143,6 +143,13 @@ def test_ingest_on_ray_commits_the_lake_a_local_ingest_commits(cluster, tmp_path
         # a second run adds nothing, on Ray as locally
         _stats, again = ingest_path(corpus, src, ray, engine="ray", address=cluster, force=True)
         assert again is None, name
+    # the command line's --engine and --address reach the same path
+    by_cli = tmp_path / "cli"
+    out = cli("ingest", "hasbench", str((FIXTURES / "hasbench").resolve()), "--quiet",
+              "--engine", "ray", "--address", cluster, lake=by_cli)  # fmt: skip
+    assert "committed lake version 1" in out.stdout, out.stdout
+    local = fingerprint(Lake(tmp_path / "hasbench" / "local"), 1)  # before its refresh
+    assert fingerprint(Lake(by_cli), 1) == local
 
 
 def test_a_parse_task_lost_with_its_worker_is_run_again(cluster, tmp_path):
