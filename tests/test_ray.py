@@ -206,44 +206,57 @@ def _frames_written(lake: Path) -> int:
         return 0
 
 
+def _kill_one(title: str) -> int | None:
+    """SIGKILL one process whose title (``ray::<task or actor>``) starts with ``title``."""
+    import psutil
+
+    for p in psutil.process_iter(["cmdline"]):
+        if (p.info["cmdline"] or [""])[0].startswith(title):
+            p.kill()
+            return p.pid
+    return None
+
+
 @pytest.mark.frames
 @pytest.mark.subprocess
-def test_frames_index_on_ray_equals_the_local_index_and_survives_a_killed_reader(
-    cluster, readme_demo, tmp_path
-):
-    """The demo's Kolab sessions ingested and its recording indexed through the cluster,
-    with one reader actor's process killed once the first batch is written, give the index
-    the local engine gave: same frame ids, times, texts, OCR scores, workflow state,
-    thumbnails and vectors, the same text index, and the same lake ``frames`` table."""
-    import psutil
+def test_frames_index_on_ray_equals_the_local_index_through_kills(cluster, readme_demo, tmp_path):
+    """The demo's Kolab sessions ingested and its recording indexed through the cluster in
+    batches of 4 frames, while one reader actor's process, then the sampler task's, then the
+    driver itself are killed (each once a batch more has landed), and the index run again to
+    its end, give the index the local engine gave: same frame ids, times, texts, OCR scores,
+    workflow state, thumbnails and vectors (MiniLM's vectors do not depend on the batch), the
+    same text index, and the same lake ``frames`` table."""
     import pyarrow.compute as pc
 
     lake = tmp_path / "lake"
     kolab = readme_demo.lake.parent / "corpus" / "kolab"  # the demo's sessions and recording
     ingest_path("kolab", kolab, lake, engine="ray", address=cluster)
     cmd = [sys.executable, "-m", "graphlake.cli", "frames", "index", "--lake", str(lake),
-           "--engine", "ray", "--address", cluster, "--quiet"]  # fmt: skip
+           "--engine", "ray", "--address", cluster, "--batch", "4", "--quiet"]  # fmt: skip
     run = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    killed = None
+    # (rows written before the kill, what is killed): a reader, the sampler, the driver
+    plan = [(4, "ray::FrameReader"), (8, "ray::sample_batches"), (16, "driver")]
+    killed: list[str] = []
     try:
         deadline = time.monotonic() + 1200
-        while killed is None and run.poll() is None and time.monotonic() < deadline:
-            if _frames_written(lake) > 0:  # mid-index: a batch is in, others are being read
-                readers = [
-                    p for p in psutil.process_iter(["cmdline"])
-                    if (p.info["cmdline"] or [""])[0].startswith("ray::FrameReader")
-                ]  # fmt: skip
-                if readers:
-                    killed = readers[0].pid
-                    readers[0].kill()
+        while plan and run.poll() is None and time.monotonic() < deadline:
+            rows, what = plan[0]
+            if _frames_written(lake) >= rows:
+                if what == "driver":
+                    run.kill()
+                elif _kill_one(what) is None:
+                    break  # nothing of that kind runs now: the assertion below says so
+                killed.append(what)
+                plan.pop(0)
             time.sleep(0.5)  # polling the index: no event says a batch landed
         out, _ = run.communicate(timeout=1800)
     finally:
         if run.poll() is None:
             run.kill()
-    assert run.returncode == 0, out
-    assert killed is not None, f"the index finished before a reader could be killed:\n{out}"
-    assert not psutil.pid_exists(killed) or psutil.Process(killed).status() == "zombie"
+    assert killed == ["ray::FrameReader", "ray::sample_batches", "driver"], (killed, out)
+    assert run.returncode == -signal.SIGKILL, out  # until the driver was killed, it ran on
+    resumed = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    assert "indexed 1 recording" in resumed, resumed
     for name in ("frames", "texts"):
         got, want = _frames_table(lake, name), _frames_table(readme_demo.lake, name)
         want = want.filter(pc.equal(want.column("corpus"), "kolab"))  # the demo has more
