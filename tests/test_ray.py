@@ -267,3 +267,14 @@ def test_frames_index_on_ray_equals_the_local_index_through_kills(cluster, readm
     assert fingerprint(Lake(lake))["frames"] == fingerprint(Lake(readme_demo.lake))["frames"]
     again = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     assert "nothing new" in again, again  # re-running adds nothing
+
+
+def test_an_address_where_no_cluster_answers_is_an_error_that_says_what_to_do(tmp_path):
+    """A dead address is one error line with what to do (ray.init alone retries it for
+    minutes, printing its own logs: the command checks the port first)."""
+    port = _free_port()  # nothing listens there
+    out = cli("ingest", "hasbench", str(FIXTURES / "hasbench"), "--engine", "ray",
+              "--address", f"127.0.0.1:{port}", lake=tmp_path / "lake", check=False)  # fmt: skip
+    assert out.returncode == 1
+    assert f"no Ray cluster answers at 127.0.0.1:{port}" in out.stderr
+    assert "ray start --head" in out.stderr

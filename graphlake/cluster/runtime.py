@@ -33,6 +33,7 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls from a CLI run
     kwargs: dict = {"log_to_driver": False, "configure_logging": False}
     if address:
+        _check_reachable(address)
         kwargs["address"] = address
     else:
         kwargs.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
@@ -50,6 +51,29 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
         yield ray
     finally:
         ray.shutdown()
+
+
+#: how long the cluster's GCS port may take to accept a connection
+CONNECT_TIMEOUT_S = 10.0
+
+
+def _check_reachable(address: str) -> None:
+    """Fail in seconds, with what to do, when nothing listens at a ``host:port`` address:
+    ``ray.init`` itself retries for minutes, printing its own logs. (``auto`` and
+    ``ray://`` client addresses are left to Ray.)"""
+    import socket
+
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise GraphlakeError(
+            f"no Ray cluster answers at {address} ({exc.strerror or exc}). Start one with "
+            "`ray start --head` (it prints the address), or leave --address out to run one "
+            "on this machine"
+        ) from exc
 
 
 def cluster_cpus(ray) -> int:
