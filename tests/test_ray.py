@@ -278,3 +278,14 @@ def test_an_address_where_no_cluster_answers_is_an_error_that_says_what_to_do(tm
     assert out.returncode == 1
     assert f"no Ray cluster answers at 127.0.0.1:{port}" in out.stderr
     assert "ray start --head" in out.stderr
+
+
+def test_ray_address_from_the_environment_is_the_cluster_used(tmp_path, monkeypatch):
+    """$RAY_ADDRESS names the cluster, as for ray.init: a private cluster is not started
+    beside it (here the address is dead, so the error names it)."""
+    from graphlake.errors import GraphlakeError
+
+    dead = f"127.0.0.1:{_free_port()}"
+    monkeypatch.setenv("RAY_ADDRESS", dead)
+    with pytest.raises(GraphlakeError, match=f"no Ray cluster answers at {dead}"):
+        ingest_path("hasbench", FIXTURES / "hasbench", tmp_path / "lake", engine="ray")

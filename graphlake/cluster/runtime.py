@@ -23,14 +23,15 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
     """The ``ray`` module, initialised for the duration of the block.
 
     ``address``: a running cluster's GCS address (``host:port``, or ``auto`` for the one
-    ``ray start`` left on this machine); None starts a private cluster of ``workers`` CPUs
-    (default: every core) for the block. A driver already attached (a notebook that called
-    ``ray.init``) is used as it is and left attached."""
+    ``ray start`` left on this machine; default ``$RAY_ADDRESS``); none starts a private
+    cluster of ``workers`` CPUs (default: every core) for the block. A driver already
+    attached (a notebook that called ``ray.init``) is used as it is and left attached."""
     ray = attempt_import("ray", "ray")
     if ray.is_initialized():
         yield ray
         return
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network calls from a CLI run
+    address = address or os.environ.get("RAY_ADDRESS") or None  # as ray.init reads it
     kwargs: dict = {"log_to_driver": False, "configure_logging": False}
     if address:
         _check_reachable(address)
@@ -45,7 +46,8 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
     except ConnectionError as exc:
         raise GraphlakeError(
             f"no Ray cluster answers at {address}: {exc}. Start one with `ray start --head` "
-            "(it prints the address), or leave --address out to run one on this machine"
+            "(it prints the address), or leave --address (and $RAY_ADDRESS) out to run one "
+            "on this machine"
         ) from exc
     try:
         yield ray
@@ -71,8 +73,8 @@ def _check_reachable(address: str) -> None:
     except OSError as exc:
         raise GraphlakeError(
             f"no Ray cluster answers at {address} ({exc.strerror or exc}). Start one with "
-            "`ray start --head` (it prints the address), or leave --address out to run one "
-            "on this machine"
+            "`ray start --head` (it prints the address), or leave --address (and "
+            "$RAY_ADDRESS) out to run one on this machine"
         ) from exc
 
 
