@@ -11,6 +11,7 @@ every table for ingest, and every column of the frame index, vectors included.
 from __future__ import annotations
 
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -34,6 +35,8 @@ pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 #: how long a node may take to start on a busy 2-core machine
 NODE_START_S = 180
+#: the clusters' token authentication (see :func:`cluster`)
+_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def _free_port() -> int:
@@ -80,15 +83,15 @@ def _stop(proc: subprocess.Popen) -> None:
 def cluster() -> Iterator[str]:
     """A head and a worker node on loopback; yields the address a driver attaches to.
 
-    Token authentication is set explicitly, with a token of this cluster's own, for the
-    nodes and for every driver this module runs (this process and the commands it starts):
-    left unset, Ray decides per process from whether ~/.ray/auth_token exists (which any
-    earlier ``ray.init()`` on the machine writes), and a worker node then fails to join."""
-    import secrets
-
-    auth = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
-    saved = {k: os.environ.get(k) for k in auth}
-    os.environ.update(auth)
+    Token authentication is set explicitly, with a token of this test process's own, for
+    the nodes and for every driver this module runs (this process and the commands it
+    starts): left unset, Ray decides per process from whether ~/.ray/auth_token exists
+    (which any earlier ``ray.init()`` on the machine writes), and a worker node then fails
+    to join. One token a process, not a cluster: Ray keeps the first token a process reads,
+    and the fixture runs twice in a process when pytest runs other modules' tests between
+    this module's (the README demo's tests run last)."""
+    saved = {k: os.environ.get(k) for k in _AUTH}
+    os.environ.update(_AUTH)
     temp = Path(tempfile.mkdtemp(prefix="glray-", dir="/tmp"))  # socket paths must be short
     port = _free_port()
     nodes = []
