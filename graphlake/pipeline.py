@@ -29,10 +29,10 @@ from graphlake.workers import worker_context
 #: costs more than it saves: the first pool of a process starts the forkserver, which imports
 #: graphlake, DuckDB and every reader again (about 0.3-0.5 s on 2 cores).
 PARALLEL_MIN_UNITS = 400
+PARALLEL_MIN_BYTES = 32 << 20
 
 #: where units are parsed: worker processes on this machine, or Ray tasks
 ENGINES = ("local", "ray")
-PARALLEL_MIN_BYTES = 32 << 20
 
 
 def default_workers(units: list[SourceUnit]) -> int:

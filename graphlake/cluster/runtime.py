@@ -44,11 +44,7 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
             warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
             ray.init(**kwargs)
     except ConnectionError as exc:
-        raise GraphlakeError(
-            f"no Ray cluster answers at {address}: {exc}. Start one with `ray start --head` "
-            "(it prints the address), or leave --address (and $RAY_ADDRESS) out to run one "
-            "on this machine"
-        ) from exc
+        raise _unreachable(address, str(exc)) from exc
     try:
         yield ray
     finally:
@@ -71,11 +67,15 @@ def _check_reachable(address: str) -> None:
     try:
         socket.create_connection((host or "127.0.0.1", int(port)), CONNECT_TIMEOUT_S).close()
     except OSError as exc:
-        raise GraphlakeError(
-            f"no Ray cluster answers at {address} ({exc.strerror or exc}). Start one with "
-            "`ray start --head` (it prints the address), or leave --address (and "
-            "$RAY_ADDRESS) out to run one on this machine"
-        ) from exc
+        raise _unreachable(address, exc.strerror or str(exc)) from exc
+
+
+def _unreachable(address: str | None, why: str) -> GraphlakeError:
+    return GraphlakeError(
+        f"no Ray cluster answers at {address} ({why}). Start one with `ray start --head` (it "
+        "prints the address), or leave --address (and $RAY_ADDRESS) out to run one on this "
+        "machine"
+    )
 
 
 def cluster_cpus(ray) -> int:

@@ -138,9 +138,6 @@ class FrameReader:
             ),
         )
 
-    def encode_texts(self, texts: list[str]) -> np.ndarray:
-        return text_embedder(self.text_model).encode(texts)
-
 
 class WorkflowClock:
     """The workflow state of one session at any time: step, active nodes, who is acting."""
