@@ -51,7 +51,35 @@ rooted AS (
     FROM adoptions a
     LEFT JOIN roots r ON r.corpus = a.corpus AND r.session_id = a.session_id
          AND r.node = a.source_node
+),
+-- Most chains are one triple. Those skip the aggregation (its ordered and distinct lists cost
+-- most of the view): rows whose chain key hashes to a value no other row has are chains of
+-- one. A hash shared by two chains only sends their rows through the aggregation as well.
+hashed AS (
+    SELECT *, hash(corpus, session_id, chain_root, source_node IS NULL) AS chain_hash
+    FROM rooted
+),
+sized AS (
+    SELECT h.*, c.rows_with_hash
+    FROM hashed h
+    JOIN (SELECT chain_hash, count(*) AS rows_with_hash FROM hashed GROUP BY chain_hash) c
+      ON c.chain_hash = h.chain_hash
 )
+SELECT corpus, session_id, chain_root, source_node IS NULL AS rooted_at_ai,
+       1::INTEGER AS chain_length,
+       [label] AS labels,
+       -- arg_max skips a row whose ordering time is NULL
+       CASE WHEN response_t_start IS NOT NULL THEN label END AS final_label,
+       [response_step] AS response_steps,
+       [ai_node] AS ai_nodes,
+       (ai_node IS NOT NULL)::INTEGER AS n_ai_outputs,
+       (source_node IS NOT NULL)::INTEGER AS n_requests,
+       coalesce(source_t_start, ai_t_start) AS t_start,
+       response_t_end AS t_end,
+       response_t_end - coalesce(source_t_start, ai_t_start) AS span_s,
+       cross_step AS crosses_steps
+FROM sized WHERE rows_with_hash = 1
+UNION ALL
 SELECT corpus, session_id, chain_root,
        source_node IS NULL AS rooted_at_ai,
        count(*)::INTEGER AS chain_length,
@@ -65,5 +93,5 @@ SELECT corpus, session_id, chain_root,
        max(response_t_end) AS t_end,
        max(response_t_end) - min(coalesce(source_t_start, ai_t_start)) AS span_s,
        bool_or(cross_step) AS crosses_steps
-FROM rooted
+FROM sized WHERE rows_with_hash > 1
 GROUP BY corpus, session_id, chain_root, source_node IS NULL

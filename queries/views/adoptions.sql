@@ -1,48 +1,63 @@
 -- view: adoptions
 -- description: one adopt/modify/reject triple with the three nodes' steps and resolved occurrence times
-WITH a AS (
+-- The plan is written for the size of the join, not only for its meaning: sessions get an
+-- integer key first, so the large joins match (integer, short node id) rather than three
+-- strings, and the three ends of a triple are joined back one role at a time instead of
+-- regrouped (a GROUP BY of every end by annotation cost more than the joins themselves).
+WITH a0 AS (
     SELECT corpus, session_id, annotation_id, source_node, ai_node, response_node, label,
            source_seq, ai_seq, response_seq
     FROM annotations WHERE kind = 'adoption'
 ),
+-- one integer per session that has triples (ordered, so every engine numbers alike)
+session_keys AS (
+    SELECT corpus, session_id, row_number() OVER (ORDER BY corpus, session_id) AS sk
+    FROM (SELECT DISTINCT corpus, session_id FROM a0) s
+),
+a AS (
+    SELECT a0.*, k.sk
+    FROM a0 JOIN session_keys k ON k.corpus = a0.corpus AND k.session_id = a0.session_id
+),
 -- the three ends of every triple as rows, so nodes and occurrences are each joined once
--- (one row per end and role, so max() below just picks it)
 ends AS (
-    SELECT corpus, session_id, annotation_id, 0 AS role, source_node AS node_id,
-           source_seq AS seq FROM a WHERE source_node IS NOT NULL
+    SELECT sk, annotation_id, 0 AS role, source_node AS node_id, source_seq AS seq
+    FROM a WHERE source_node IS NOT NULL
     UNION ALL
-    SELECT corpus, session_id, annotation_id, 1, ai_node, ai_seq FROM a
+    SELECT sk, annotation_id, 1, ai_node, ai_seq FROM a
     UNION ALL
-    SELECT corpus, session_id, annotation_id, 2, response_node, response_seq FROM a
+    SELECT sk, annotation_id, 2, response_node, response_seq FROM a
     WHERE response_node IS NOT NULL
 ),
+keyed_nodes AS (
+    SELECT k.sk, n.node_id, n.step_id, n.actor, n.t_start, n.t_end
+    FROM nodes n JOIN session_keys k ON k.corpus = n.corpus AND k.session_id = n.session_id
+),
+keyed_occurrences AS (
+    SELECT k.sk, o.node_id, o.seq, o.t_start, o.t_end
+    FROM node_occurrences o
+    JOIN session_keys k ON k.corpus = o.corpus AND k.session_id = o.session_id
+),
+-- an end's step and actor from its node; its times from the occurrence it names, else the node's
 resolved AS (
-    SELECT e.corpus, e.session_id, e.annotation_id, e.role, n.step_id, n.actor,
+    SELECT e.sk, e.annotation_id, e.role, n.step_id, n.actor,
            coalesce(o.t_start, n.t_start) AS t_start, coalesce(o.t_end, n.t_end) AS t_end
     FROM ends e
-    LEFT JOIN nodes n ON n.corpus = e.corpus AND n.session_id = e.session_id
-         AND n.node_id = e.node_id
-    LEFT JOIN node_occurrences o ON o.corpus = e.corpus AND o.session_id = e.session_id
-         AND o.node_id = e.node_id AND o.seq = e.seq
+    LEFT JOIN keyed_nodes n ON n.sk = e.sk AND n.node_id = e.node_id
+    LEFT JOIN keyed_occurrences o ON o.sk = e.sk AND o.node_id = e.node_id AND o.seq = e.seq
 ),
-per_annotation AS (
-    SELECT corpus, session_id, annotation_id,
-           max(actor) FILTER (WHERE role = 1) AS ai_actor,
-           max(step_id) FILTER (WHERE role = 0) AS source_step,
-           max(step_id) FILTER (WHERE role = 1) AS ai_step,
-           max(step_id) FILTER (WHERE role = 2) AS response_step,
-           max(t_start) FILTER (WHERE role = 0) AS source_t_start,
-           max(t_end) FILTER (WHERE role = 0) AS source_t_end,
-           max(t_start) FILTER (WHERE role = 1) AS ai_t_start,
-           max(t_end) FILTER (WHERE role = 1) AS ai_t_end,
-           max(t_start) FILTER (WHERE role = 2) AS response_t_start,
-           max(t_end) FILTER (WHERE role = 2) AS response_t_end
-    FROM resolved GROUP BY corpus, session_id, annotation_id
-)
+-- (annotation, role) is unique in ends, and node and occurrence keys in their tables, so each
+-- join below finds at most one row
+src AS (SELECT * FROM resolved WHERE role = 0),
+ai AS (SELECT * FROM resolved WHERE role = 1),
+resp AS (SELECT * FROM resolved WHERE role = 2)
 SELECT a.corpus, a.session_id, a.annotation_id, a.source_node, a.ai_node, a.response_node,
-       a.label, p.ai_actor, p.source_step, p.ai_step, p.response_step,
-       p.source_t_start, p.source_t_end, p.ai_t_start, p.ai_t_end,
-       p.response_t_start, p.response_t_end,
-       p.ai_step IS DISTINCT FROM p.response_step AS cross_step
-FROM a JOIN per_annotation p ON p.corpus = a.corpus AND p.session_id = a.session_id
-     AND p.annotation_id = a.annotation_id
+       a.label, ai.actor AS ai_actor, src.step_id AS source_step, ai.step_id AS ai_step,
+       resp.step_id AS response_step,
+       src.t_start AS source_t_start, src.t_end AS source_t_end,
+       ai.t_start AS ai_t_start, ai.t_end AS ai_t_end,
+       resp.t_start AS response_t_start, resp.t_end AS response_t_end,
+       ai.step_id IS DISTINCT FROM resp.step_id AS cross_step
+FROM a
+LEFT JOIN src ON src.sk = a.sk AND src.annotation_id = a.annotation_id
+LEFT JOIN ai ON ai.sk = a.sk AND ai.annotation_id = a.annotation_id
+LEFT JOIN resp ON resp.sk = a.sk AND resp.annotation_id = a.annotation_id
