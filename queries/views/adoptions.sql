@@ -4,19 +4,18 @@
 -- integer key first, so the large joins match (integer, short node id) rather than three
 -- strings, and the three ends of a triple are joined back one role at a time instead of
 -- regrouped (a GROUP BY of every end by annotation cost more than the joins themselves).
-WITH a0 AS (
-    SELECT corpus, session_id, annotation_id, source_node, ai_node, response_node, label,
-           source_seq, ai_seq, response_seq
-    FROM annotations WHERE kind = 'adoption'
-),
+WITH
 -- one integer per session that has triples (ordered, so every engine numbers alike)
 session_keys AS (
     SELECT corpus, session_id, row_number() OVER (ORDER BY corpus, session_id) AS sk
-    FROM (SELECT DISTINCT corpus, session_id FROM a0) s
+    FROM (SELECT DISTINCT corpus, session_id FROM annotations WHERE kind = 'adoption') s
 ),
 a AS (
-    SELECT a0.*, k.sk
-    FROM a0 JOIN session_keys k ON k.corpus = a0.corpus AND k.session_id = a0.session_id
+    SELECT a0.corpus, a0.session_id, a0.annotation_id, a0.source_node, a0.ai_node,
+           a0.response_node, a0.label, a0.source_seq, a0.ai_seq, a0.response_seq, k.sk
+    FROM annotations a0
+    JOIN session_keys k ON k.corpus = a0.corpus AND k.session_id = a0.session_id
+    WHERE a0.kind = 'adoption'
 ),
 -- the three ends of every triple as rows, so nodes and occurrences are each joined once
 ends AS (
