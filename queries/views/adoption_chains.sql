@@ -5,11 +5,17 @@
 -- who modifies an AI output and prompts again from there refines the same chain). Triples
 -- without a request form chains rooted at their AI node. When a response-turned-request
 -- descends from several starts, it joins the chain of the least start node id.
-WITH RECURSIVE links AS (
+WITH RECURSIVE triples AS (
+    -- the triples' own ends, read from annotations: adoptions (one row per triple) is then
+    -- named once, so a query that needs few of its columns computes only those
+    SELECT corpus, session_id, source_node, response_node
+    FROM annotations WHERE kind = 'adoption'
+),
+links AS (
     -- the request `node` was a response in a triple whose request is `parent`
     SELECT DISTINCT c.corpus, c.session_id, c.source_node AS node, p.source_node AS parent
-    FROM adoptions c
-    JOIN adoptions p ON p.corpus = c.corpus AND p.session_id = c.session_id
+    FROM triples c
+    JOIN triples p ON p.corpus = c.corpus AND p.session_id = c.session_id
          AND p.response_node = c.source_node
     WHERE p.source_node IS NOT NULL AND p.source_node <> c.source_node
 ),
