@@ -93,30 +93,6 @@ def test_a_query_reads_the_current_table_not_the_sql(tmp_path):
     assert "TAMPERED" not in labels and labels
 
 
-def _view_sql(lake: Lake, name: str) -> str:
-    cat = open_catalog(lake)
-    try:
-        (body,) = cat.con.execute(
-            "SELECT sql FROM duckdb_views() WHERE view_name = $n", {"n": name}
-        ).fetchone()
-        return body
-    finally:
-        cat.close()
-
-
-def test_a_computed_view_computes_the_views_it_reads_once(tmp_path):
-    """adoption_chains names adoptions three times: when both are computed (not refreshed
-    yet), adoptions must be a CTE of the chains' view, computed once per query, not a view
-    name expanded three times (at 100,000 sessions: 4.6 s against 11.0 s)."""
-    lake = Lake(tmp_path / "lake")
-    ingest_path("kolab", HAND, lake)
-    assert current_files(lake, "adoptions", lake.snapshot()) is None
-    assert _view_sql(lake, "adoption_chains").count("adoptions AS (") == 1
-    assert_matches_view(lake, current=False)
-    refresh(lake)
-    assert "adoptions AS (" not in _view_sql(lake, "adoption_chains")  # the kept table
-
-
 def test_demo_lake_keeps_each_view_as_a_table_equal_to_its_sql(demo_lake):
     lake = Lake(demo_lake)
     snap = lake.snapshot()

@@ -22,7 +22,7 @@ from graphlake.schema.duckdb_views import (  # noqa: F401 - re-exported for call
     derived_schema,
     files_select,
 )
-from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED, standalone_sql
+from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED
 
 
 @dataclass
@@ -75,17 +75,14 @@ def open_catalog(
     cat.files = [f for fs in files.values() for f in fs]
     cat.columns.update(create_table_views(con, files))
     create_macros(con)
-    computed: set[str] = set()
-    for name in DERIVED_VIEWS:
+    for name, (sql, _doc) in DERIVED_VIEWS.items():
         kept = current_files(lake, name, snap) if name in MATERIALIZED else None
         if kept is not None:
             # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
             body = files_select(kept, derived_schema(name))
             cat.files += kept
-        else:  # computed from the canonical tables (older lake versions, other definitions);
-            # the computed views it reads as CTEs, each computed once per statement
-            body = standalone_sql(name, inline=computed)
-            computed.add(name)
+        else:  # computed from the canonical tables (older lake versions, other definitions)
+            body = sql
         con.execute(f"CREATE VIEW {name} AS {body}")
         cat.columns[name] = [d[0] for d in con.execute(f"SELECT * FROM {name} LIMIT 0").description]
     return cat

@@ -70,14 +70,9 @@ def reads(name: str) -> frozenset[str]:
     return frozenset(direct.union(*map(reads, direct)))
 
 
-def standalone_sql(name: str, inline: frozenset[str] | set[str] | None = None) -> str:
+def standalone_sql(name: str) -> str:
     """The view's SQL with every derived view it reads inlined as a CTE, so it reads only the
-    canonical tables: the view computed from scratch, whatever the lake has materialized.
-
-    ``inline``: only these of the views it reads (the others stay names). A CTE is computed
-    once per statement, where a view named three times (adoption_chains names adoptions
-    three times) is computed three times."""
-    wanted = reads(name) if inline is None else reads(name) & set(inline)
-    ctes = [f"{dep} AS ({DERIVED_VIEWS[dep][0]}\n)" for dep in VIEW_ORDER if dep in wanted]
+    canonical tables: the view computed from scratch, whatever the lake has materialized."""
+    ctes = [f"{dep} AS ({DERIVED_VIEWS[dep][0]}\n)" for dep in VIEW_ORDER if dep in reads(name)]
     with_ = f"WITH {', '.join(ctes)}\n" if ctes else ""
     return f"{with_}SELECT * FROM ({DERIVED_VIEWS[name][0]}\n)"
