@@ -11,7 +11,6 @@ every table for ingest, and every column of the frame index, vectors included.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
 import socket
@@ -35,8 +34,6 @@ pytestmark = [pytest.mark.ray, pytest.mark.xdist_group("ray")]
 
 #: how long a node may take to start on a busy 2-core machine
 NODE_START_S = 180
-#: the clusters' token authentication (see :func:`cluster`)
-_AUTH = {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
 
 
 def _free_port() -> int:
@@ -81,17 +78,8 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
-    """A head and a worker node on loopback; yields the address a driver attaches to.
-
-    Token authentication is set explicitly, with a token of this test process's own, for
-    the nodes and for every driver this module runs (this process and the commands it
-    starts): left unset, Ray decides per process from whether ~/.ray/auth_token exists
-    (which any earlier ``ray.init()`` on the machine writes), and a worker node then fails
-    to join. One token a process, not a cluster: Ray keeps the first token a process reads,
-    and the fixture runs twice in a process when pytest runs other modules' tests between
-    this module's (the README demo's tests run last)."""
-    saved = {k: os.environ.get(k) for k in _AUTH}
-    os.environ.update(_AUTH)
+    """A head and a worker node on loopback, with the test process's token (set in
+    conftest.py); yields the address a driver attaches to."""
     temp = Path(tempfile.mkdtemp(prefix="glray-", dir="/tmp"))  # socket paths must be short
     port = _free_port()
     nodes = []
@@ -113,11 +101,6 @@ def cluster() -> Iterator[str]:
         for proc in reversed(nodes):
             _stop(proc)
         shutil.rmtree(temp, ignore_errors=True)
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _fixture_corpora(tmp: Path) -> dict[str, tuple[str, Path]]:
