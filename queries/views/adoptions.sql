@@ -5,7 +5,8 @@
 -- strings, and the three ends of a triple are joined back one role at a time instead of
 -- regrouped (a GROUP BY of every end by annotation cost more than the joins themselves).
 WITH
--- one integer per session that has triples (ordered, so every engine numbers alike)
+-- one integer per session that has triples (any numbering does; the window is ordered
+-- because Spark numbers rows only in an ordered window)
 session_keys AS (
     SELECT corpus, session_id, row_number() OVER (ORDER BY corpus, session_id) AS sk
     FROM (SELECT DISTINCT corpus, session_id FROM annotations WHERE kind = 'adoption') s
