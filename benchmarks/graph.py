@@ -34,15 +34,17 @@ lake; the baselines' is reading the lake's rows (exported to Parquet) into panda
 Kuzu. The lake, the export and the Kuzu database are kept in the scratch folder and reused
 while the corpus and the code that builds them are unchanged (their load times as measured
 when built). Like for like: every engine answers with the same shape (the row count and the
-sum of one column), on a connection opened once (``graphlake.connect``, as Kuzu's), and is
-timed as the median of ``--rounds`` (3) interleaved rounds; before the rounds, graphlake's
-SQL, the hand SQL and the query-time SQL must give exactly the same rows (row hashes).
+sum of one column), on a connection opened once (``graphlake.connect``, as Kuzu's), each
+engine in a process of its own (spawned, holding only what that engine loaded), and is timed
+as the median of ``--rounds`` (3) interleaved rounds; before the rounds, graphlake's SQL, the
+hand SQL and the query-time SQL must give exactly the same rows (row hashes).
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import inspect
 import json
 import os
 import platform
@@ -442,17 +444,19 @@ def run_kuzu(con, cypher: str) -> tuple[float | None, tuple | None]:
 
 def _code_digest() -> str:
     """What the lake, the export and the Kuzu database are built by: the readers, the lake's
-    writer and views, and this benchmark. A cached build is reused only while it matches."""
+    writer and views, and this benchmark's build functions (not its timing code, so a change
+    to how the rounds run reuses the build). A cached build is reused only while it matches."""
     files = [
         *sorted((ROOT / "ingest").glob("*.py")),
         *sorted((ROOT / "graphlake" / "lake").glob("*.py")),
         *sorted((ROOT / "graphlake" / "schema").glob("*.py")),
         *sorted((ROOT / "queries").rglob("*.sql")),
-        Path(__file__),
     ]
     h = hashlib.blake2b(digest_size=12)
     for f in files:
         h.update(f.read_bytes())
+    for build in (build_lake, export_tables, load_kuzu):
+        h.update(inspect.getsource(build).encode())
     return h.hexdigest()
 
 
@@ -492,28 +496,98 @@ def build_lake(work: Path, sessions: int, digest: str) -> tuple[Lake, dict]:
     return lake, {**loads, "cached": False}
 
 
-def baseline_loads(lake: Lake, work: Path, sessions: int, loads: dict, digest: str):
-    """The rows exported for the baselines, read into pandas, and the Kuzu database: the
-    export and the database reused with a reused lake (their load times as measured when
-    built); the pandas read is timed every run."""
+def baseline_loads(lake: Lake, work: Path, sessions: int, loads: dict, digest: str) -> dict:
+    """The rows exported for the baselines and the Kuzu database, built, or reused with a
+    reused lake (their load times as measured when built). The database is closed again:
+    Kuzu's engine process opens it."""
     export_dir = work / f"export-graph-{sessions}"
     kuzu_dir = work / f"kuzu-db-{sessions}"
     marker = work / f"kuzu-db-{sessions}.json"
     built = _cached(marker, digest) if loads["cached"] else None
     if built is None or not kuzu_dir.exists():
         _o, export_secs, _p = timed(export_tables, lake, export_dir)
-        (_db, con), kuzu_secs, _p = timed(load_kuzu, export_dir, kuzu_dir)
+        (db, con), kuzu_secs, _p = timed(load_kuzu, export_dir, kuzu_dir)
+        con.close()
+        db.close()
         built = {"digest": digest, "export": export_secs, "kuzu": kuzu_secs}
         marker.write_text(json.dumps(built))
     else:
-        import kuzu
-
         print(f"reusing {kuzu_dir} and {export_dir}", flush=True)
-        _db = kuzu.Database(str(kuzu_dir), buffer_pool_size=QUERY_MEMORY_GIB << 30)
-        con = kuzu.Connection(_db)
-        con.set_query_timeout(KUZU_TIMEOUT_S * 1000)
-    tables, pandas_secs, _p = timed(load_pandas, export_dir)
-    return (_db, con), tables, {**built, "pandas": pandas_secs}
+    return {**built, "export_dir": str(export_dir), "kuzu_dir": str(kuzu_dir)}
+
+
+# ------------------------------------------------------------------------------ engines
+# Each engine runs in a process of its own, holding only what it loaded: graphlake's DuckDB
+# connection (the materialized, query-time and hand SQL, as one notebook holds them), the
+# pandas tables of the networkx baseline, and Kuzu's database with its buffer pool. No engine
+# then runs in a heap another engine filled, and each one's memory is its own to keep.
+
+
+def _open_engine(kind: str, where: dict):
+    """(ask, load seconds) for one engine: ask(form, name) -> (seconds, answer)."""
+    if kind == "duckdb":
+        # like for like: graphlake's queries get the memory Kuzu's buffer pool has
+        os.environ["GRAPHLAKE_MEMORY_LIMIT"] = f"{QUERY_MEMORY_GIB}GiB"
+        t0 = time.perf_counter()
+        gl = graphlake.connect(where["lake"], max_rows=0, timeout_s=0)
+        gl.sql("SELECT 1")  # the catalog opens on first use
+        forms = {"graphlake": GRAPHLAKE, "live": LIVE, "hand": HAND}
+        secs = time.perf_counter() - t0
+        return (lambda form, name: run_duckdb(gl, forms[form][name], name)), secs
+    if kind == "networkx":
+        tables, secs, _peak = timed(load_pandas, Path(where["export_dir"]))
+        return (lambda _form, name: _timed_answer(NETWORKX[name], tables)), secs
+    import kuzu
+
+    t0 = time.perf_counter()
+    db = kuzu.Database(where["kuzu_dir"], buffer_pool_size=QUERY_MEMORY_GIB << 30)
+    con = kuzu.Connection(db)
+    con.set_query_timeout(KUZU_TIMEOUT_S * 1000)
+    secs = time.perf_counter() - t0
+    return (lambda _form, name: run_kuzu(con, KUZU[name])), secs
+
+
+def _engine_loop(kind: str, where: dict, pipe) -> None:
+    """An engine's process: open once, then answer (form, name) until sent None."""
+    try:
+        ask, secs = _open_engine(kind, where)
+        pipe.send(("ready", secs))
+        while (msg := pipe.recv()) is not None:
+            pipe.send(("ok", ask(*msg)))
+    except Exception:  # the driver raises it, with this traceback
+        import traceback
+
+        pipe.send(("error", traceback.format_exc()))
+
+
+class Engine:
+    """One engine's process, spawned so that it inherits none of the driver's state."""
+
+    def __init__(self, kind: str, where: dict):
+        import multiprocessing as mp
+
+        ctx = mp.get_context("spawn")
+        self.kind, (self._pipe, child) = kind, ctx.Pipe()
+        self._proc = ctx.Process(target=_engine_loop, args=(kind, where, child), daemon=True)
+        self._proc.start()
+        self.load_secs = self._reply()
+
+    def _reply(self):
+        # a Kuzu query stops itself at its timeout; this bounds a process that hangs
+        if not self._pipe.poll(KUZU_TIMEOUT_S * 2):
+            raise RuntimeError(f"the {self.kind} engine's process did not answer")
+        status, value = self._pipe.recv()
+        if status == "error":
+            raise RuntimeError(f"the {self.kind} engine's process failed:\n{value}")
+        return value
+
+    def ask(self, form: str, name: str) -> tuple[float | None, tuple | None]:
+        self._pipe.send((form, name))
+        return self._reply()
+
+    def close(self) -> None:
+        self._pipe.send(None)
+        self._proc.join(timeout=60)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -542,10 +616,7 @@ def main(argv: list[str] | None = None) -> int:
         f"{loads['derived']:.1f} s){' (cached)' if loads['cached'] else ''}",
         flush=True,
     )
-    (_db, con), tables, base_loads = baseline_loads(lake, args.work, sessions, loads, digest)
-    print(
-        f"loads: pandas {base_loads['pandas']:.1f} s, kuzu {base_loads['kuzu']:.1f} s", flush=True
-    )
+    base_loads = baseline_loads(lake, args.work, sessions, loads, digest)
 
     only = [x.strip() for x in args.only.split(",")] if args.only else []
     names = [q for q in GRAPHLAKE if not only or any(x in q for x in only)]
@@ -553,18 +624,20 @@ def main(argv: list[str] | None = None) -> int:
         assert same_rows(lake, GRAPHLAKE[name], HAND[name], name), (name, "hand SQL")
         if name in LIVE:
             assert same_rows(lake, GRAPHLAKE[name], LIVE[name], name), (name, "query time")
-    t0 = time.perf_counter()
-    # like for like: graphlake's queries get the memory Kuzu's buffer pool has
-    os.environ["GRAPHLAKE_MEMORY_LIMIT"] = f"{QUERY_MEMORY_GIB}GiB"
-    gl = graphlake.connect(lake.root, max_rows=0, timeout_s=0)
-    gl.sql("SELECT 1")  # the catalog opens on first use
-    base_loads["catalog"] = time.perf_counter() - t0
-    engines = {
-        "graphlake": lambda name: run_duckdb(gl, GRAPHLAKE[name], name),
-        "live": lambda name: run_duckdb(gl, LIVE[name], name) if name in LIVE else (0.0, None),
-        "hand": lambda name: run_duckdb(gl, HAND[name], name),
-        "networkx": lambda name: _timed_answer(NETWORKX[name], tables),
-        "kuzu": lambda name: run_kuzu(con, KUZU[name]),
+    where = {"lake": str(lake.root), **base_loads}
+    procs = {kind: Engine(kind, where) for kind in ("duckdb", "networkx", "kuzu")}
+    base_loads["catalog"] = procs["duckdb"].load_secs
+    base_loads["pandas"] = procs["networkx"].load_secs
+    print(
+        "engines ready: " + ", ".join(f"{k} {e.load_secs:.1f} s" for k, e in procs.items()),
+        flush=True,
+    )
+    engines = {  # each engine's process and the form it is asked in, in round order
+        "graphlake": (procs["duckdb"], "graphlake"),
+        "live": (procs["duckdb"], "live"),
+        "hand": (procs["duckdb"], "hand"),
+        "networkx": (procs["networkx"], ""),
+        "kuzu": (procs["kuzu"], ""),
     }
     times: dict[tuple[str, str], list[float | None]] = {}
     answers: dict[str, tuple] = {}
@@ -573,7 +646,8 @@ def main(argv: list[str] | None = None) -> int:
             for engine, run in engines.items():
                 if engine == "live" and name not in LIVE:
                     continue
-                secs, ans = run(name)
+                proc, form = run
+                secs, ans = proc.ask(form, name)
                 times.setdefault((name, engine), []).append(secs)
                 if ans is None:
                     continue
@@ -589,6 +663,9 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 flush=True,
             )
+
+    for proc in procs.values():
+        proc.close()
 
     def med(name: str, engine: str) -> float | None:
         got = times.get((name, engine)) or [None]
@@ -689,8 +766,10 @@ def report(rows, sessions, loads, base_loads, rounds, quick, only=None) -> str:
         "",
         f"Every engine: median of {rounds} interleaved rounds (a round asks each engine each "
         "question in turn), the same answer shape from each (the row count and the sum of "
-        "one column), each on a connection opened once before the rounds, as Kuzu's is "
-        "(`graphlake.connect`; the catalog's opening is above). Before the timed rounds, "
+        "one column), each in a process of its own that holds only its own state and a "
+        "connection opened once before the rounds (`graphlake.connect`, whose catalog's "
+        "opening is above; the materialized, query-time and hand SQL share that DuckDB "
+        "connection, as one notebook would). Before the timed rounds, "
         "graphlake's SQL, the hand SQL and the query-time SQL were checked to give exactly "
         "the same rows (row hashes), and every engine's count and sum had to agree. "
         f"Memory for queries: {QUERY_MEMORY_GIB} GiB each (Kuzu's buffer pool; graphlake's "
