@@ -643,10 +643,9 @@ def main(argv: list[str] | None = None) -> int:
     answers: dict[str, tuple] = {}
     for r in range(args.rounds):  # interleaved: each round asks every engine every question
         for name in names:
-            for engine, run in engines.items():
+            for engine, (proc, form) in engines.items():
                 if engine == "live" and name not in LIVE:
                     continue
-                proc, form = run
                 secs, ans = proc.ask(form, name)
                 times.setdefault((name, engine), []).append(secs)
                 if ans is None:
