@@ -156,12 +156,25 @@ def ingest(
     corpus: Annotated[
         str,
         typer.Argument(
-            help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench, almanac, or traces "
+            help="Ingestor: kolab, tau2, coauthor, maptask, marble, hasbench, almanac, traces "
             "(agent traces, sniffed per file; otel, langfuse, inspect, sweagent or openhands "
-            "forces one)."
+            "forces one), a shipped mapping (chatarena, agentbench, taubench, minisweagent, "
+            "openhands_eval, harbor_atif; `graphlake mapping list`), or auto: each file's "
+            "ingestor picked from its structure. With --mapping, PATH alone."
         ),
     ],
-    path: Annotated[Path, typer.Argument(help="File or folder to ingest.")],
+    path: Annotated[Path | None, typer.Argument(help="File or folder to ingest.")] = None,
+    mapping: Annotated[
+        Path | None,
+        typer.Option(
+            "--mapping",
+            "-m",
+            help="Read PATH with this mapping file (docs/mappings.md): "
+            "`graphlake ingest --mapping mylab.yaml ./logs`.",
+            exists=True,
+            dir_okay=False,
+        ),
+    ] = None,
     lake: LakeOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
     no_refresh: Annotated[
@@ -208,6 +221,10 @@ def ingest(
     --engine ray parses the files in Ray tasks (the ray extra), on the cluster at --address
     or on one started here; the lake version it commits is the one a local ingest commits.
 
+    `graphlake ingest auto PATH` picks, per file, the built-in ingestor or mapping whose
+    detector matches its structure, says which, and ingests each group; a file nothing
+    matches is one reject saying what was tried.
+
     Example: graphlake ingest kolab ./recordings --engine ray --address 10.0.0.5:6379
     """
     if path.is_dir() and engine == "local":  # many files, likely: the forkserver starts now
@@ -217,6 +234,15 @@ def ingest(
     from graphlake import ingest as ingestors
     from graphlake.errors import UnknownCorpusError
 
+    if mapping is not None:
+        if path is not None:
+            usage_error("with --mapping, give PATH alone: graphlake ingest --mapping FILE PATH")
+        path, corpus = Path(corpus), _use_mapping(mapping)
+    elif path is None:
+        usage_error(f"give the PATH to ingest: graphlake ingest {corpus} PATH")
+    if corpus == "auto":
+        ingest_auto(path, _lake(lake), quiet=quiet, refresh=not no_refresh, force=force)
+        return
     try:
         ingestors.get(corpus)
     except UnknownCorpusError as exc:  # a wrong name is a usage mistake: exit 2, with usage
@@ -225,6 +251,44 @@ def ingest(
         corpus, path, _lake(lake), quiet=quiet, refresh=not no_refresh, prune=prune, force=force,
         parallel={"engine": engine, "address": address, "workers": workers},
     )  # fmt: skip
+
+
+def _use_mapping(mapping: Path) -> str:
+    from graphlake import ingest as ingestors
+    from graphlake.ingest.mapping import MappingError
+
+    try:
+        return ingestors.use_mapping(mapping)
+    except MappingError as exc:
+        err_console.print(str(exc), style="red", highlight=False)
+        raise typer.Exit(1) from None
+
+
+def ingest_auto(path: Path, lk, *, quiet: bool, refresh: bool, force: bool) -> None:
+    """``ingest auto``: every file's ingestor from its structure, each group ingested."""
+    from graphlake.ingest.auto import UNMATCHED, choose
+
+    if not path.exists():
+        raise FileNotFoundError(f"{path} does not exist; give a file or a folder")
+    choice = choose(path)
+    for name, files in sorted(choice.by_ingestor.items()):
+        err_console.print(f"auto: {len(files)} file(s) read as {name}", highlight=False)
+    if choice.unmatched:
+        err_console.print(
+            f"auto: {len(choice.unmatched)} file(s) match no ingestor (each becomes a reject); "
+            f"tried {'; '.join(choice.tried)}",
+            style="yellow",
+            highlight=False,
+        )
+    groups = sorted(choice.by_ingestor.items())
+    if choice.unmatched:
+        groups.append((UNMATCHED, choice.unmatched))
+    for name, files in groups:
+        ingest_and_report(name, path, lk, quiet=quiet, refresh=False, force=force, only=files)
+    if refresh and lk.exists():
+        rep = _refresh(lk)
+        if rep.snapshot is not None:
+            print_refresh_report(rep)
 
 
 def ingest_and_report(
@@ -237,10 +301,14 @@ def ingest_and_report(
     prune: bool = False,
     force: bool = False,
     parallel: dict | None = None,
+    only: list[Path] | None = None,
 ):
     """Ingest, print the report, refresh the materialized views; return (stats, snapshot).
-    ``parallel``: ``engine``, ``address`` and ``workers`` for :func:`ingest_path`."""
-    stats, snap = _run_ingest(corpus, path, lk, quiet, prune, force, parallel or {})
+    ``parallel``: ``engine``, ``address`` and ``workers`` for :func:`ingest_path`; ``only``:
+    just these files of ``path``."""
+    stats, snap = _run_ingest(
+        corpus, path, lk, quiet, prune, force, {**(parallel or {}), "only": only}
+    )
     print_ingest_report(corpus, stats, snap, lk)
     if refresh and lk.exists():
         # also when this run added nothing: it finishes a refresh a killed run left
@@ -1323,6 +1391,15 @@ def bench_score(
             for k, v in result.items()
         }
         _emit(pa.Table.from_pylist([flat]), fmt, output, False, 0)
+
+
+def _register_mapping() -> None:
+    from graphlake.cli_mapping import mapping_app
+
+    app.add_typer(mapping_app, name="mapping")
+
+
+_register_mapping()
 
 
 def _register_vision() -> None:

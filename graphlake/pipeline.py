@@ -148,8 +148,10 @@ def ingest_path(
     force: bool = False,
     engine: str = "local",
     address: str | None = None,
+    only: list[Path] | None = None,
 ) -> tuple[IngestStats, Snapshot | None]:
-    """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version.
+    """Ingest everything under ``path`` with the ``corpus`` ingestor as one lake version
+    (with ``only``, just the units of those files: what ``graphlake ingest auto`` picked).
 
     ``workers`` processes parse units in parallel (default: one per core for large inputs).
     ``engine="ray"`` parses them in Ray tasks instead (:mod:`graphlake.cluster.ingest`), on
@@ -170,7 +172,7 @@ def ingest_path(
     with _gc_paused():
         return _ingest(
             corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
-            prune=prune, force=force, engine=engine, address=address,
+            prune=prune, force=force, engine=engine, address=address, only=only,
         )  # fmt: skip
 
 
@@ -186,6 +188,7 @@ def _ingest(
     force: bool,
     engine: str = "local",
     address: str | None = None,
+    only: list[Path] | None = None,
 ) -> tuple[IngestStats, Snapshot | None]:
     """:func:`ingest_path`, with the cyclic GC paused by its caller."""
     if engine not in ENGINES:
@@ -195,6 +198,9 @@ def _ingest(
         path = Path(path).resolve()
     ingestor = ingest.get(corpus)
     units = ingestor.units(Path(path))
+    if only is not None:
+        chosen = {Path(p).resolve() for p in only}
+        units = [u for u in units if u.path.resolve() in chosen]
     data = [not is_non_data(u.path) for u in units]
     skipped = [u.path for u, d in zip(units, data, strict=True) if not d]  # README, LICENSE, ...
     units = [u for u, d in zip(units, data, strict=True) if d]
@@ -267,7 +273,7 @@ def _ingest(
                 for fut in as_completed(futures):
                     summaries.append(fut.result())
                     tick(futures[fut][-1], len(futures[fut]))
-        if not kept and not any(sum(s.accepted.values()) for s in summaries):
+        if only is None and not kept and not any(sum(s.accepted.values()) for s in summaries):
             guess = sniff(Path(path))
             if guess and guess != corpus:  # wrong ingestor: commit nothing, say which
                 rejected = sum(sum(s.rejected.values()) for s in summaries)
@@ -280,7 +286,7 @@ def _ingest(
             run.abort()  # a read unit claims a session of one not read: decide as a whole
             return ingest_path(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
-                prune=prune, force=True, engine=engine, address=address,
+                prune=prune, force=True, engine=engine, address=address, only=only,
             )  # fmt: skip
         # whether the files are still as before the parse, checked while the commit runs
         unchanged = hasher.submit(_unchanged_since, files, before)

@@ -57,6 +57,8 @@ def _looks_like(path: Path) -> str | None:
     if not isinstance(value, dict):
         return None
     keys = set(value)
+    if str(value.get("schema_version", "")).startswith("ATIF"):
+        return "harbor_atif"  # Harbor's trajectory format also has steps and session_id
     if "simulations" in keys or "simulation_index" in keys:
         return "tau2"
     if "steps" in keys and ("session_id" in keys or "title" in keys):

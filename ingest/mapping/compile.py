@@ -1,0 +1,444 @@
+"""A mapping compiled to DuckDB SQL: one statement per table block, built as sqlglot trees.
+
+The reader hands over one relation ``src`` (a row per record text: a JSON document, a JSON
+Lines line, a CSV or Parquet row as JSON) for a whole batch of files. The plan then runs,
+all in DuckDB:
+
+1. ``m_docs``: the valid records parsed once; ``m_bad``: the lines that are not JSON.
+2. ``m_recs``: the session records (``source.records`` unnested, or ``group_by`` groups).
+3. ``m_sessions``: the sessions block's columns; records without an id are rejected.
+4. one ``m_b<N>`` per block: its items (``from`` unnested level by level, with the
+   enclosing item as ``_parent``), filtered by ``where``, each column evaluated and cast to
+   its canonical type, ``attrs`` the item minus every field some expression reads.
+5. derived rows: ``sequence`` edges (the next node of each session), participants from the
+   events' actors, relative times from absolute ones, ``started_at``/``duration_s``.
+
+A value that does not convert (a time that does not parse, text where a number belongs) is a
+reject of its row whose reason names the mapping line of the column.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+from sqlglot import exp
+
+from graphlake.ingest.mapping.expressions import (
+    ExpressionError,
+    Refs,
+    compile_expression,
+    json_path,
+    sql,
+)
+from graphlake.ingest.mapping.spec import ID_COLUMN, Block, Located, Mapping, MappingError
+from graphlake.schema import TABLES
+
+_TIME_COLUMNS = frozenset({"t", "t_end", "t_start"})
+_EPOCH = {"epoch_s": 1.0, "epoch_ms": 1e3, "epoch_us": 1e6}
+_PREFIX = {"participants": "p", "steps": "s", "nodes": "n", "events": "e", "annotations": "a"}
+
+
+def _duck_type(t: pa.DataType) -> str | None:
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMPTZ"
+    if pa.types.is_floating(t):
+        return "DOUBLE"
+    if pa.types.is_int32(t):
+        return "INTEGER"
+    if pa.types.is_int64(t):
+        return "BIGINT"
+    if pa.types.is_boolean(t):
+        return "BOOLEAN"
+    if pa.types.is_list(t):
+        return "VARCHAR[]"
+    return None  # text
+
+
+def _lit(v) -> exp.Expression:
+    if v is None:
+        return exp.Null()
+    if isinstance(v, bool):
+        return exp.Boolean(this=v)
+    if isinstance(v, int | float):
+        return exp.Literal.number(v)
+    return exp.Literal.string(str(v))
+
+
+@dataclass
+class Column:
+    """One compiled column: its value, the raw text it came from (to tell NULL from a value
+    that did not convert) and the mapping line to blame."""
+
+    name: str
+    value: str
+    raw: str | None
+    line: int
+    what: str
+    absolute_time: bool = False
+
+
+@dataclass
+class CompiledBlock:
+    block: Block
+    number: int
+    select: str  # the block's rows, with _session_id, _unit, _ord, _item, _why
+    columns: list[Column] = field(default_factory=list)
+
+
+def _column(mapping: Mapping, table: str, name: str, loc: Located, refs: Refs) -> Column:
+    spec_type = TABLES[table].schema.field(name).type
+    value = loc.value
+    opts: dict = value if isinstance(value, dict) else {"expr": value}
+    try:
+        tree = compile_expression(opts["expr"], refs)
+    except ExpressionError as exc:
+        raise MappingError(f"{mapping.ref(loc.line)}: {table}.{name}: {exc}") from None
+    if "map" in opts:
+        case = exp.Case(this=tree)
+        for k, v in opts["map"].items():
+            case = case.when(_lit(k), _lit(v))
+        tree = case.else_(_lit(opts.get("default")))
+    elif "default" in opts:
+        tree = exp.func("coalesce", tree, _lit(opts["default"]))
+    text = sql(tree)
+    duck = _duck_type(spec_type)
+    fmt = opts.get("format")
+    what = f"{table}.{name} ({mapping.ref(loc.line)})"
+    if name in _TIME_COLUMNS and fmt:  # an absolute time, made relative to the session start
+        return Column(name, _timestamp(text, fmt), text, loc.line, what, absolute_time=True)
+    if duck == "TIMESTAMPTZ":
+        return Column(name, _timestamp(text, fmt or "iso"), text, loc.line, what)
+    if duck == "VARCHAR[]":
+        cast = f"(CASE WHEN json_valid(({text})::VARCHAR) THEN from_json(({text})::JSON, '[\"VARCHAR\"]') ELSE TRY_CAST(({text}) AS VARCHAR[]) END)"
+        return Column(name, cast, text, loc.line, what)
+    if duck is None:
+        return Column(name, f"(({text})::VARCHAR)", None, loc.line, what)
+    return Column(name, f"TRY_CAST(({text}) AS {duck})", text, loc.line, what)
+
+
+def _timestamp(text: str, fmt: str) -> str:
+    if fmt == "iso":
+        return f"TRY_CAST(({text})::VARCHAR AS TIMESTAMPTZ)"
+    if fmt in _EPOCH:
+        return f"to_timestamp(TRY_CAST(({text}) AS DOUBLE) / {_EPOCH[fmt]})"
+    return f"(try_strptime(({text})::VARCHAR, {sql(exp.Literal.string(fmt))}))::TIMESTAMPTZ"
+
+
+def _paths_of(block: Block) -> list[tuple[str, ...]]:
+    """Each ``from`` level as a key path (``$.a.b[*]`` -> ('a', 'b')); None for ``$rows``."""
+    out = []
+    for p in block.from_paths:
+        body = p[1:].removesuffix("[*]").strip(".")
+        out.append(tuple(k.strip('"') for k in body.split(".")) if body else ())
+    return out
+
+
+def _level_list(scope: str, path: str) -> str:
+    """The JSON list of items at ``path`` (one item when the path names a single value)."""
+    lit = sql(exp.Literal.string(path))
+    if path.endswith("[*]"):
+        return f"json_extract({scope}, {lit})"
+    return f"(CASE WHEN json_extract({scope}, {lit}) IS NULL THEN []::JSON[] ELSE [json_extract({scope}, {lit})] END)"
+
+
+def _patch(paths: set[tuple[str, ...]], arrays: set[tuple[str, ...]], scope: str) -> str:
+    """``scope`` minus the fields at ``paths`` (RFC 7396 merge patches with nulls: DuckDB's
+    json_merge_patch), and minus each list at ``arrays`` when it is a list."""
+    out = scope
+    plain = sorted(p for p in paths if p and p not in arrays)
+    if plain:
+        out = f"json_merge_patch({out}, {sql(exp.Literal.string(_null_patch(plain)))})"
+    for p in sorted(a for a in arrays if a):
+        patch = sql(exp.Literal.string(_null_patch([p])))
+        kind = sql(exp.Literal.string(json_path(p)))
+        out = f"(CASE WHEN json_type({scope}, {kind}) = 'ARRAY' THEN json_merge_patch({out}, {patch}) ELSE {out} END)"
+    return out
+
+
+def _null_patch(paths: list[tuple[str, ...]]) -> str:
+    import json
+
+    root: dict = {}
+    for p in paths:
+        node = root
+        for k in p[:-1]:
+            nxt = node.setdefault(k, {})
+            if nxt is None:  # a parent is dropped whole already
+                break
+            node = nxt
+        else:
+            node[p[-1]] = None
+    return json.dumps(root, sort_keys=True)
+
+
+@dataclass
+class Plan:
+    """The compiled statements of a mapping, run by :mod:`graphlake.ingest.mapping.run`."""
+
+    mapping: Mapping
+    setup: list[str]
+    sessions: CompiledBlock
+    blocks: list[CompiledBlock]
+    grouped: bool
+
+
+def _scope_refs(
+    mapping: Mapping, compiled: list[tuple[Block, Refs]]
+) -> dict[tuple, dict[str, set]]:
+    """For every item context (the session record, each ``from`` prefix): the field paths
+    read there, and the lists below it that blocks unnest (both leave its attrs)."""
+    read: dict[tuple, set] = {(): set()}
+    lists: dict[tuple, set] = {(): set()}
+    for block, refs in compiled:
+        levels = tuple(block.from_paths)
+        read.setdefault(levels, set()).update(refs.paths.get("_item", set()))
+        read[()].update(refs.paths.get("_record", set()))
+        if levels:
+            read.setdefault(levels[:-1], set()).update(refs.paths.get("_parent", set()))
+        paths = _paths_of(block)
+        for k in range(len(levels)):
+            if levels[k] == "$rows":
+                continue
+            lists.setdefault(levels[:k], set()).add(paths[k])
+    return {
+        k: {"read": read.get(k, set()), "lists": lists.get(k, set())}
+        for k in set(read) | set(lists)
+    }
+
+
+def compile_mapping(mapping: Mapping) -> Plan:
+    grouped = bool(mapping.source.get("group_by"))
+    all_blocks = [mapping.sessions, *mapping.blocks]
+    refs_of: list[tuple[Block, Refs]] = []
+    columns_of: list[list[Column]] = []
+    extras: list[dict[str, str]] = []
+    for block in all_blocks:
+        refs = Refs()
+        cols = [_column(mapping, block.table, n, loc, refs) for n, loc in block.columns.items()]
+        extra: dict[str, str] = {}
+        for key in ("where", "id", "src", "dst"):
+            loc = getattr(block, key)
+            if loc is None:
+                continue
+            try:
+                tree = compile_expression(
+                    loc.value["expr"] if isinstance(loc.value, dict) else loc.value, refs
+                )
+            except ExpressionError as exc:
+                raise MappingError(f"{mapping.ref(loc.line)}: {block.table}.{key}: {exc}") from None
+            extra[key] = sql(tree)
+        refs_of.append((block, refs))
+        columns_of.append(cols)
+        extras.append(extra)
+    scopes = _scope_refs(mapping, refs_of[1:] + [(mapping.sessions, refs_of[0][1])])
+
+    setup = _records_sql(mapping, grouped)
+    sessions = _sessions_block(mapping, columns_of[0], extras[0], scopes)
+    setup.append(f"CREATE OR REPLACE TEMP TABLE m_sessions AS {sessions.select}")
+    compiled = []
+    for n, (block, cols, extra) in enumerate(
+        zip(all_blocks[1:], columns_of[1:], extras[1:], strict=True), 1
+    ):
+        if block.table == "edges" and block.sequence:
+            compiled.append(CompiledBlock(block, n, "", []))
+            continue
+        if block.derive:
+            compiled.append(CompiledBlock(block, n, "", []))
+            continue
+        compiled.append(_items_block(mapping, block, n, cols, extra, scopes, grouped))
+    return Plan(mapping, setup, sessions, compiled, grouped)
+
+
+def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
+    fmt = mapping.source["format"]
+    records = mapping.source.get("records") or "$"
+    steps = [
+        "CREATE OR REPLACE TEMP TABLE m_docs AS SELECT _unit, _file, _stem, _line, _text::JSON AS _doc "
+        "FROM src WHERE json_valid(_text)",
+        "CREATE OR REPLACE TEMP TABLE m_bad AS SELECT _unit, _file, _line, _text FROM src "
+        "WHERE NOT json_valid(_text)",
+    ]
+    if grouped:
+        key = compile_expression(mapping.source["group_by"])
+        key_sql = sql(key).replace("_item", "_doc")
+        steps.append(
+            "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, any_value(_file) AS _file, "
+            "any_value(_stem) AS _stem, min(_line) AS _line, "
+            f"({key_sql})::VARCHAR AS _group, arg_min(_doc, _line) AS _record, "
+            "list(_doc ORDER BY _line) AS _rows, min(_line) AS _rec_index, 1 AS _n "
+            f"FROM m_docs GROUP BY _unit, ({key_sql})::VARCHAR"
+        )
+    elif fmt == "json" and records != "$":
+        lst = _level_list("_doc", records)
+        steps.append(
+            "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, _file, _stem, _line, "
+            "unnest(_l) AS _record, generate_subscripts(_l, 1) - 1 AS _rec_index, "
+            f"count(*) OVER (PARTITION BY _unit, _file) AS _n FROM (SELECT *, {lst} AS _l FROM m_docs)"
+        )
+        container = records.removesuffix("[*]")
+        kind = sql(exp.Literal.string(container))
+        steps.append(
+            "CREATE OR REPLACE TEMP TABLE m_norecs AS SELECT _unit, _file, _line, _doc FROM m_docs "
+            f"WHERE json_type(_doc, {kind}) IS DISTINCT FROM 'ARRAY'"
+            if records.endswith("[*]")
+            else "CREATE OR REPLACE TEMP TABLE m_norecs AS SELECT _unit, _file, _line, _doc FROM m_docs "
+            f"WHERE json_extract(_doc, {kind}) IS NULL"
+        )
+    else:
+        steps.append(
+            "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, _file, _stem, _line, _doc AS _record, "
+            f"{'0' if fmt == 'json' else '_line'} AS _rec_index, "
+            "count(*) OVER (PARTITION BY _unit, _file) AS _n FROM m_docs"
+        )
+    return steps
+
+
+def _checks(cols: list[Column]) -> str:
+    """The row's reject reason: every column whose value did not convert, with its line."""
+    parts = [
+        f"CASE WHEN ({c.raw}) IS NOT NULL AND ({c.value}) IS NULL THEN "
+        f"{sql(exp.Literal.string(c.what + ': '))} || left(({c.raw})::VARCHAR, 80) || "
+        f"{sql(exp.Literal.string(' does not convert to ' + ('a time' if 'TIMESTAMP' in c.value or c.absolute_time else 'the column type')))} END"
+        for c in cols
+        if c.raw is not None
+    ]
+    return f"concat_ws('; ', {', '.join(parts)})" if parts else "''"
+
+
+def _attrs(block: Block, levels: tuple, scopes: dict, scope: str) -> str:
+    if not block.attrs:
+        return "NULL::VARCHAR"
+    s = scopes.get(levels, {"read": set(), "lists": set()})
+    patched = _patch(s["read"], s["lists"], scope)
+    # a list the blocks unnest whole (``from: $[*]``) leaves nothing of its own
+    other = "NULL::VARCHAR" if () in s["lists"] else f"({scope})::VARCHAR"
+    return (
+        f"(CASE WHEN json_type({scope}) = 'OBJECT' THEN nullif(({patched})::VARCHAR, '{{}}') "
+        f"WHEN json_type({scope}) = 'ARRAY' THEN {other} WHEN {scope} IS NULL OR json_type({scope}) = 'NULL' "
+        f"THEN NULL ELSE json_object('value', {scope})::VARCHAR END)"
+    )
+
+
+def _sessions_block(
+    mapping: Mapping, cols: list[Column], extra: dict, scopes: dict
+) -> CompiledBlock:
+    block = mapping.sessions
+    grouped = bool(mapping.source.get("group_by"))
+    if "id" in extra:
+        sid = f"(({extra['id']})::VARCHAR)"
+    elif grouped:
+        sid = "_group"
+    elif mapping.source["format"] == "json" and (mapping.source.get("records") or "$") == "$":
+        sid = "_stem"
+    else:
+        sid = "(CASE WHEN _n = 1 THEN _stem ELSE _stem || ':' || _rec_index END)"
+    id_line = block.id.line if block.id else block.where_line
+    where = f"WHERE ({extra['where']})" if "where" in extra else ""
+    rows = ", _rows, _group" if grouped else ""
+    base = (
+        "SELECT _unit, _file, _stem, _line, _rec_index, _record, _record AS _item, "
+        f"NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, _n{rows} FROM m_recs"
+    )
+    no_id = sql(
+        exp.Literal.string(
+            f"sessions.id ({mapping.ref(id_line)}) gave NULL: give every session an id"
+        )
+    )
+    checks = _checks(cols)
+    select_cols = "".join(f", {c.value} AS {c.name}" for c in cols)
+    select = (
+        f"SELECT _s.*{select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} ELSE {checks} END AS _why, "
+        f"{_attrs(block, (), scopes, '_record')} AS attrs "
+        f"FROM (SELECT *, {sid} AS _session_id FROM ({base}) {where}) _s"
+    )
+    return CompiledBlock(block, 0, select, cols)
+
+
+def _items_block(
+    mapping: Mapping,
+    block: Block,
+    n: int,
+    cols: list[Column],
+    extra: dict,
+    scopes: dict,
+    grouped: bool,
+) -> CompiledBlock:
+    levels = tuple(block.from_paths)
+    rel = (
+        "SELECT _unit, _file, _stem, _line, _rec_index, _record, _record AS _item, "
+        "NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, "
+        f"[]::BIGINT[] AS _ord, _session_id{', _rows' if grouped else ''} FROM m_sessions WHERE _why = ''"
+    )
+    for depth, path in enumerate(levels):
+        if path == "$rows":
+            if not grouped or depth:
+                raise MappingError(
+                    f"{mapping.ref(block.where_line)}: `from: $rows` needs `source.group_by` "
+                    "and comes first"
+                )
+            lst = "_rows"
+        else:
+            lst = _level_list("_item" if depth else "_record", path)
+        rel = (
+            "SELECT _unit, _file, _stem, _line, _rec_index, _record, _session_id, "
+            f"{'_rows, ' if grouped else ''}_item AS _parent, _index AS _parent_index, "
+            "unnest(_l) AS _item, generate_subscripts(_l, 1) - 1 AS _index, _ord "
+            f"FROM (SELECT *, {lst} AS _l FROM ({rel}))"
+        )
+        rel = "SELECT * EXCLUDE (_ord), list_append(_ord, _index) AS _ord FROM (" + rel + ")"
+    where = f"WHERE ({extra['where']})" if "where" in extra else ""
+    id_col = ID_COLUMN.get(block.table)
+    id_expr = None
+    if id_col:
+        id_expr = (
+            f"(({extra['id']})::VARCHAR)"
+            if "id" in extra
+            else f"'{_PREFIX[block.table]}{n}:' || array_to_string(_ord, '.')"
+            if levels
+            else f"'{_PREFIX[block.table]}{n}'"
+        )
+    select_cols = [f"{c.value} AS {c.name}" for c in cols if c.name != id_col]
+    if id_col:
+        select_cols.append(f"{id_expr} AS {id_col}")
+    if block.table == "edges":
+        select_cols += [
+            f"(({extra['src']})::VARCHAR) AS src",
+            f"(({extra['dst']})::VARCHAR) AS dst",
+        ]
+        select_cols.append(f"{sql(exp.Literal.string(block.kind or 'edge'))} AS kind")
+        if "level" not in block.columns:
+            select_cols.append("'action' AS level")
+    select = (
+        f"SELECT _unit, _file, _session_id, _line, _rec_index, _ord, _index, _item::VARCHAR AS _raw, "
+        f"{', '.join(select_cols)}{', ' if select_cols else ''}{_checks(cols)} AS _why, "
+        f"{_attrs(block, levels, scopes, '_item')} AS attrs FROM ({rel}) {where}"
+    )
+    return CompiledBlock(block, n, select, cols)
+
+
+def check_expressions(mapping: Mapping) -> None:
+    """Compile the mapping and prepare every statement against an empty input, so that a
+    misspelt function or a type error is found by ``mapping check``, with its line."""
+    import duckdb
+
+    plan = compile_mapping(mapping)
+    con = duckdb.connect(config={"threads": 1})
+    try:
+        con.execute(
+            "CREATE TEMP TABLE src (_unit INTEGER, _file VARCHAR, _stem VARCHAR, _line BIGINT, _text VARCHAR)"
+        )
+        from graphlake.ingest.mapping.run import statements
+
+        for what, stmt in statements(plan):
+            try:
+                con.execute(stmt)
+            except duckdb.Error as exc:
+                raise MappingError(f"{mapping.ref(what[1])}: {what[0]}: {_short(exc)}") from None
+    finally:
+        con.close()
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).split("\n")[0]
+    return text[:300]

@@ -1,0 +1,125 @@
+"""Mapping expressions: DuckDB SQL whose bare names are fields of the record at hand.
+
+An expression is parsed by sqlglot and rewritten tree to tree: ``info.exit_status`` becomes
+``json_extract_string(_item, '$."info"."exit_status"')``, ``session.x`` reads the session
+record, ``parent.x`` the enclosing item, and ``raw(x)`` keeps the JSON value
+(``json_extract``) instead of its text. Field access is DuckDB's own JSON functions (yyjson in
+C++), so nothing here walks a record in Python. Which fields an expression reads is known from
+the tree, so the fields nobody reads can go to ``attrs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sqlglot
+from sqlglot import exp
+
+#: Names an expression may use as they are (columns of the relation the block reads)
+PROVIDED = frozenset(
+    {
+        "_index",
+        "_parent_index",
+        "_line",
+        "_file",
+        "_stem",
+        "_session_id",
+        "_item",
+        "_parent",
+        "_record",
+        "_rec_index",
+    }
+)
+#: What the first part of a dotted name refers to
+SCOPES = {"session": "_record", "parent": "_parent"}
+
+
+class ExpressionError(ValueError):
+    """An expression that does not parse or names something it cannot."""
+
+
+@dataclass
+class Refs:
+    """The field paths an expression reads, per scope (``_item``, ``_record``, ``_parent``)."""
+
+    paths: dict[str, set[tuple[str, ...]]] = field(default_factory=dict)
+
+    def add(self, scope: str, path: tuple[str, ...]) -> None:
+        self.paths.setdefault(scope, set()).add(path)
+
+    def merge(self, other: Refs) -> None:
+        for scope, paths in other.paths.items():
+            self.paths.setdefault(scope, set()).update(paths)
+
+
+def json_path(parts: tuple[str, ...]) -> str:
+    """``('info', 'exit status')`` as ``$."info"."exit status"`` (every key quoted)."""
+    return "$" + "".join('."' + p.replace('"', '\\"') + '"' for p in parts)
+
+
+def _parts(node: exp.Expression) -> list[str] | None:
+    """The dotted name a Column or a Dot chain spells, or None for anything else."""
+    if isinstance(node, exp.Column):
+        return [p.name for p in node.parts]
+    if isinstance(node, exp.Dot):
+        left = _parts(node.this)
+        if left is None or not isinstance(node.expression, exp.Identifier):
+            return None
+        return [*left, node.expression.name]
+    return None
+
+
+def _field(parts: list[str], refs: Refs, as_json: bool) -> exp.Expression:
+    if len(parts) == 1 and parts[0] in PROVIDED:
+        return exp.column(parts[0])
+    scope = "_item"
+    if len(parts) > 1 and parts[0] in SCOPES:
+        scope, parts = SCOPES[parts[0]], parts[1:]
+    refs.add(scope, tuple(parts))
+    fn = "json_extract" if as_json else "json_extract_string"
+    return exp.Anonymous(
+        this=fn, expressions=[exp.column(scope), exp.Literal.string(json_path(tuple(parts)))]
+    )
+
+
+def _rewrite(node: exp.Expression, refs: Refs, as_json: bool = False) -> exp.Expression:
+    parts = _parts(node)
+    if parts is not None:
+        return _field(parts, refs, as_json)
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "raw":
+        if len(node.expressions) != 1 or _parts(node.expressions[0]) is None:
+            raise ExpressionError("raw() takes one field name, e.g. raw(tool_calls)")
+        return _field(_parts(node.expressions[0]) or [], refs, True)
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _rewrite(value, refs, as_json))
+        elif isinstance(value, list):
+            node.set(
+                key,
+                [_rewrite(v, refs, as_json) if isinstance(v, exp.Expression) else v for v in value],
+            )
+    return node
+
+
+def compile_expression(text: str | int | float | bool, refs: Refs | None = None) -> exp.Expression:
+    """The sqlglot tree of a mapping expression, its field names turned into JSON access.
+    Numbers and booleans written in YAML are literals."""
+    refs = refs if refs is not None else Refs()
+    if isinstance(text, bool):
+        return exp.Boolean(this=text)
+    if isinstance(text, int | float):
+        return exp.Literal.number(text)
+    try:
+        tree = sqlglot.parse_one(text, read="duckdb")
+    except sqlglot.errors.ParseError as exc:
+        first = exc.errors[0]["description"] if exc.errors else str(exc)
+        raise ExpressionError(f"{text!r} is not a SQL expression ({first})") from None
+    if isinstance(tree, exp.Select | exp.Union | exp.Insert | exp.Command | exp.Create):
+        raise ExpressionError(f"{text!r} is a statement; a column takes an expression")
+    if any(isinstance(n, exp.Subquery | exp.Select) for n in tree.walk()):
+        raise ExpressionError(f"{text!r} holds a subquery; a column reads its own record only")
+    return _rewrite(tree, refs)
+
+
+def sql(tree: exp.Expression) -> str:
+    return tree.sql(dialect="duckdb")

@@ -1,0 +1,150 @@
+"""A mapping as an ingestor: the files of its format, read in batches into one relation and
+converted by the compiled plan in DuckDB; whatever a batch raises, its files are parsed one
+by one so that one file's failure is its own reject."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pyarrow as pa
+
+from graphlake.ingest.base import (
+    Emitter,
+    EmitterBase,
+    Ingestor,
+    SourceUnit,
+    file_units,
+    parse_isolated,
+    reject_encoding,
+)
+from graphlake.ingest.mapping.compile import Plan, compile_mapping
+from graphlake.ingest.mapping.run import execute
+from graphlake.ingest.mapping.sources import _SUFFIX, Records, read_file
+from graphlake.ingest.mapping.spec import Mapping
+from graphlake.ingest.vectorised import canonical, connection
+
+#: bytes of source files converted in one DuckDB pass
+BATCH_BYTES = 64 << 20
+BATCH_FILES = 2_000
+
+
+class MappingIngestor(Ingestor):
+    """Reads the files of one mapping's format into the canonical tables."""
+
+    independent_units = True
+
+    def __init__(self, mapping: Mapping):
+        self.mapping = mapping
+        self.name = mapping.name
+        self.help = mapping.description
+        self._plan: Plan | None = None
+
+    @property
+    def plan(self) -> Plan:
+        if self._plan is None:
+            self._plan = compile_mapping(self.mapping)
+        return self._plan
+
+    def units(self, path: Path) -> list[SourceUnit]:
+        fmt = self.mapping.source["format"]
+        kinds = {s: fmt for s in _SUFFIX[fmt]}
+        kinds[".zip"] = fmt
+        units = []
+        for u in file_units(path, kinds, f"a {fmt} file of the {self.name} format"):
+            name = u.path.name.lower()
+            if u.kind == "other" and any(name.endswith(s) for s in _SUFFIX[fmt]):
+                u = SourceUnit(u.path, fmt)  # a double suffix such as .traj.json
+            units.append(u)
+        return units
+
+    def parse(self, unit: SourceUnit, out: Emitter) -> None:
+        self._convert([unit], out, out.unit)  # type: ignore[attr-defined]
+
+    def parse_many(
+        self,
+        units: list[SourceUnit],
+        start: int,
+        out: EmitterBase,
+        tick: Callable[[SourceUnit, int], None] | None = None,
+    ) -> None:
+        i = 0
+        while i < len(units):
+            j, size = i, 0
+            while j < len(units) and j - i < BATCH_FILES and (j == i or size < BATCH_BYTES):
+                try:
+                    size += units[j].path.stat().st_size
+                except OSError:
+                    pass
+                j += 1
+            batch = units[i:j]
+            try:
+                self._convert(batch, out, start + i)
+            except Exception:  # noqa: BLE001 - then each file alone, each failure its own reject
+                if len(batch) == 1:
+                    parse_isolated(self._raise, batch[0], out, start + i)
+                else:
+                    for k, unit in enumerate(batch):
+                        parse_isolated(self.parse, unit, out, start + i + k)
+            if tick:
+                tick(batch[-1], len(batch))
+            i = j
+
+    def _raise(self, unit: SourceUnit, out: Emitter) -> None:
+        self._convert([unit], out, out.unit)  # type: ignore[attr-defined]
+
+    def _convert(self, units: list[SourceUnit], out, first: int) -> None:
+        fmt = self.mapping.source["format"]
+        records = Records()
+        for k, unit in enumerate(units):
+            if unit.kind == "other":
+                out.unit = first + k
+                out.reject(
+                    source_file=str(unit.path),
+                    target_table="sessions",
+                    record_kind="file",
+                    record_ref="$",
+                    reason=f"not a {fmt} file: the {self.name} mapping reads "
+                    f"{', '.join(_SUFFIX[fmt])} files (and .zip archives of them)",
+                    raw=b"",
+                )
+                continue
+            read_file(unit.path, first + k, fmt, records, self.mapping.source)
+        for unit_no, name, reason, raw in records.unreadable:
+            out.unit = unit_no
+            out.reject(
+                source_file=name,
+                target_table="sessions",
+                record_kind="file",
+                record_ref="$",
+                reason=reason,
+                raw=raw,
+            )
+        if records.text:
+            con = connection("SET TimeZone = 'UTC'")
+            tables, rejects = execute(self.plan, con, records.table())
+            for table, rows in tables.items():
+                if rows.num_rows:
+                    self._emit(out, table, rows)
+            for r in rejects:
+                out.unit = r["_unit"]
+                out.reject(
+                    source_file=r["_file"],
+                    target_table=r["table"],
+                    record_kind=r["kind"],
+                    record_ref=r["ref"],
+                    reason=r["reason"],
+                    raw=r["raw"] or "",
+                    session_id=r["session_id"],
+                )
+        for unit_no, name, replaced, offset in records.repaired:
+            out.unit = unit_no
+            reject_encoding(
+                out, Path(name.split("!", 1)[0]), "sessions", replaced, offset, "every record"
+            )
+
+    def _emit(self, out, table: str, rows: pa.Table) -> None:
+        keep = [c for c in rows.column_names if not c.startswith("_") or c == "_unit"]
+        rows = rows.select(keep)
+        rows = rows.append_column("corpus", pa.array([self.name] * rows.num_rows, pa.string()))
+        out.rows(table, canonical(table, rows))

@@ -1,0 +1,329 @@
+"""Running a compiled mapping over one batch of records, and deriving what the source leaves
+implicit (relative times, session start and length, participants, sequence edges)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import duckdb
+import pyarrow as pa
+from sqlglot import exp
+
+from graphlake.ingest.mapping.compile import CompiledBlock, Plan
+from graphlake.ingest.mapping.expressions import sql
+
+_ABS = "__abs"  # suffix of an absolute time column before it is made relative
+
+
+def _blocks_of(plan: Plan, table: str) -> list[CompiledBlock]:
+    return [b for b in plan.blocks if b.block.table == table and b.select]
+
+
+def statements(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
+    """Every statement of the plan in order, each with (what, mapping line) to blame."""
+    for stmt in plan.setup:
+        yield ("source", plan.mapping.sessions.where_line), stmt
+    for b in plan.blocks:
+        if b.select:
+            yield (
+                (f"{b.block.table} block", b.block.where_line),
+                (f"CREATE OR REPLACE TEMP TABLE m_b{b.number} AS {b.select}"),
+            )
+    yield from _derived(plan)
+
+
+def _columns(plan: Plan, table: str) -> set[str]:
+    cols: set[str] = set()
+    for b in _blocks_of(plan, table):
+        cols.update(c.name for c in b.columns)
+    return cols
+
+
+def _union(plan: Plan, table: str) -> str | None:
+    parts = [f"SELECT * FROM m_b{b.number} WHERE _why = ''" for b in _blocks_of(plan, table)]
+    return " UNION ALL BY NAME ".join(parts) if parts else None
+
+
+def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
+    line = plan.mapping.sessions.where_line
+    absolute: dict[str, set[str]] = {}
+    for b in plan.blocks:
+        for c in b.columns:
+            if c.absolute_time:
+                absolute.setdefault(b.block.table, set()).add(c.name)
+    # the unions of each table's blocks, ids made unique (a repeat is a reject)
+    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+        union = _union(plan, table)
+        key = {
+            "participants": "participant_id",
+            "steps": "step_id",
+            "nodes": "node_id",
+            "events": "event_id",
+            "annotations": "annotation_id",
+            "edges": "edge_id",
+        }[table]
+        if union is None:
+            continue
+        if table == "edges":
+            union = (
+                "SELECT *, src || '->' || dst || ':' || kind AS edge_id FROM ("
+                + union
+                + ") WHERE src IS NOT NULL AND dst IS NOT NULL"
+            )
+        yield (
+            (f"{table} rows", line),
+            (
+                f"CREATE OR REPLACE TEMP TABLE m_all_{table} AS SELECT *, row_number() OVER "
+                f"(PARTITION BY _session_id, {key} ORDER BY _ord) AS _rep FROM ({union})"
+            ),
+        )
+    # the session start: as mapped, else the earliest absolute time of its rows
+    times = []
+    for table, cols in absolute.items():
+        for c in cols:
+            times.append(f"SELECT _session_id, min({c}) AS t0 FROM m_all_{table} GROUP BY ALL")
+    for table in ("events",):
+        if "timestamp" in _columns(plan, table):
+            times.append(
+                f"SELECT _session_id, min(timestamp) AS t0 FROM m_all_{table} GROUP BY ALL"
+            )
+    mapped_start = "started_at" in plan.sessions.block.columns
+    start_expr = "s.started_at" if mapped_start else "NULL::TIMESTAMPTZ"
+    union_t0 = (
+        " UNION ALL ".join(times)
+        if times
+        else "SELECT NULL::VARCHAR AS _session_id, NULL::TIMESTAMPTZ AS t0 WHERE false"
+    )
+    yield (
+        ("session start", line),
+        (
+            "CREATE OR REPLACE TEMP TABLE m_start AS SELECT s._session_id, "
+            f"coalesce({start_expr}, min(x.t0)) AS t0 FROM m_sessions s LEFT JOIN ({union_t0}) x "
+            "USING (_session_id) WHERE s._why = '' GROUP BY ALL"
+        ),
+    )
+    for table in ("nodes", "events", "steps"):
+        if _union(plan, table) is None:
+            continue
+        cols = absolute.get(table, set())
+        sets = [
+            f"epoch(m_all_{table}.{c}::TIMESTAMPTZ) - epoch(m_start.t0) AS {c}"
+            for c in sorted(cols)
+        ]
+        if (
+            table == "events"
+            and "timestamp" in _columns(plan, table)
+            and "t" not in _columns(plan, table)
+        ):
+            sets.append(f"epoch(m_all_{table}.timestamp) - epoch(m_start.t0) AS t")
+        if not sets:
+            continue
+        repl = ", ".join(sets)
+        exclude = f" EXCLUDE ({', '.join(sorted(cols))})" if cols else ""
+        yield (
+            (f"{table} times", line),
+            (
+                f"CREATE OR REPLACE TEMP TABLE m_all_{table} AS SELECT m_all_{table}.*{exclude}, {repl} "
+                f"FROM m_all_{table} LEFT JOIN m_start USING (_session_id)"
+            ),
+        )
+    # participants derived from the events' actors
+    derive = [b for b in plan.blocks if b.block.table == "participants" and b.block.derive]
+    if derive and _union(plan, "events") is not None:
+        ev_cols = _columns(plan, "events")
+        kind = "first(actor_type ORDER BY _ord)" if "actor_type" in ev_cols else "NULL"
+        yield (
+            ("participants (derived)", derive[0].block.where_line),
+            (
+                "CREATE OR REPLACE TEMP TABLE m_derived_participants AS SELECT _session_id, "
+                "actor AS participant_id, "
+                f"{kind} AS kind, actor AS name, min(_unit) AS _unit, min(_ord) AS _ord, "
+                "any_value(_file) AS _file, 1 AS _rep FROM m_all_events WHERE actor IS NOT NULL GROUP BY _session_id, actor"
+            ),
+        )
+    # sequence edges between consecutive nodes of a session
+    for b in plan.blocks:
+        if b.block.table == "edges" and b.block.sequence and _union(plan, "nodes") is not None:
+            kind = sql(exp.Literal.string(b.block.kind or "sequential"))
+            order = "t_start NULLS LAST, _ord" if "t_start" in _columns(plan, "nodes") else "_ord"
+            yield (
+                ("sequence edges", b.block.where_line),
+                (
+                    f"CREATE OR REPLACE TEMP TABLE m_seq{b.number} AS SELECT _session_id, _unit, _file, "
+                    f"_ord, src, node_id AS dst, {kind} AS kind, 'action' AS level, "
+                    f"src || '->' || node_id || ':' || {kind} AS edge_id, 1 AS _rep FROM ("
+                    f"SELECT *, lag(node_id) OVER (PARTITION BY _session_id ORDER BY {order}) AS src "
+                    "FROM m_all_nodes WHERE _rep = 1) WHERE src IS NOT NULL"
+                ),
+            )
+
+
+def outputs(plan: Plan) -> dict[str, str]:
+    """The final query of each canonical table (canonical names, ``_unit`` and ``_file``)."""
+    out: dict[str, str] = {}
+    sess_cols = set(plan.sessions.block.columns)
+    have_events = _union(plan, "events") is not None
+    have_nodes = _union(plan, "nodes") is not None
+    parts_tables = []
+    if _union(plan, "participants") is not None:
+        parts_tables.append(
+            "SELECT _session_id, participant_id, _ord, _unit FROM m_all_participants WHERE _rep = 1"
+        )
+    if any(b.block.derive for b in plan.blocks if b.block.table == "participants") and have_events:
+        parts_tables.append(
+            "SELECT _session_id, participant_id, _ord, _unit FROM m_derived_participants"
+        )
+    extra = []
+    joins = []
+    if "started_at" not in sess_cols:
+        extra.append("m_start.t0 AS started_at")
+        joins.append("LEFT JOIN m_start USING (_session_id)")
+    if "duration_s" not in sess_cols and (have_events or have_nodes):
+        ends = []
+        if have_events:
+            ev = _columns(plan, "events") | (
+                {"t"} if "timestamp" in _columns(plan, "events") else set()
+            )
+            if "t" in ev:
+                ends.append(
+                    "SELECT _session_id, max(coalesce(t_end, t)) AS e FROM m_all_events GROUP BY ALL"
+                    if "t_end" in ev
+                    else "SELECT _session_id, max(t) AS e FROM m_all_events GROUP BY ALL"
+                )
+        if have_nodes and "t_end" in _columns(plan, "nodes"):
+            ends.append("SELECT _session_id, max(t_end) AS e FROM m_all_nodes GROUP BY ALL")
+        if ends:
+            extra.append("m_dur.e AS duration_s")
+            joins.append(
+                f"LEFT JOIN (SELECT _session_id, max(e) AS e FROM ({' UNION ALL '.join(ends)}) GROUP BY ALL) m_dur USING (_session_id)"
+            )
+    if "participants" not in sess_cols and parts_tables:
+        extra.append("m_plist.participants AS participants")
+        joins.append(
+            "LEFT JOIN (SELECT _session_id, list(participant_id ORDER BY _ord) AS participants FROM "
+            f"({' UNION ALL '.join(parts_tables)}) GROUP BY ALL) m_plist USING (_session_id)"
+        )
+    exclude = [
+        c
+        for c in ("started_at", "duration_s", "participants")
+        if c not in sess_cols and any(c + " AS" in e for e in extra)
+    ]
+    out["sessions"] = (
+        f"SELECT m_sessions.*, _file AS source_file, _session_id AS session_id{''.join(', ' + e for e in extra)} "
+        f"FROM m_sessions {' '.join(joins)} WHERE _why = ''"
+    )
+    del exclude
+    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+        queries = []
+        if _union(plan, table) is not None:
+            queries.append(f"SELECT *, _session_id AS session_id FROM m_all_{table} WHERE _rep = 1")
+        if (
+            table == "participants"
+            and any(b.block.derive for b in plan.blocks if b.block.table == "participants")
+            and have_events
+        ):
+            queries.append(
+                "SELECT *, _session_id AS session_id FROM m_derived_participants WHERE participant_id NOT IN "
+                "(SELECT participant_id FROM m_all_participants p WHERE p._session_id = m_derived_participants._session_id)"
+                if _union(plan, "participants") is not None
+                else "SELECT *, _session_id AS session_id FROM m_derived_participants"
+            )
+        if table == "edges":
+            for b in plan.blocks:
+                if b.block.table == "edges" and b.block.sequence and have_nodes:
+                    queries.append(f"SELECT *, _session_id AS session_id FROM m_seq{b.number}")
+        if queries:
+            out[table] = " UNION ALL BY NAME ".join(queries)
+    return out
+
+
+def rejects_sql(plan: Plan) -> list[tuple[str, str]]:
+    """(target table, query) of every rejected record: columns _unit, _file, ref, reason, raw,
+    session_id."""
+    m = plan.mapping
+    qs = [
+        (
+            "sessions",
+            "SELECT _unit, _file, 'line ' || _line AS ref, 'line ' || _line || ' is not valid JSON: "
+            "fix or remove it; the other records of the file were read' AS reason, _text AS raw, "
+            "NULL AS session_id, 'line' AS kind FROM m_bad",
+        ),
+        (
+            "sessions",
+            "SELECT _unit, _file, "
+            f"CASE WHEN _n > 1 THEN {sql(exp.Literal.string((m.source.get('records') or '$').removesuffix('[*]')))} || '[' || _rec_index || ']' ELSE '$' END AS ref, "
+            "_why AS reason, _record::VARCHAR AS raw, _session_id AS session_id, 'session' AS kind "
+            "FROM m_sessions WHERE _why <> ''",
+        ),
+    ]
+    if plan.setup and any("m_norecs" in s for s in plan.setup):
+        records = m.source.get("records")
+        reason = (
+            f"the mapping {m.path.name} looks for its sessions at {records} (source.records), "
+            "and this document has none there: is it a file of this format?"
+        )
+        qs.append(
+            (
+                "sessions",
+                f"SELECT _unit, _file, '$' AS ref, {sql(exp.Literal.string(reason))} AS reason, "
+                "left(_doc::VARCHAR, 4096) AS raw, NULL AS session_id, 'file' AS kind FROM m_norecs",
+            )
+        )
+    for b in plan.blocks:
+        if not b.select:
+            continue
+        t = b.block.table
+        qs.append(
+            (
+                t,
+                f"SELECT _unit, _file, {sql(exp.Literal.string(t + ' item '))} || array_to_string(_ord, '.') AS ref, "
+                f"_why AS reason, _raw AS raw, _session_id AS session_id, 'row' AS kind FROM m_b{b.number} WHERE _why <> ''",
+            )
+        )
+    for t in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+        if _union(plan, t) is None:
+            continue
+        key = {
+            "participants": "participant_id",
+            "steps": "step_id",
+            "nodes": "node_id",
+            "events": "event_id",
+            "annotations": "annotation_id",
+            "edges": "edge_id",
+        }[t]
+        head = sql(exp.Literal.string(f"{t}.{key} "))
+        tail = sql(
+            exp.Literal.string(
+                f": the mapping's `id` for {t} must be unique in a session (the first one landed)"
+            )
+        )
+        qs.append(
+            (
+                t,
+                f"SELECT _unit, _file, {sql(exp.Literal.string(t + ' item '))} || array_to_string(_ord, '.') AS ref, "
+                f"{head} || {key} || ' repeats within session ' || _session_id || {tail} AS reason, "
+                f"_raw AS raw, _session_id AS session_id, 'row' AS kind FROM m_all_{t} WHERE _rep > 1",
+            )
+        )
+    return qs
+
+
+def execute(
+    plan: Plan, con: duckdb.DuckDBPyConnection, src: pa.Table
+) -> tuple[dict[str, pa.Table], list[dict]]:
+    """Run ``plan`` over ``src``: each table's rows (canonical columns where mapped, plus
+    ``_unit``) and the rejects, as dicts."""
+    con.register("src", src)
+    try:
+        for _what, stmt in statements(plan):
+            con.execute(stmt)
+        tables = {t: con.sql(q).to_arrow_table() for t, q in outputs(plan).items()}
+        rejects: list[dict] = []
+        for table, q in rejects_sql(plan):
+            cur = con.sql(q)
+            names = cur.columns
+            for row in cur.fetchall():
+                rejects.append({"table": table, **dict(zip(names, row, strict=True))})
+    finally:
+        con.unregister("src")
+    return tables, rejects
