@@ -292,7 +292,7 @@ def _ingest(
         unchanged = hasher.submit(_unchanged_since, files, before)
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
-        if any(sum(s.rejected.values()) for s in summaries):
+        if only is None and any(sum(s.rejected.values()) for s in summaries):
             stats.elsewhere = {
                 other: n for other, n in votes(Path(path)).items() if other != corpus
             }

@@ -103,6 +103,22 @@ def choose(path: Path) -> Choice:
             choice.unmatched.append(f)
         else:
             choice.by_ingestor.setdefault(name, []).append(f)
+    # a file nothing claims beside files a built-in reader took (a MARBLE scenario YAML, a
+    # tau2 task list) is that reader's companion: it decides what to make of it
+    builtins = set(ingest.builtin_names())
+    folders: dict[Path, str] = {}
+    for name, files in choice.by_ingestor.items():
+        if name in builtins:
+            for f in files:
+                folders.setdefault(f.parent, name)
+    still = []
+    for f in choice.unmatched:
+        owner = folders.get(f.parent)
+        if owner:
+            choice.by_ingestor[owner].append(f)
+        else:
+            still.append(f)
+    choice.unmatched = still
     return choice
 
 

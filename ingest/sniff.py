@@ -25,14 +25,18 @@ def is_non_data(path: Path) -> bool:
 
 
 def _first_value(path: Path):
-    """The file's JSON (small files), or its first JSON Lines record; None if neither."""
-    with path.open("rb") as fh:
-        head = fh.read(_HEAD_BYTES)
-    for candidate in (head, head.split(b"\n", 1)[0]):
-        try:
-            return load_json(candidate)
-        except ValueError:
-            continue
+    """The file's first record from its structure (:mod:`graphlake.ingest.structure`): a
+    document's top-level fields, a list's first element (inside a one-element list), or
+    the first JSON Lines record, however far into the file they are; None if neither."""
+    from graphlake.ingest.structure import shape
+
+    sh = shape(path)
+    if sh.kind == "object":
+        return {k: (sh.first or {}).get(k) for k in sh.keys if "." not in k}
+    if sh.kind == "array":
+        return [sh.first] if sh.first is not None else []
+    if sh.kind == "lines":
+        return sh.first
     return None
 
 

@@ -88,7 +88,7 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                 f"SELECT _session_id, min(timestamp) AS t0 FROM m_all_{table} GROUP BY ALL"
             )
     mapped_start = "started_at" in plan.sessions.block.columns
-    start_expr = "s.started_at" if mapped_start else "NULL::TIMESTAMPTZ"
+    start_expr = "any_value(s.started_at)" if mapped_start else "NULL::TIMESTAMPTZ"
     union_t0 = (
         " UNION ALL ".join(times)
         if times
@@ -99,7 +99,7 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
         (
             "CREATE OR REPLACE TEMP TABLE m_start AS SELECT s._session_id, "
             f"coalesce({start_expr}, min(x.t0)) AS t0 FROM m_sessions s LEFT JOIN ({union_t0}) x "
-            "USING (_session_id) WHERE s._why = '' GROUP BY ALL"
+            "USING (_session_id) WHERE s._why = '' GROUP BY s._session_id"
         ),
     )
     for table in ("nodes", "events", "steps"):
