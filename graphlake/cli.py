@@ -227,10 +227,6 @@ def ingest(
 
     Example: graphlake ingest kolab ./recordings --engine ray --address 10.0.0.5:6379
     """
-    if path.is_dir() and engine == "local":  # many files, likely: the forkserver starts now
-        from graphlake.workers import start_early
-
-        start_early()
     from graphlake import ingest as ingestors
     from graphlake.errors import UnknownCorpusError
 
@@ -240,6 +236,10 @@ def ingest(
         path, corpus = Path(corpus), _use_mapping(mapping)
     elif path is None:
         usage_error(f"give the PATH to ingest: graphlake ingest {corpus} PATH")
+    if path.is_dir() and engine == "local":  # many files, likely: the forkserver starts now
+        from graphlake.workers import start_early
+
+        start_early()
     if corpus == "auto":
         ingest_auto(path, _lake(lake), quiet=quiet, refresh=not no_refresh, force=force)
         return

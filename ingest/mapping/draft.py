@@ -136,7 +136,7 @@ def draft(samples: list[Path], name: str) -> str:
     if sid:
         lines.append(f"  id: {sid}")
     lines.append("  columns:")
-    lines.append("    # title: ...  goal: ...  condition: ...  (fields of the session record:)")
+    lines.append("    title: _stem  # or a field; goal, condition, domain, ... from these fields:")
     for k, st in s_stats.items():
         lines.append(
             f"    #   {k}: {st['n']}/{len(sessions)} records, {', '.join(st['types'])}; e.g. {_show(st['example'])}"

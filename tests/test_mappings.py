@@ -1,0 +1,291 @@
+"""The mapping language: shipped mappings on real public files (tests/fixtures/samples, each
+compared with an independent parse by the json module), documented-shape files, the errors a
+wrong mapping gets (with its line), attrs keeping every unmapped field, per-record rejects,
+``ingest auto`` and ``graphlake mapping`` on the command line."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from graphlake import ingest
+from graphlake.ingest.base import CollectingEmitter
+from graphlake.ingest.mapping import MappingError, load
+from graphlake.ingest.mapping.ingestor import MappingIngestor
+
+SAMPLES = Path(__file__).parent / "fixtures" / "samples"
+SHAPES = Path(__file__).parent / "fixtures" / "mapping_formats"
+
+
+def run_mapping(name_or_path: str | Path, path: Path) -> CollectingEmitter:
+    ing = (
+        MappingIngestor(load(name_or_path))
+        if isinstance(name_or_path, Path)
+        else ingest.get(name_or_path)
+    )
+    out = CollectingEmitter(ing.name)
+    ing.parse_many(ing.units(path), 0, out)
+    return out
+
+
+def rows(out: CollectingEmitter, table: str) -> list[dict]:
+    return out.tables.get(table, [])
+
+
+# -- real public files, each against an independent parse -----------------------------------
+
+
+def test_chatarena_umshini_log_equals_its_messages():
+    path = SAMPLES / "chatarena" / "umshini_debate0.json"
+    messages = json.loads(path.read_text())
+    out = run_mapping("chatarena", path)
+    assert not rows(out, "rejects")
+    events = sorted(rows(out, "events"), key=lambda r: r["seq"])
+    assert [(e["actor"], e["seq"], e["text"]) for e in events] == [
+        (m["name"], m["turn"], m["text"]) for m in messages
+    ]
+    assert {e["actor_type"] for e in events if e["actor"] == "Moderator"} == {"system"}
+    speakers = [m for m in messages if m["name"] != "Moderator"]
+    assert len(rows(out, "nodes")) == len(speakers)
+    assert len(rows(out, "edges")) == len(speakers) - 1
+    winner = re.search(r"WINNER:\s*(\S+)", messages[-1]["text"]).group(1)
+    [outcome] = rows(out, "annotations")
+    assert outcome["label"] == winner == "Proponent"
+    assert {p["participant_id"] for p in rows(out, "participants")} == {
+        m["name"] for m in messages
+    }
+    [session] = rows(out, "sessions")
+    assert session["attrs"] is None  # every field of every message has a column
+
+
+def test_agentbench_error_log_one_session_per_line():
+    path = SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    out = run_mapping("agentbench", path)
+    assert not rows(out, "rejects")
+    sessions = {s["session_id"]: s for s in rows(out, "sessions")}
+    assert set(sessions) == {f"{path.name.removesuffix('.jsonl')}:{r['index']}" for r in records}
+    for r in records:
+        s = sessions[f"{path.name.removesuffix('.jsonl')}:{r['index']}"]
+        assert s["started_at"].timestamp() == pytest.approx(r["time"]["timestamp"] / 1000)
+        # what no column reads stays: the time as text, the output's own index
+        attrs = json.loads(s["attrs"])
+        assert attrs["time"] == {"str": r["time"]["str"]}
+        assert attrs["output"] == {"index": None, "history": None}  # null, not a list
+    assert sum(len(r["output"]["history"] or []) for r in records) == len(rows(out, "events"))
+    labels = sorted((a["kind"], a["label"]) for a in rows(out, "annotations"))
+    assert labels == sorted(
+        [("outcome", r["output"]["status"]) for r in records]
+        + [("error", r["error"]) for r in records if r["error"]]
+    )
+
+
+def test_taubench_v1_results_file():
+    path = SAMPLES / "taubench" / "tool-calling-deepseek-v3_range_0-1_error.json"
+    results = json.loads(path.read_text())
+    out = run_mapping("taubench", path)
+    assert not rows(out, "rejects")
+    assert len(rows(out, "sessions")) == len(results)
+    rewards = [a for a in rows(out, "annotations") if a["kind"] == "reward"]
+    assert [a["value"] for a in rewards] == [r["reward"] for r in results]
+    errors = [a for a in rows(out, "annotations") if a["label"] == "error"]
+    assert [e["text"].split("\n", 1)[0] for e in errors] == [r["info"]["error"] for r in results]
+    assert len(rows(out, "events")) == sum(len(r["traj"]) for r in results)
+
+
+# -- documented shapes ------------------------------------------------------------------------
+
+
+def test_harbor_atif_steps_tool_calls_and_results():
+    path = SHAPES / "harbor_trajectory.json"
+    doc = json.loads(path.read_text())
+    out = run_mapping("harbor_atif", path)
+    assert not rows(out, "rejects")
+    ev = rows(out, "events")
+    calls = [c for s in doc["steps"] for c in s.get("tool_calls", [])]
+    results = [r for s in doc["steps"] for r in (s.get("observation") or {}).get("results", [])]
+    assert len([e for e in ev if e["kind"] == "message"]) == len(doc["steps"])
+    assert [e["request_id"] for e in ev if e["kind"] == "tool_call"] == [
+        c["tool_call_id"] for c in calls
+    ]
+    assert [e["request_id"] for e in ev if e["kind"] == "tool_result"] == [
+        r["source_call_id"] for r in results
+    ]
+    [s] = rows(out, "sessions")
+    assert s["session_id"] == doc["session_id"] and s["duration_s"] == 9.0
+    step2 = next(n for n in rows(out, "nodes") if n["node_id"] == "step2")
+    assert json.loads(step2["attrs"])["reasoning_content"] == doc["steps"][1]["reasoning_content"]
+
+
+def test_minisweagent_and_openhands_shapes():
+    mini = json.loads((SHAPES / "astropy__astropy-12907.traj.json").read_text())
+    out = run_mapping("minisweagent", SHAPES / "astropy__astropy-12907.traj.json")
+    assert not rows(out, "rejects")
+    assert len(rows(out, "events")) == len(mini["messages"])
+    outcome = next(a for a in rows(out, "annotations") if a["kind"] == "outcome")
+    assert outcome["label"] == mini["info"]["exit_status"]
+    cost = next(a for a in rows(out, "annotations") if a["label"] == "instance_cost_usd")
+    assert cost["value"] == mini["info"]["model_stats"]["instance_cost"]
+
+    line = json.loads((SHAPES / "openhands_output.jsonl").read_text())
+    out = run_mapping("openhands_eval", SHAPES / "openhands_output.jsonl")
+    assert not rows(out, "rejects")
+    assert len(rows(out, "events")) == len(line["history"])
+    caused = [e for e in rows(out, "edges") if e["kind"] == "caused_by"]
+    assert [(e["src"], e["dst"]) for e in caused] == [
+        (f"ev{h['cause']}", f"ev{h['id']}") for h in line["history"] if "cause" in h
+    ]
+
+
+# -- the language ----------------------------------------------------------------------------
+
+
+def write(tmp_path: Path, text: str, name: str = "m.yaml") -> Path:
+    p = tmp_path / name
+    p.write_text(textwrap.dedent(text))
+    return p
+
+
+BASE = """\
+graphlake_mapping: 1
+name: lab
+source:
+  format: jsonl
+sessions:
+  id: sid
+  columns:
+    title: title
+events:
+  from: $.turns[*]
+  columns:
+    actor: who
+    text: said
+    t: at
+"""
+
+
+def test_unmapped_fields_stay_in_attrs_and_bad_lines_are_rejects(tmp_path):
+    m = write(tmp_path, BASE)
+    data = tmp_path / "logs.jsonl"
+    data.write_text(
+        '{"sid": "s1", "title": "one", "lab_note": {"x": 1}, "turns": '
+        '[{"who": "ann", "said": "hi", "at": 0.5, "mood": "calm"}]}\n'
+        "{not json\n"
+        '{"sid": "s2", "title": "two", "turns": [{"who": "bot", "said": "yo", "at": "soon"}]}\n'
+    )
+    out = run_mapping(m, data)
+    sessions = {s["session_id"]: s for s in rows(out, "sessions")}
+    assert set(sessions) == {"s1", "s2"}
+    assert json.loads(sessions["s1"]["attrs"]) == {"lab_note": {"x": 1}}
+    [ev] = [e for e in rows(out, "events") if e["session_id"] == "s1"]
+    assert json.loads(ev["attrs"]) == {"mood": "calm"} and ev["t"] == 0.5
+    rejects = rows(out, "rejects")
+    bad_line = next(r for r in rejects if r["record_ref"] == "line 2")
+    assert "not valid JSON" in bad_line["reason"]
+    bad_time = next(r for r in rejects if r["session_id"] == "s2")
+    # the reason names the mapping file and line of the column whose value did not convert
+    assert "events.t (m.yaml:14)" in bad_time["reason"] and "soon" in bad_time["reason"]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("    text: said", "    txt: said"), r"m\.yaml:13: events has no column 'txt'.*'text'"),
+        (("  format: jsonl", "  format: xml"), r"m\.yaml:4: source\.format"),
+        (("    actor: who", "    actor: upper(who"), r"m\.yaml:12: events\.actor"),
+        (("    actor: who", "    actor: no_such_fn(who)"), r"m\.yaml:\d+: .*no_such_fn"),
+        (("  id: sid", "  id: sid\n  colums: {}"), r"m\.yaml:\d+: sessions: .*colums"),
+    ],
+)
+def test_a_wrong_mapping_names_its_line(tmp_path, change, message):
+    m = write(tmp_path, BASE.replace(*change))
+    with pytest.raises(MappingError, match=message):
+        load(m)
+
+
+def test_every_shipped_mapping_checks_and_is_listed():
+    shipped = ingest.mapping_paths()
+    assert {
+        "chatarena",
+        "agentbench",
+        "taubench",
+        "minisweagent",
+        "openhands_eval",
+        "harbor_atif",
+    } <= set(shipped)
+    for name, path in shipped.items():
+        assert load(path).name == name  # a mapping file is named as its mapping
+
+
+def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
+    from graphlake.ingest.auto import choose
+
+    for src in [
+        SAMPLES / "chatarena" / "umshini_debate0.json",
+        SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl",
+        SAMPLES / "taubench" / "tool-calling-deepseek-v3_range_0-1_error.json",
+        *SHAPES.glob("*.json*"),
+    ]:
+        (tmp_path / src.name).write_bytes(src.read_bytes())
+    (tmp_path / "notes.json").write_text('{"hello": "world"}')
+    choice = choose(tmp_path)
+    picked = {n: sorted(p.name for p in files) for n, files in choice.by_ingestor.items()}
+    assert picked == {
+        "agentbench": ["medagentbench_gemini-2.0_error.jsonl"],
+        "chatarena": ["umshini_debate0.json"],
+        "harbor_atif": ["harbor_trajectory.json"],
+        "minisweagent": ["astropy__astropy-12907.traj.json"],
+        "openhands_eval": ["openhands_output.jsonl"],
+        "taubench": ["tool-calling-deepseek-v3_range_0-1_error.json"],
+    }
+    assert [p.name for p in choice.unmatched] == ["notes.json"]
+
+
+@pytest.mark.subprocess
+def test_cli_ingest_mapping_and_auto(tmp_path):
+    lake = tmp_path / "lake"
+    m = write(tmp_path, BASE)
+    data = tmp_path / "in" / "logs.jsonl"
+    data.parent.mkdir()
+    data.write_text('{"sid": "s1", "turns": [{"who": "ann", "said": "hi", "at": 1}]}\n')
+
+    def cli(*args):
+        return subprocess.run(
+            [sys.executable, "-m", "graphlake", *args, "--lake", str(lake)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+
+    done = cli("ingest", "--mapping", str(m), str(data.parent), "-q")
+    assert done.returncode == 0, done.stderr
+    got = cli("sql", "SELECT corpus, session_id FROM sessions", "--format", "csv")
+    assert got.stdout.replace('"', "").split() == ["corpus,session_id", "lab,s1"]
+    done = cli("ingest", "auto", str(SAMPLES / "chatarena"), "-q")
+    assert done.returncode == 0 and "read as chatarena" in done.stderr
+    bad = write(tmp_path, BASE.replace("    text: said", "    txt: said"), "bad.yaml")
+    checked = subprocess.run(
+        [sys.executable, "-m", "graphlake", "mapping", "check", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert checked.returncode == 1 and "bad.yaml:13" in checked.stderr
+
+
+def test_draft_is_a_mapping_that_checks(tmp_path):
+    from graphlake.ingest.mapping.draft import draft
+
+    sample = SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl"
+    m = tmp_path / "draft.yaml"
+    m.write_text(draft([sample], "drafted"))
+    mapping = load(m)
+    assert mapping.name == "drafted" and mapping.source["format"] == "jsonl"
+    out = run_mapping(m, sample)
+    assert len(rows(out, "sessions")) == len(sample.read_text().splitlines())
