@@ -92,7 +92,7 @@ def get(name: str):
     if name in plugins:
         from graphlake.ingest.base import Ingestor
 
-        cls = plugins[name].load()
+        cls: type[Ingestor] = plugins[name].load()
         if not (isinstance(cls, type) and issubclass(cls, Ingestor)):
             raise UnknownCorpusError(
                 f"the plugin ingestor {name!r} ({plugins[name].value}) is not a subclass of "

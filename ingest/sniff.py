@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from graphlake.ingest.base import data_files, load_json
+from graphlake.ingest.base import data_files
 
 #: Files that come with datasets but hold no data: skipped and counted, never rejected
 NON_DATA = re.compile(

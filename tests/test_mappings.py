@@ -57,9 +57,7 @@ def test_chatarena_umshini_log_equals_its_messages():
     winner = re.search(r"WINNER:\s*(\S+)", messages[-1]["text"]).group(1)
     [outcome] = rows(out, "annotations")
     assert outcome["label"] == winner == "Proponent"
-    assert {p["participant_id"] for p in rows(out, "participants")} == {
-        m["name"] for m in messages
-    }
+    assert {p["participant_id"] for p in rows(out, "participants")} == {m["name"] for m in messages}
     [session] = rows(out, "sessions")
     assert session["attrs"] is None  # every field of every message has a column
 

@@ -34,7 +34,10 @@ def site(tmp_path_factory) -> Path:
 
 
 def graphlake(site: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
     return subprocess.run(
         [sys.executable, "-m", "graphlake", *args],
         capture_output=True,
@@ -59,7 +62,9 @@ def test_a_plugin_adds_an_ingestor_and_a_mapping(site, tmp_path):
         {"actor": "ann", "text": "shall we start?"},
         {"actor": "bot", "text": "yes"},
     ]
-    rejects = graphlake(site, "sql", "SELECT record_ref FROM rejects", "--lake", str(lake), "--format", "csv")
+    rejects = graphlake(
+        site, "sql", "SELECT record_ref FROM rejects", "--lake", str(lake), "--format", "csv"
+    )
     assert "line 3" in rejects.stdout
 
     log = tmp_path / "auto" / "x.json"

@@ -118,6 +118,8 @@ def compile_expression(text: str | int | float | bool, refs: Refs | None = None)
         raise ExpressionError(f"{text!r} is a statement; a column takes an expression")
     if any(isinstance(n, exp.Subquery | exp.Select) for n in tree.walk()):
         raise ExpressionError(f"{text!r} holds a subquery; a column reads its own record only")
+    if not isinstance(tree, exp.Expression):
+        raise ExpressionError(f"{text!r} is not a SQL expression")
     return _rewrite(tree, refs)
 
 

@@ -59,7 +59,7 @@ class MappingIngestor(Ingestor):
         return units
 
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
-        self._convert([unit], out, out.unit)  # type: ignore[attr-defined]
+        self._convert([unit], out, out.unit)
 
     def parse_many(
         self,
@@ -91,7 +91,7 @@ class MappingIngestor(Ingestor):
             i = j
 
     def _raise(self, unit: SourceUnit, out: Emitter) -> None:
-        self._convert([unit], out, out.unit)  # type: ignore[attr-defined]
+        self._convert([unit], out, out.unit)
 
     def _convert(self, units: list[SourceUnit], out, first: int) -> None:
         fmt = self.mapping.source["format"]

@@ -229,9 +229,10 @@ def load(path: str | Path) -> Mapping:
             blocks.append(_block(table, item, lines, p, name))
     src = doc["source"]
     if src.get("records") and src["format"] != "json":
+        unit = "lines" if src["format"] == "jsonl" else "rows"
         raise MappingError(
             f"{name}:{_line(lines, ('source', 'records'))}: `records` is for json documents; "
-            f"a {src['format']} file's records are its {'lines' if src['format'] == 'jsonl' else 'rows'}"
+            f"a {src['format']} file's records are its {unit}"
         )
     mapping = Mapping(
         name=doc["name"],
