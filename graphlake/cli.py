@@ -160,7 +160,8 @@ def ingest(
             "(agent traces, sniffed per file; otel, langfuse, inspect, sweagent or openhands "
             "forces one), a shipped mapping (chatarena, agentbench, taubench, minisweagent, "
             "openhands_eval, harbor_atif; `graphlake mapping list`), or auto: each file's "
-            "ingestor picked from its structure. With --mapping, PATH alone."
+            "ingestor picked from its structure (files nothing reads go to `unmatched`: one "
+            "reject each). With --mapping, PATH alone."
         ),
     ],
     path: Annotated[Path | None, typer.Argument(help="File or folder to ingest.")] = None,

@@ -17,7 +17,7 @@ from graphlake.errors import GraphlakeError
 from graphlake.schema import TABLES
 
 #: Tables a mapping can fill, in the order their blocks are compiled
-TARGETS = ("sessions", "runs", "participants", "steps", "nodes", "events", "annotations", "edges")
+TARGETS = ("sessions", "participants", "steps", "nodes", "events", "annotations", "edges")
 #: The id column of each table a block fills (the block's ``id``)
 ID_COLUMN = {
     "participants": "participant_id",
@@ -25,7 +25,6 @@ ID_COLUMN = {
     "nodes": "node_id",
     "events": "event_id",
     "annotations": "annotation_id",
-    "runs": "run_id",
 }
 #: Columns a mapping never sets itself (graphlake fills them)
 RESERVED = frozenset({"corpus", "session_id", "attrs"})
