@@ -127,6 +127,7 @@ class UnmatchedFiles(Ingestor):
     """The files ``auto`` found no reader for: one reject each, listing what was tried."""
 
     independent_units = True
+    help = "files `ingest auto` found no reader for: one reject each, saying what was tried"
 
     def units(self, path: Path) -> list[SourceUnit]:
         return [SourceUnit(p, "unmatched") for p in data_files(Path(path))]

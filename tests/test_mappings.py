@@ -68,9 +68,10 @@ def test_agentbench_error_log_one_session_per_line():
     out = run_mapping("agentbench", path)
     assert not rows(out, "rejects")
     sessions = {s["session_id"]: s for s in rows(out, "sessions")}
-    assert set(sessions) == {f"{path.name.removesuffix('.jsonl')}:{r['index']}" for r in records}
+    prefix = f"samples:agentbench:{path.name.removesuffix('.jsonl')}"
+    assert set(sessions) == {f"{prefix}:{r['index']}" for r in records}
     for r in records:
-        s = sessions[f"{path.name.removesuffix('.jsonl')}:{r['index']}"]
+        s = sessions[f"{prefix}:{r['index']}"]
         assert s["started_at"].timestamp() == pytest.approx(r["time"]["timestamp"] / 1000)
         # what no column reads stays: the time as text, the output's own index
         attrs = json.loads(s["attrs"])
@@ -205,6 +206,18 @@ def test_a_wrong_mapping_names_its_line(tmp_path, change, message):
     m = write(tmp_path, BASE.replace(*change))
     with pytest.raises(MappingError, match=message):
         load(m)
+
+
+def test_a_repeated_session_id_is_a_reject_and_the_first_lands(tmp_path):
+    m = write(tmp_path, BASE)
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"sid": "s1", "title": "first"}\n')
+    (data / "b.jsonl").write_text('{"sid": "s1", "title": "second"}\n')
+    out = run_mapping(m, data)
+    assert [s["title"] for s in rows(out, "sessions")] == ["first"]
+    [rej] = rows(out, "rejects")
+    assert "repeats" in rej["reason"] and rej["source_file"].endswith("b.jsonl")
 
 
 def test_every_shipped_mapping_checks_and_is_listed():

@@ -29,6 +29,7 @@ from graphlake.ingest.mapping.expressions import (
     Refs,
     compile_expression,
     json_path,
+    slot_column,
     sql,
 )
 from graphlake.ingest.mapping.spec import ID_COLUMN, Block, Located, Mapping, MappingError
@@ -144,16 +145,38 @@ def _level_list(scope: str, path: str) -> str:
 
 def _patch(paths: set[tuple[str, ...]], arrays: set[tuple[str, ...]], scope: str) -> str:
     """``scope`` minus the fields at ``paths`` (RFC 7396 merge patches with nulls: DuckDB's
-    json_merge_patch), and minus each list at ``arrays`` when it is a list."""
-    out = scope
+    json_merge_patch), and minus each list at ``arrays`` when it is a list. One merge of the
+    record: the patch for each combination of the lists being lists or not is a literal,
+    chosen by one ``json_type`` call over every list path."""
     plain = sorted(p for p in paths if p and p not in arrays)
-    if plain:
-        out = f"json_merge_patch({out}, {sql(exp.Literal.string(_null_patch(plain)))})"
-    for p in sorted(a for a in arrays if a):
-        patch = sql(exp.Literal.string(_null_patch([p])))
-        kind = sql(exp.Literal.string(json_path(p)))
-        out = f"(CASE WHEN json_type({scope}, {kind}) = 'ARRAY' THEN json_merge_patch({out}, {patch}) ELSE {out} END)"
-    return out
+    lists = sorted(a for a in arrays if a)
+    if not lists:
+        if not plain:
+            return scope
+        return f"json_merge_patch({scope}, {sql(exp.Literal.string(_null_patch(plain)))})"
+    if len(lists) > 4:  # rare: one merge per list
+        out = (
+            f"json_merge_patch({scope}, {sql(exp.Literal.string(_null_patch(plain)))})"
+            if plain
+            else scope
+        )
+        for p in lists:
+            patch = sql(exp.Literal.string(_null_patch([p])))
+            kind = sql(exp.Literal.string(json_path(p)))
+            out = f"(CASE WHEN json_type({scope}, {kind}) = 'ARRAY' THEN json_merge_patch({out}, {patch}) ELSE {out} END)"
+        return out
+    types = "_lt"  # json_type of each list path, computed once beside (_attr_helpers)
+    case = []
+    for mask in range(1 << len(lists)):
+        chosen = [p for k, p in enumerate(lists) if mask >> k & 1]
+        cond = " AND ".join(
+            f"{types}[{k + 1}] {'=' if mask >> k & 1 else 'IS DISTINCT FROM'} 'ARRAY'"
+            for k in range(len(lists))
+        )
+        # a constant patch in every branch: DuckDB parses a literal patch once, not per row
+        patch = sql(exp.Literal.string(_null_patch(plain + chosen))) if plain + chosen else "'{}'"
+        case.append(f"WHEN {cond} THEN json_merge_patch({scope}, {patch})")
+    return f"(CASE {' '.join(reversed(case))} END)"
 
 
 def _null_patch(paths: list[tuple[str, ...]]) -> str:
@@ -213,8 +236,13 @@ def compile_mapping(mapping: Mapping) -> Plan:
     refs_of: list[tuple[Block, Refs]] = []
     columns_of: list[list[Column]] = []
     extras: list[dict[str, str]] = []
-    for block in all_blocks:
-        refs = Refs()
+    # blocks that read the same items share one extraction: every field any of them reads is
+    # pulled from each item in one call, its attrs computed once (``m_items_<g>``)
+    group_refs: dict[tuple, Refs] = {}
+    for i, block in enumerate(all_blocks):
+        # blocks without `from` read the session record: their fields come out with the
+        # sessions' own, in one extraction
+        refs = group_refs.setdefault(() if i == 0 else tuple(block.from_paths), Refs())
         cols = [_column(mapping, block.table, n, loc, refs) for n, loc in block.columns.items()]
         extra: dict[str, str] = {}
         for key in ("where", "id", "src", "dst"):
@@ -234,11 +262,21 @@ def compile_mapping(mapping: Mapping) -> Plan:
     scopes = _scope_refs(mapping, refs_of[1:] + [(mapping.sessions, refs_of[0][1])])
 
     setup = _records_sql(mapping, grouped)
-    sessions = _sessions_block(mapping, columns_of[0], extras[0], scopes)
+    sessions = _sessions_block(mapping, columns_of[0], extras[0], scopes, refs_of[0][1])
     setup.append(f"CREATE OR REPLACE TEMP TABLE m_sessions AS {sessions.select}")
+    groups: dict[tuple, int] = {}
+    for block in all_blocks[1:]:
+        if (block.table == "edges" and block.sequence) or block.derive:
+            continue
+        levels = tuple(block.from_paths)
+        if levels not in groups:
+            groups[levels] = len(groups)
+            rel = _items_relation(mapping, block, levels, scopes, grouped, group_refs[levels])
+            kind = "TABLE" if levels else "VIEW"  # the session records are a table already
+            setup.append(f"CREATE OR REPLACE TEMP {kind} m_items_{groups[levels]} AS {rel}")
     compiled = []
-    for n, (block, cols, extra) in enumerate(
-        zip(all_blocks[1:], columns_of[1:], extras[1:], strict=True), 1
+    for n, (block, cols, extra, (_, refs)) in enumerate(
+        zip(all_blocks[1:], columns_of[1:], extras[1:], refs_of[1:], strict=True), 1
     ):
         if block.table == "edges" and block.sequence:
             compiled.append(CompiledBlock(block, n, "", []))
@@ -246,28 +284,32 @@ def compile_mapping(mapping: Mapping) -> Plan:
         if block.derive:
             compiled.append(CompiledBlock(block, n, "", []))
             continue
-        compiled.append(_items_block(mapping, block, n, cols, extra, scopes, grouped))
+        g = groups[tuple(block.from_paths)]
+        compiled.append(_items_block(block, n, cols, extra, f"m_items_{g}"))
     return Plan(mapping, setup, sessions, compiled, grouped)
 
 
 def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
     fmt = mapping.source["format"]
     records = mapping.source.get("records") or "$"
-    steps = [
-        "CREATE OR REPLACE TEMP TABLE m_docs AS SELECT _unit, _file, _stem, _line, _text::JSON AS _doc "
-        "FROM src WHERE json_valid(_text)",
-        "CREATE OR REPLACE TEMP TABLE m_bad AS SELECT _unit, _file, _line, _text FROM src "
-        "WHERE NOT json_valid(_text)",
+    steps = [  # each record parsed once: TRY_CAST is NULL for text that is not JSON
+        "CREATE OR REPLACE TEMP TABLE m_parsed AS SELECT _unit, _file, _stem, _line, _text, "
+        "TRY_CAST(_text AS JSON) AS _doc FROM src WHERE NOT regexp_full_match(_text, '\\s*')",
+        "CREATE OR REPLACE TEMP TABLE m_docs AS SELECT _unit, _file, _stem, _line, _doc "
+        "FROM m_parsed WHERE _doc IS NOT NULL",
+        "CREATE OR REPLACE TEMP TABLE m_bad AS SELECT _unit, _file, _line, _text FROM m_parsed "
+        "WHERE _doc IS NULL",
     ]
     if grouped:
-        key = compile_expression(mapping.source["group_by"])
-        key_sql = sql(key).replace("_item", "_doc")
+        refs = Refs()
+        key_sql = sql(compile_expression(mapping.source["group_by"], refs))
+        slots = "".join(", " + c for c in refs.columns({"_item": "_doc", "_record": "_doc"}))
         steps.append(
             "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, any_value(_file) AS _file, "
             "any_value(_stem) AS _stem, min(_line) AS _line, "
             f"({key_sql})::VARCHAR AS _group, arg_min(_doc, _line) AS _record, "
             "list(_doc ORDER BY _line) AS _rows, min(_line) AS _rec_index, 1 AS _n "
-            f"FROM m_docs GROUP BY _unit, ({key_sql})::VARCHAR"
+            f"FROM (SELECT *{slots} FROM m_docs) GROUP BY _unit, ({key_sql})::VARCHAR"
         )
     elif fmt == "json" and records != "$":
         lst = _level_list("_doc", records)
@@ -306,6 +348,26 @@ def _checks(cols: list[Column]) -> str:
     return f"concat_ws('; ', {', '.join(parts)})" if parts else "''"
 
 
+def _has_lists(levels: tuple, scopes: dict) -> bool:
+    return any(a for a in scopes.get(levels, {"lists": set()})["lists"])
+
+
+def _attr_helpers(levels: tuple, scopes: dict, scope: str) -> str:
+    """Select-list items the attrs expression reads: the JSON type of ``scope`` and of each
+    list its blocks unnest, each computed once per row."""
+    s = scopes.get(levels, {"read": set(), "lists": set()})
+    lists = sorted(a for a in s["lists"] if a)
+    # the JSON's kind from its first character: no parse (the text is valid JSON already)
+    out = (
+        f", CASE WHEN {scope} IS NULL THEN 'NULL' WHEN regexp_matches({scope}, '^\\s*\\{{') THEN 'OBJECT' "
+        f"WHEN regexp_matches({scope}, '^\\s*\\[') THEN 'ARRAY' ELSE json_type({scope}) END AS _jt"
+    )
+    if lists:
+        kinds = ", ".join(sql(exp.Literal.string(json_path(p))) for p in lists)
+        out += f", json_type({scope}, [{kinds}]) AS _lt"
+    return out
+
+
 def _attrs(block: Block, levels: tuple, scopes: dict, scope: str) -> str:
     if not block.attrs:
         return "NULL::VARCHAR"
@@ -313,15 +375,21 @@ def _attrs(block: Block, levels: tuple, scopes: dict, scope: str) -> str:
     patched = _patch(s["read"], s["lists"], scope)
     # a list the blocks unnest whole (``from: $[*]``) leaves nothing of its own
     other = "NULL::VARCHAR" if () in s["lists"] else f"({scope})::VARCHAR"
+    # the common case costs one key listing: every key read whole, so nothing is left
+    # when every field read is a whole top-level key, one key listing tells "nothing left"
+    whole = sorted(p[0] for p in s["read"]) if all(len(p) == 1 for p in s["read"]) else []
+    obj = f"nullif(({patched})::VARCHAR, '{{}}')"
+    if whole:
+        keys = ", ".join(sql(exp.Literal.string(k)) for k in whole)
+        obj = f"CASE WHEN list_has_all([{keys}], json_keys({scope})) THEN NULL ELSE {obj} END"
     return (
-        f"(CASE WHEN json_type({scope}) = 'OBJECT' THEN nullif(({patched})::VARCHAR, '{{}}') "
-        f"WHEN json_type({scope}) = 'ARRAY' THEN {other} WHEN {scope} IS NULL OR json_type({scope}) = 'NULL' "
-        f"THEN NULL ELSE json_object('value', {scope})::VARCHAR END)"
+        f"(CASE _jt WHEN 'OBJECT' THEN {obj} WHEN 'ARRAY' THEN {other} "
+        f"WHEN 'NULL' THEN NULL ELSE json_object('value', {scope})::VARCHAR END)"
     )
 
 
 def _sessions_block(
-    mapping: Mapping, cols: list[Column], extra: dict, scopes: dict
+    mapping: Mapping, cols: list[Column], extra: dict, scopes: dict, refs: Refs
 ) -> CompiledBlock:
     block = mapping.sessions
     grouped = bool(mapping.source.get("group_by"))
@@ -345,31 +413,50 @@ def _sessions_block(
             f"sessions.id ({mapping.ref(id_line)}) gave NULL: give every session an id"
         )
     )
+    again = sql(
+        exp.Literal.string(
+            f"sessions.id ({mapping.ref(id_line)}) repeats: an earlier record (this file or "
+            "another of the batch) has the same session id, and it landed; make the id unique "
+            "(e.g. with the file's folder: regexp_extract(_file, ...))"
+        )
+    )
     checks = _checks(cols)
     select_cols = "".join(f", {c.value} AS {c.name}" for c in cols)
+    slots = "".join(", " + c for c in refs.columns())
     select = (
-        f"SELECT _s.*{select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} ELSE {checks} END AS _why, "
+        f"SELECT _s.* EXCLUDE ({', '.join(['_jt', *(['_lt'] if _has_lists((), scopes) else [])])}){select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} "
+        f"WHEN _srep > 1 THEN {again} ELSE {checks} END AS _why, "
         f"{_attrs(block, (), scopes, '_record')} AS attrs "
-        f"FROM (SELECT *, {sid} AS _session_id FROM ({base}) {where}) _s"
+        f"FROM (SELECT *, row_number() OVER (PARTITION BY _session_id ORDER BY _unit, _rec_index) AS _srep "
+        f"FROM (SELECT *, {sid} AS _session_id{_attr_helpers((), scopes, '_record')} "
+        f"FROM (SELECT *{slots} FROM ({base})) {where})) _s"
     )
     return CompiledBlock(block, 0, select, cols)
 
 
-def _items_block(
-    mapping: Mapping,
-    block: Block,
-    n: int,
-    cols: list[Column],
-    extra: dict,
-    scopes: dict,
-    grouped: bool,
-) -> CompiledBlock:
-    levels = tuple(block.from_paths)
+def _items_relation(
+    mapping: Mapping, block: Block, levels: tuple, scopes: dict, grouped: bool, refs: Refs
+) -> str:
+    """The items at ``levels`` of every session, each with the fields its blocks read
+    (``_fs_item``, ...) and its attrs (``_attrs``)."""
+    if not levels:  # the session records, their fields extracted with the sessions' own;
+        # their attrs are the session's, not repeated on every such row
+        return "SELECT *, []::BIGINT[] AS _ord, NULL::VARCHAR AS _attrs FROM m_sessions WHERE _why = ''"
+    # the session record's fields, extracted before the items are unnested
+    record_slots = "".join(f", {c}" for c in _scoped(refs, "_record").columns())
+    carried = "".join(
+        f", {slot_column('_record', j)}" for j in (False, True) if ("_record", j) in refs.slots
+    )
     rel = (
         "SELECT _unit, _file, _stem, _line, _rec_index, _record, _record AS _item, "
         "NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, "
-        f"[]::BIGINT[] AS _ord, _session_id{', _rows' if grouped else ''} FROM m_sessions WHERE _why = ''"
+        f"[]::BIGINT[] AS _ord, _session_id{', _rows' if grouped else ''}{record_slots} "
+        "FROM m_sessions WHERE _why = ''"
     )
+    # the enclosing item travels with its items only where an expression reads it whole;
+    # the fields read of it are extracted once, before its items are unnested
+    keep_parent = "_parent" in refs.provided
+    parent_slots = _scoped(refs, "_parent")
     for depth, path in enumerate(levels):
         if path == "$rows":
             if not grouped or depth:
@@ -380,13 +467,39 @@ def _items_block(
             lst = "_rows"
         else:
             lst = _level_list("_item" if depth else "_record", path)
+        last = depth == len(levels) - 1
+        extract = (
+            "".join(f", {c}" for c in parent_slots.columns({"_parent": "_item"})) if last else ""
+        )
+        slots_carried = (
+            "".join(f", {slot_column('_parent', j)}" for _, j in parent_slots.slots) if last else ""
+        )
+        parent = "_item AS _parent, " if keep_parent else ""
+        if "_record" in refs.provided:
+            parent += "_record, "
         rel = (
-            "SELECT _unit, _file, _stem, _line, _rec_index, _record, _session_id, "
-            f"{'_rows, ' if grouped else ''}_item AS _parent, _index AS _parent_index, "
-            "unnest(_l) AS _item, generate_subscripts(_l, 1) - 1 AS _index, _ord "
-            f"FROM (SELECT *, {lst} AS _l FROM ({rel}))"
+            "SELECT _unit, _file, _stem, _line, _rec_index, _session_id, "
+            f"{'_rows, ' if grouped else ''}{parent}_index AS _parent_index, "
+            f"unnest(_l) AS _item, generate_subscripts(_l, 1) - 1 AS _index, _ord{carried}{slots_carried} "
+            f"FROM (SELECT *, {lst} AS _l{extract} FROM ({rel}))"
         )
         rel = "SELECT * EXCLUDE (_ord), list_append(_ord, _index) AS _ord FROM (" + rel + ")"
+    if levels and not keep_parent:
+        rel = f"SELECT *, NULL::JSON AS _parent FROM ({rel})"
+    item_slots = "".join(f", {c}" for c in _scoped(refs, "_item").columns())
+    attrs = _attrs(block, levels, scopes, "_item")
+    helpers = _attr_helpers(levels, scopes, "_item")
+    drop = "_jt, _lt" if _has_lists(levels, scopes) else "_jt"
+    return (
+        f"SELECT * EXCLUDE ({drop}), {attrs} AS _attrs "
+        f"FROM (SELECT *{item_slots}{helpers} FROM ({rel}))"
+    )
+
+
+def _items_block(
+    block: Block, n: int, cols: list[Column], extra: dict, items: str
+) -> CompiledBlock:
+    levels = tuple(block.from_paths)
     where = f"WHERE ({extra['where']})" if "where" in extra else ""
     id_col = ID_COLUMN.get(block.table)
     id_expr = None
@@ -409,12 +522,22 @@ def _items_block(
         select_cols.append(f"{sql(exp.Literal.string(block.kind or 'edge'))} AS kind")
         if "level" not in block.columns:
             select_cols.append("'action' AS level")
+    attrs = "_attrs" if block.attrs else "NULL::VARCHAR"
     select = (
         f"SELECT _unit, _file, _session_id, _line, _rec_index, _ord, _index, _item::VARCHAR AS _raw, "
         f"{', '.join(select_cols)}{', ' if select_cols else ''}{_checks(cols)} AS _why, "
-        f"{_attrs(block, levels, scopes, '_item')} AS attrs FROM ({rel}) {where}"
+        f"{attrs} AS attrs FROM {items} {where}"
     )
     return CompiledBlock(block, n, select, cols)
+
+
+def _scoped(refs: Refs, scope: str) -> Refs:
+    """The part of ``refs`` that reads ``scope``."""
+    return Refs(slots={k: v for k, v in refs.slots.items() if k[0] == scope})
+
+
+def slot_names(refs: Refs) -> list[str]:
+    return [slot_column(scope, j) for scope, j in refs.slots]
 
 
 def check_expressions(mapping: Mapping) -> None:

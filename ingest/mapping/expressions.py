@@ -43,9 +43,40 @@ class Refs:
     """The field paths an expression reads, per scope (``_item``, ``_record``, ``_parent``)."""
 
     paths: dict[str, set[tuple[str, ...]]] = field(default_factory=dict)
+    #: (scope, as JSON) -> the paths read there, in slot order: every field of a scope is
+    #: extracted in one call (one parse of the JSON for all the block's columns)
+    slots: dict[tuple[str, bool], list[tuple[str, ...]]] = field(default_factory=dict)
+    #: provided names used as they are (``_parent``, ``_record``, ...)
+    provided: set[str] = field(default_factory=set)
 
     def add(self, scope: str, path: tuple[str, ...]) -> None:
         self.paths.setdefault(scope, set()).add(path)
+
+    def slot(self, scope: str, path: tuple[str, ...], as_json: bool) -> int:
+        """The 1-based position of ``path`` in the scope's extracted list."""
+        self.add(scope, path)
+        paths = self.slots.setdefault((scope, as_json), [])
+        if path not in paths:
+            paths.append(path)
+        return paths.index(path) + 1
+
+    def columns(self, source: dict[str, str] | None = None) -> list[str]:
+        """The select-list items that extract every slot: ``json_extract_string(_item,
+        ['$.a', '$.b']) AS _fs_item``; ``source`` renames the JSON column a scope reads."""
+        out = []
+        for (scope, as_json), paths in self.slots.items():
+            fn = "json_extract" if as_json else "json_extract_string"
+            col = (source or {}).get(scope, scope)
+            lst = ", ".join(sql(exp.Literal.string(json_path(p))) for p in paths)
+            out.append(f"{fn}({col}, [{lst}]) AS {slot_column(scope, as_json)}")
+        return out
+
+    def scopes(self) -> set[str]:
+        return {scope for scope, _ in self.slots}
+
+
+def slot_column(scope: str, as_json: bool) -> str:
+    return f"_f{'j' if as_json else 's'}{scope}"
 
     def merge(self, other: Refs) -> None:
         for scope, paths in other.paths.items():
@@ -71,14 +102,15 @@ def _parts(node: exp.Expression) -> list[str] | None:
 
 def _field(parts: list[str], refs: Refs, as_json: bool) -> exp.Expression:
     if len(parts) == 1 and parts[0] in PROVIDED:
+        refs.provided.add(parts[0])
         return exp.column(parts[0])
     scope = "_item"
     if len(parts) > 1 and parts[0] in SCOPES:
         scope, parts = SCOPES[parts[0]], parts[1:]
-    refs.add(scope, tuple(parts))
-    fn = "json_extract" if as_json else "json_extract_string"
+    k = refs.slot(scope, tuple(parts), as_json)
     return exp.Anonymous(
-        this=fn, expressions=[exp.column(scope), exp.Literal.string(json_path(tuple(parts)))]
+        this="list_extract",
+        expressions=[exp.column(slot_column(scope, as_json)), exp.Literal.number(k)],
     )
 
 

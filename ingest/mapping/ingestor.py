@@ -120,7 +120,7 @@ class MappingIngestor(Ingestor):
                 reason=reason,
                 raw=raw,
             )
-        if records.text:
+        if len(records):
             con = connection("SET TimeZone = 'UTC'")
             tables, rejects = execute(self.plan, con, records.table())
             for table, rows in tables.items():

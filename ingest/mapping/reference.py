@@ -48,7 +48,16 @@ def reference() -> str:
     schema = _load_schema()
     defs = schema["$defs"]
     lines = [BEGIN, "", *_section("The mapping file", schema, defs)]
-    for name in ("detect", "source", "sessionBlock", "block", "edgeBlock", "expression", "from", "columns"):
+    for name in (
+        "detect",
+        "source",
+        "sessionBlock",
+        "block",
+        "edgeBlock",
+        "expression",
+        "from",
+        "columns",
+    ):
         node = defs[name]
         if "oneOf" in node and "properties" not in node:
             opts = [o for o in node["oneOf"] if o.get("type") == "object"]

@@ -27,7 +27,9 @@ def statements(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
         if b.select:
             yield (
                 (f"{b.block.table} block", b.block.where_line),
-                (f"CREATE OR REPLACE TEMP TABLE m_b{b.number} AS {b.select}"),
+                # a view: its rows are read twice (the accepted, the rejected), each a cheap
+                # projection of the materialized items
+                (f"CREATE OR REPLACE TEMP VIEW m_b{b.number} AS {b.select}"),
             )
     yield from _derived(plan)
 
@@ -70,23 +72,29 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                 + union
                 + ") WHERE src IS NOT NULL AND dst IS NOT NULL"
             )
+        blocks = _blocks_of(plan, table)
+        # ids made from positions carry their block's number: unique by construction
+        unique = table != "edges" and all(b.block.id is None for b in blocks)
+        rep = (  # ids made from positions are unique by construction
+            "1 AS _rep"
+            if unique
+            else f"row_number() OVER (PARTITION BY _session_id, {key} ORDER BY _ord) AS _rep"
+        )
         yield (
             (f"{table} rows", line),
             (
-                f"CREATE OR REPLACE TEMP TABLE m_all_{table} AS SELECT *, row_number() OVER "
-                f"(PARTITION BY _session_id, {key} ORDER BY _ord) AS _rep FROM ({union})"
+                f"CREATE OR REPLACE TEMP {'VIEW' if unique else 'TABLE'} m_u_{table} AS "
+                f"SELECT *, {rep} FROM ({union})"
             ),
         )
     # the session start: as mapped, else the earliest absolute time of its rows
     times = []
     for table, cols in absolute.items():
         for c in cols:
-            times.append(f"SELECT _session_id, min({c}) AS t0 FROM m_all_{table} GROUP BY ALL")
+            times.append(f"SELECT _session_id, min({c}) AS t0 FROM m_u_{table} GROUP BY ALL")
     for table in ("events",):
         if "timestamp" in _columns(plan, table):
-            times.append(
-                f"SELECT _session_id, min(timestamp) AS t0 FROM m_all_{table} GROUP BY ALL"
-            )
+            times.append(f"SELECT _session_id, min(timestamp) AS t0 FROM m_u_{table} GROUP BY ALL")
     mapped_start = "started_at" in plan.sessions.block.columns
     start_expr = "any_value(s.started_at)" if mapped_start else "NULL::TIMESTAMPTZ"
     union_t0 = (
@@ -102,29 +110,32 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
             "USING (_session_id) WHERE s._why = '' GROUP BY s._session_id"
         ),
     )
-    for table in ("nodes", "events", "steps"):
+    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
         if _union(plan, table) is None:
             continue
         cols = absolute.get(table, set())
         sets = [
-            f"epoch(m_all_{table}.{c}::TIMESTAMPTZ) - epoch(m_start.t0) AS {c}"
-            for c in sorted(cols)
+            f"epoch(m_u_{table}.{c}::TIMESTAMPTZ) - epoch(m_start.t0) AS {c}" for c in sorted(cols)
         ]
         if (
             table == "events"
             and "timestamp" in _columns(plan, table)
             and "t" not in _columns(plan, table)
         ):
-            sets.append(f"epoch(m_all_{table}.timestamp) - epoch(m_start.t0) AS t")
-        if not sets:
+            sets.append(f"epoch(m_u_{table}.timestamp) - epoch(m_start.t0) AS t")
+        if not sets:  # the rows as they are
+            yield (
+                (f"{table} rows", line),
+                f"CREATE OR REPLACE TEMP VIEW m_all_{table} AS SELECT * FROM m_u_{table}",
+            )
             continue
         repl = ", ".join(sets)
         exclude = f" EXCLUDE ({', '.join(sorted(cols))})" if cols else ""
-        yield (
+        yield (  # absolute times made relative to the session start
             (f"{table} times", line),
             (
-                f"CREATE OR REPLACE TEMP TABLE m_all_{table} AS SELECT m_all_{table}.*{exclude}, {repl} "
-                f"FROM m_all_{table} LEFT JOIN m_start USING (_session_id)"
+                f"CREATE OR REPLACE TEMP VIEW m_all_{table} AS SELECT m_u_{table}.*{exclude}, {repl} "
+                f"FROM m_u_{table} LEFT JOIN m_start USING (_session_id)"
             ),
         )
     # participants derived from the events' actors
@@ -245,7 +256,7 @@ def rejects_sql(plan: Plan) -> list[tuple[str, str]]:
         (
             "sessions",
             "SELECT _unit, _file, 'line ' || _line AS ref, 'line ' || _line || ' is not valid JSON: "
-            "fix or remove it; the other records of the file were read' AS reason, _text AS raw, "
+            "fix or remove it; the other records of the file were read' AS reason, rtrim(_text, chr(13) || chr(10)) AS raw, "
             "NULL AS session_id, 'line' AS kind FROM m_bad",
         ),
         (
@@ -313,11 +324,12 @@ def execute(
 ) -> tuple[dict[str, pa.Table], list[dict]]:
     """Run ``plan`` over ``src``: each table's rows (canonical columns where mapped, plus
     ``_unit``) and the rejects, as dicts."""
+    _reset(con)
     con.register("src", src)
     try:
         for _what, stmt in statements(plan):
             con.execute(stmt)
-        tables = {t: con.sql(q).to_arrow_table() for t, q in outputs(plan).items()}
+        tables = {t: _canonical_rows(con, t, q) for t, q in outputs(plan).items()}
         rejects: list[dict] = []
         for table, q in rejects_sql(plan):
             cur = con.sql(q)
@@ -326,4 +338,25 @@ def execute(
                 rejects.append({"table": table, **dict(zip(names, row, strict=True))})
     finally:
         con.unregister("src")
+        _reset(con)
     return tables, rejects
+
+
+def _canonical_rows(con: duckdb.DuckDBPyConnection, table: str, query: str) -> pa.Table:
+    """``query``'s canonical columns (and ``_unit``) as Arrow: the working columns (the
+    record's JSON, positions) never leave DuckDB."""
+    from graphlake.schema import TABLES
+
+    wanted = set(TABLES[table].columns) | {"_unit"}
+    cols = [c for c in con.sql(query).columns if c in wanted]
+    return con.sql(f"SELECT {', '.join(cols)} FROM ({query})").to_arrow_table()
+
+
+def _reset(con: duckdb.DuckDBPyConnection) -> None:
+    """Drop the plan's temporary tables and views (the connection is shared by every mapping
+    a process runs; one mapping's view must not meet another's table of the same name)."""
+    for kind, name in con.sql(
+        "SELECT 'VIEW', view_name FROM duckdb_views() WHERE temporary AND view_name LIKE 'm\\_%' ESCAPE '\\' "
+        "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'm\\_%' ESCAPE '\\'"
+    ).fetchall():
+        con.execute(f'DROP {kind} IF EXISTS "{name}" CASCADE')

@@ -54,6 +54,8 @@ class Records:
     unreadable: list[tuple[int, str, str, bytes | str]] = field(default_factory=list)
     #: (unit, file, replaced byte count, offset of the first)
     repaired: list[tuple[int, str, int, int | None]] = field(default_factory=list)
+    #: whole files already cut into lines (JSON Lines), as Arrow tables of SRC_SCHEMA
+    chunks: list[pa.Table] = field(default_factory=list)
 
     def add(self, unit: int, file: str, stem: str, line: int, text: str) -> None:
         self.unit.append(unit)
@@ -62,7 +64,13 @@ class Records:
         self.line.append(line)
         self.text.append(text)
 
+    def __len__(self) -> int:
+        return len(self.text) + sum(c.num_rows for c in self.chunks)
+
     def table(self) -> pa.Table:
+        return pa.concat_tables([self._listed(), *self.chunks])
+
+    def _listed(self) -> pa.Table:
         return pa.Table.from_arrays(
             [
                 pa.array(self.unit, pa.int32()),
@@ -101,16 +109,48 @@ def _text(data: bytes, unit: int, name: str, out: Records) -> str:
     return fixed.decode("utf-8")
 
 
+def _lines(data: bytes, unit: int, name: str, s: str, out: Records) -> pa.Table:
+    """A JSON Lines file as one row per line, cut where the newlines are (NumPy finds them;
+    the Arrow strings point into the file's bytes, no Python string per line). Each line
+    keeps its line end (JSON allows the whitespace); blank lines are dropped in SQL."""
+    import numpy as np
+
+    fixed, replaced, first = repair_utf8(data)
+    if replaced:
+        out.repaired.append((unit, name, replaced, first))
+    if fixed and not fixed.endswith(b"\n"):
+        fixed += b"\n"
+    buf = np.frombuffer(fixed, dtype=np.uint8)
+    ends = np.flatnonzero(buf == 10) + 1
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), ends]).astype(np.int64)
+    n = len(ends)
+    if offsets[-1] >= 2**31:
+        text = pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(fixed)).cast(
+            pa.string()
+        )
+    else:
+        text = pa.StringArray.from_buffers(
+            n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(fixed)
+        )
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.full(n, unit, dtype=np.int32)),
+            pa.array([name] * n, pa.string()),
+            pa.array([s] * n, pa.string()),
+            pa.array(np.arange(1, n + 1, dtype=np.int64)),
+            text,
+        ],
+        schema=SRC_SCHEMA,
+    )
+
+
 def _add_bytes(fmt: str, data: bytes, unit: int, name: str, out: Records, options: dict) -> None:
     s = stem(name)
     if fmt == "json":
         out.add(unit, name, s, 1, _text(data, unit, name, out))
         return
     if fmt == "jsonl":
-        text = _text(data, unit, name, out)
-        for n, line in enumerate(text.split("\n"), 1):
-            if line.strip():
-                out.add(unit, name, s, n, line.rstrip("\r"))
+        out.chunks.append(_lines(data, unit, name, s, out))
         return
     # csv and parquet rows as JSON objects, converted in DuckDB
     import io
