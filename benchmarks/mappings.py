@@ -209,20 +209,23 @@ def main(argv: list[str] | None = None) -> int:
         lines = [
             f"## {stamp}, mapping language (agentbench mapping, {records:,} records)",
             "",
-            f"`python -m benchmarks.mappings{' --quick' if args.quick else ''}` on {platform.machine()}, "
+            f"`python -m benchmarks.mappings{' --quick' if args.quick else ''}` "
+            f"on {platform.machine()}, "
             f"Python {sys.version.split()[0]}: {size / 1e6:.1f} MB of runs.jsonl in "
             f"{len(list(root.rglob('*.jsonl')))} files, {events:,} messages; median of "
             f"{args.rounds} interleaved rounds. Both sides produce the same sessions and events.",
             "",
             "| what | mapping | json + pandas | ratio (baseline / mapping) |",
             "|---|---|---|---|",
-            f"| convert to tables | {med['mapping convert']:.2f} s | {med['json + pandas']:.2f} s | "
+            f"| convert to tables | {med['mapping convert']:.2f} s | "
+            f"{med['json + pandas']:.2f} s | "
             f"**{med['json + pandas'] / med['mapping convert']:.2f}x** |",
             f"| ingest (lake commit vs Parquet) | {med['mapping ingest']:.2f} s | "
             f"{med['json + pandas + parquet']:.2f} s | "
             f"**{med['json + pandas + parquet'] / med['mapping ingest']:.2f}x** |",
             "",
-            f"Rows from the mapping: {', '.join(f'{k} {v:,}' for k, v in sorted(got['mapping'].items()))}. "
+            "Rows from the mapping: "
+            f"{', '.join(f'{k} {v:,}' for k, v in sorted(got['mapping'].items()))}. "
             "Goal (issue 42): a mapping ingests at least as fast as the naive reader (ratio >= 1).",
             "",
         ]

@@ -275,8 +275,8 @@ def compile_mapping(mapping: Mapping) -> Plan:
             kind = "TABLE" if levels else "VIEW"  # the session records are a table already
             setup.append(f"CREATE OR REPLACE TEMP {kind} m_items_{groups[levels]} AS {rel}")
     compiled = []
-    for n, (block, cols, extra, (_, refs)) in enumerate(
-        zip(all_blocks[1:], columns_of[1:], extras[1:], refs_of[1:], strict=True), 1
+    for n, (block, cols, extra) in enumerate(
+        zip(all_blocks[1:], columns_of[1:], extras[1:], strict=True), 1
     ):
         if block.table == "edges" and block.sequence:
             compiled.append(CompiledBlock(block, n, "", []))
