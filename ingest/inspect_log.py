@@ -25,6 +25,7 @@ Both give the same dictionaries, so the mapping below is one.
 from __future__ import annotations
 
 import json
+import math
 import struct
 import zipfile
 from datetime import datetime
@@ -45,6 +46,31 @@ _SAMPLE_READ = frozenset(
     {"id", "epoch", "input", "messages", "events", "events_data", "scores", "model_usage",
      "started_at", "total_time", "attachments"}
 )  # fmt: skip
+
+
+def score_value(value) -> float | None:
+    """A score's number as inspect_ai's ``value_to_float`` reads it: grade letters, numbers
+    (also written as text: "10", "8.5", "1e3"), yes/no and true/false. Where inspect would
+    warn and count 0 (a list, an object, other text) the value is NULL here, and the score's
+    text keeps what it was."""
+    if isinstance(value, str) and value in _GRADES:  # inspect's CORRECT, INCORRECT, ...
+        return _GRADES[value]
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("yes", "true"):
+            return 1.0
+        if low in ("no", "false"):
+            return 0.0
+        try:
+            number = float(low)
+        except ValueError:
+            return None
+        return number if math.isfinite(number) else None
+    return None
 
 
 def read_log(path: Path, own_reader: bool = True) -> dict:
@@ -318,9 +344,7 @@ def _emit_sample(sample: dict, eval_id: str, run_id: str, model, out: Emitter, s
     for scorer, score in (sample.get("scores") or {}).items():
         value = score.get("value") if isinstance(score, dict) else score
         numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
-        number = float(value) if isinstance(value, (int, float)) and numeric else None
-        if isinstance(value, str) and value in _GRADES:  # inspect's CORRECT, INCORRECT, ...
-            number = _GRADES[value]
+        number = score_value(value)
         annotations.append(
             {
                 "annotation_id": f"score:{scorer}",

@@ -167,6 +167,15 @@ class KolabIngestor(Ingestor):
             if obj is None:
                 self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
                 return None
+        if isinstance(obj, dict) and str(obj.get("schema_version", "")).startswith("ATIF"):
+            # Harbor's trajectories also have `steps` and `session_id`: not a Kolab graph
+            self.reject_file(
+                out,
+                path,
+                f"this is a Harbor ATIF trajectory ({obj['schema_version']}), not a Kolab "
+                "workflow graph: ingest it with `graphlake ingest harbor_atif` (or `ingest auto`)",
+            )
+            return None
         return GraphParser(out, str(path)).parse(obj, fallback_sid or path.stem, meta)
 
     def stream_graph_file(

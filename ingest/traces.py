@@ -134,6 +134,30 @@ def sniff(head: bytes, families: tuple[str, ...]) -> tuple[str, str] | None:
     return None
 
 
+def sniff_structure(path: Path, families: tuple[str, ...]) -> tuple[str, str] | None:
+    """(family, shape) from the file's structure where its first bytes did not tell: a
+    SWE-agent trajectory whose ``history`` and ``info`` keys come after a long
+    ``trajectory``, a JSON Lines file whose first record is longer than the sniffed prefix."""
+    from graphlake.ingest.structure import _first_line, shape
+
+    sh = shape(path)
+    keys = set(sh.keys)
+    if (
+        "sweagent" in families
+        and sh.kind == "object"
+        and "trajectory" in keys
+        and ("history" in keys or "info" in keys)
+    ):
+        return "sweagent", "traj"
+    if sh.kind == "lines":
+        first = _first_line(path)
+        found = sniff(first + b"\n" + first, families)  # the whole first record, as lines
+        if found and found[0] == "langfuse":
+            return "langfuse", "langfuse-lines"
+        return found
+    return None
+
+
 _READERS = {"otel": read_otel, "langfuse": read_langfuse}
 
 
@@ -163,7 +187,7 @@ class _TraceFiles(Ingestor):
                 head,
             )
             return
-        found = sniff(head, self.families)
+        found = sniff(head, self.families) or sniff_structure(path, self.families)
         if found is None:
             reject_file(out, path, "sessions", self.unknown, head)
             return

@@ -300,3 +300,22 @@ def test_draft_is_a_mapping_that_checks(tmp_path):
     assert mapping.name == "drafted" and mapping.source["format"] == "jsonl"
     out = run_mapping(m, sample)
     assert len(rows(out, "sessions")) == len(sample.read_text().splitlines())
+
+
+def test_a_harbor_trajectory_is_never_a_kolab_session(tmp_path):
+    """ATIF has ``steps`` and ``session_id`` like a Kolab graph: the Kolab reader refuses it
+    and says which reader to use, and the traces reader's hint names harbor_atif."""
+    from graphlake.errors import WrongCorpusError
+    from graphlake.pipeline import ingest_path
+
+    src = tmp_path / "in"
+    src.mkdir()
+    (src / "trajectory.json").write_bytes((SHAPES / "harbor_trajectory.json").read_bytes())
+    with pytest.raises(WrongCorpusError, match="graphlake ingest harbor_atif"):
+        ingest_path("traces", src, tmp_path / "lake")
+    out = CollectingEmitter("kolab")
+    kolab = ingest.get("kolab")
+    kolab.parse_many(kolab.units(src), 0, out)
+    assert not rows(out, "sessions")
+    [rej] = rows(out, "rejects")
+    assert "graphlake ingest harbor_atif" in rej["reason"]

@@ -76,3 +76,23 @@ def test_the_forced_ingestors_refuse_each_others_files(tmp_path):
     ingest_path("openhands", traj, tmp_path / "lake")
     [r] = _q(tmp_path / "lake", "SELECT reason FROM rejects")
     assert "not an OpenHands event list" in r["reason"]
+
+
+def test_a_trajectory_whose_history_starts_past_the_sniffed_prefix_is_still_one(tmp_path):
+    """SWE-agent writes ``trajectory`` first; with long observations its ``history`` and
+    ``info`` keys start megabytes in. Detection reads the document's structure, not a prefix."""
+    traj = {
+        "trajectory": TRAJ["trajectory"],
+        **{k: v for k, v in TRAJ.items() if k != "trajectory"},
+    }
+    traj["trajectory"] = [
+        {**step, "observation": step.get("observation", "") + "x" * 40_000}
+        for step in traj["trajectory"]
+    ]
+    path = tmp_path / "long.traj"
+    path.write_text(json.dumps(traj))
+    assert path.read_bytes().find(b'"history"') > 64 << 10
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    assert not stats.rejected
+    [s] = _q(tmp_path / "lake", "SELECT session_id FROM sessions")
+    assert s["session_id"] == "long"

@@ -138,3 +138,16 @@ def test_the_demos_log_without_inspect_reads_as_inspects_own_log(logs, tmp_path)
     own = rows(logs["json"], tmp_path / "own")
     hand = rows(inspect_log_by_hand(tmp_path / "hand"), tmp_path / "hand-lake")
     assert hand == own
+
+
+def test_score_values_are_read_as_inspect_ai_reads_them():
+    """Scores written as text ("10", "8.5"), yes/no and grade letters get the number
+    inspect_ai's own value_to_float gives; what it cannot read stays NULL (text kept)."""
+    from inspect_ai.scorer import value_to_float
+
+    from graphlake.ingest.inspect_log import score_value
+
+    theirs = value_to_float()
+    for v in ["10", "8", "8.5", "1e3", "-5", "C", "I", "P", "N", "yes", "No", "TRUE", True, 3, 2.5]:
+        assert score_value(v) == theirs(v), v
+    assert score_value("excellent") is None and score_value([1, 2]) is None

@@ -292,12 +292,14 @@ def compile_mapping(mapping: Mapping) -> Plan:
 def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
     fmt = mapping.source["format"]
     records = mapping.source.get("records") or "$"
-    steps = [  # each record parsed once: TRY_CAST is NULL for text that is not JSON
-        "CREATE OR REPLACE TEMP TABLE m_parsed AS SELECT _unit, _file, _stem, _line, _text, "
-        "TRY_CAST(_text AS JSON) AS _doc FROM src WHERE NOT regexp_full_match(_text, '\\s*')",
-        "CREATE OR REPLACE TEMP TABLE m_docs AS SELECT _unit, _file, _stem, _line, _doc "
+    steps = [  # each record parsed once: TRY_CAST is NULL for text that is not JSON, kept
+        # (once) as the reject's raw text
+        "CREATE OR REPLACE TEMP TABLE m_parsed AS SELECT * EXCLUDE (_text), "
+        "CASE WHEN _doc IS NULL THEN _text END AS _text FROM (SELECT _unit, _file, _stem, _line, "
+        "_text, TRY_CAST(_text AS JSON) AS _doc FROM src WHERE NOT regexp_full_match(_text, '\\s*'))",
+        "CREATE OR REPLACE TEMP VIEW m_docs AS SELECT _unit, _file, _stem, _line, _doc "
         "FROM m_parsed WHERE _doc IS NOT NULL",
-        "CREATE OR REPLACE TEMP TABLE m_bad AS SELECT _unit, _file, _line, _text FROM m_parsed "
+        "CREATE OR REPLACE TEMP VIEW m_bad AS SELECT _unit, _file, _line, _text FROM m_parsed "
         "WHERE _doc IS NULL",
     ]
     if grouped:
@@ -329,7 +331,7 @@ def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
         )
     else:
         steps.append(
-            "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, _file, _stem, _line, _doc AS _record, "
+            "CREATE OR REPLACE TEMP VIEW m_recs AS SELECT _unit, _file, _stem, _line, _doc AS _record, "
             f"{'0' if fmt == 'json' else '_line'} AS _rec_index, "
             "count(*) OVER (PARTITION BY _unit, _file) AS _n FROM m_docs"
         )
@@ -424,7 +426,7 @@ def _sessions_block(
     select_cols = "".join(f", {c.value} AS {c.name}" for c in cols)
     slots = "".join(", " + c for c in refs.columns())
     select = (
-        f"SELECT _s.* EXCLUDE ({', '.join(['_jt', *(['_lt'] if _has_lists((), scopes) else [])])}){select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} "
+        f"SELECT _s.* EXCLUDE ({', '.join(['_jt', '_item', '_parent', *(['_lt'] if _has_lists((), scopes) else [])])}){select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} "
         f"WHEN _srep > 1 THEN {again} ELSE {checks} END AS _why, "
         f"{_attrs(block, (), scopes, '_record')} AS attrs "
         f"FROM (SELECT *, row_number() OVER (PARTITION BY _session_id ORDER BY _unit, _rec_index) AS _srep "
@@ -441,7 +443,10 @@ def _items_relation(
     (``_fs_item``, ...) and its attrs (``_attrs``)."""
     if not levels:  # the session records, their fields extracted with the sessions' own;
         # their attrs are the session's, not repeated on every such row
-        return "SELECT *, []::BIGINT[] AS _ord, NULL::VARCHAR AS _attrs FROM m_sessions WHERE _why = ''"
+        return (
+            "SELECT *, _record AS _item, NULL::JSON AS _parent, []::BIGINT[] AS _ord, "
+            "NULL::VARCHAR AS _attrs FROM m_sessions WHERE _why = ''"
+        )
     # the session record's fields, extracted before the items are unnested
     record_slots = "".join(f", {c}" for c in _scoped(refs, "_record").columns())
     carried = "".join(

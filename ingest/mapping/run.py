@@ -156,15 +156,24 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
     for b in plan.blocks:
         if b.block.table == "edges" and b.block.sequence and _union(plan, "nodes") is not None:
             kind = sql(exp.Literal.string(b.block.kind or "sequential"))
-            order = "t_start NULLS LAST, _ord" if "t_start" in _columns(plan, "nodes") else "_ord"
+            flat = all(len(nb.block.from_paths) <= 1 for nb in _blocks_of(plan, "nodes"))
+            position = "_ord[1]" if flat else "_ord"  # a number sorts faster than a list
+            order = (
+                f"t_start NULLS LAST, {position}"
+                if "t_start" in _columns(plan, "nodes")
+                else position
+            )
             yield (
                 ("sequence edges", b.block.where_line),
                 (
                     f"CREATE OR REPLACE TEMP TABLE m_seq{b.number} AS SELECT _session_id, _unit, _file, "
                     f"_ord, src, node_id AS dst, {kind} AS kind, 'action' AS level, "
                     f"src || '->' || node_id || ':' || {kind} AS edge_id, 1 AS _rep FROM ("
-                    f"SELECT *, lag(node_id) OVER (PARTITION BY _session_id ORDER BY {order}) AS src "
-                    "FROM m_all_nodes WHERE _rep = 1) WHERE src IS NOT NULL"
+                    f"SELECT _session_id, _unit, _file, _ord, node_id, "
+                    f"lag(node_id) OVER (PARTITION BY _session_id ORDER BY {order}) AS src "
+                    f"FROM (SELECT _session_id, _unit, _file, _ord, node_id"
+                    f"{', t_start' if 't_start' in _columns(plan, 'nodes') else ''} "
+                    "FROM m_all_nodes WHERE _rep = 1)) WHERE src IS NOT NULL"
                 ),
             )
 
