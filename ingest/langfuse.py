@@ -74,6 +74,17 @@ def _messages(value: Any, default_role: str) -> list[dict]:
     message object, or plain content."""
     if value is None:
         return []
+    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
+        # the SDKs send a message list serialised as text; Langfuse's own UI decodes it
+        # (deep JSON parsing of input and output), and so does this reader
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, list | dict) and _messages(decoded, default_role) != [
+            {"role": default_role, "content": json.dumps(decoded, sort_keys=True)}
+        ]:
+            return _messages(decoded, default_role)
     if isinstance(value, list) and all(isinstance(m, dict) and "role" in m for m in value):
         return value
     if isinstance(value, dict) and "role" in value:

@@ -359,13 +359,16 @@ class _ResultLog:
             add("task_result", self._agent(it["current_agent"]), "tool", it.get("result"))
         comms = it.get("communications") or []
         for c in comms if isinstance(comms, list) else [comms]:
-            for sender, recipient, text in _speakers(c):
+            for sender, recipient, text, conversation in _speakers(c):
+                extra = {"to": self._agent(recipient)} if recipient else {}
+                if conversation:
+                    extra["conversation"] = conversation
                 add(
                     "message",
                     self._agent(sender) if sender else None,
                     "chat",
                     text,
-                    attrs={"to": self._agent(recipient)} if recipient else None,
+                    attrs=extra or None,
                 )
         if it.get("summary") is not None:
             add(
@@ -419,7 +422,12 @@ class _ResultLog:
             v = run.get(key)
             if isinstance(v, dict):
                 for part, x in v.items():
-                    add(f"{key}/{part}", f"{key}:{part}", x)
+                    if isinstance(x, dict):  # per role (a buyer's and a seller's scores)
+                        target = {"target_kind": "participant", "target_id": part}
+                        for sub, y in _leaves(x):
+                            add(f"{key}/{part}/{sub}", f"{key}:{sub}", y, target)
+                    else:
+                        add(f"{key}/{part}", f"{key}:{part}", x)
             else:
                 add(key, key, v)
         kpis = run.get("agent_kpis")
@@ -432,21 +440,47 @@ class _ResultLog:
 
 #: How MARBLE's engine writes who spoke in a communication: "From agent1 to agent2: ..."
 _FROM_TO = re.compile(r"^[ \t]*From (\S+?) to (\S+?):[ \t]*", re.M)
+#: The engine's header above a conversation's messages: "In Session <uuid>" (not a message)
+_SESSION = re.compile(r"^[ \t]*In Session[ \t]+(\S+?)[ \t]*:?[ \t]*$", re.M)
 
 
-def _speakers(c) -> list[tuple[str | None, str | None, object]]:
-    """A communication as (sender, recipient, text) messages: a text holding "From A to B:"
-    lines is one message per such line, with what follows it up to the next; anything else
-    is one message without a known speaker."""
+def _leaves(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """(dotted key, value) of every leaf of a nested object."""
+    out: list[tuple[str, object]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.extend(_leaves(v, key + "."))
+        else:
+            out.append((key, v))
+    return out
+
+
+def _speakers(c) -> list[tuple[str | None, str | None, object, str | None]]:
+    """A communication as (sender, recipient, text, conversation) messages: a text holding
+    "From A to B:" lines is one message per such line, with what follows it up to the next;
+    an "In Session <id>" header names the conversation of the messages below it and is not a
+    message itself; anything else is one message without a known speaker."""
     if not isinstance(c, str):
-        return [(None, None, c)]
-    marks = list(_FROM_TO.finditer(c))
-    if not marks:
-        return [(None, None, c)]
-    out: list[tuple[str | None, str | None, object]] = []
-    if c[: marks[0].start()].strip():  # text before the first speaker line
-        out.append((None, None, c[: marks[0].start()].strip()))
-    for m, nxt in zip(marks, [*marks[1:], None], strict=True):
-        end = nxt.start() if nxt else len(c)
-        out.append((m.group(1), m.group(2), c[m.end() : end].strip()))
+        return [(None, None, c, None)]
+    out: list[tuple[str | None, str | None, object, str | None]] = []
+    heads = list(_SESSION.finditer(c))
+    parts = [(None, 0, len(c))] if not heads else []
+    if heads:
+        if c[: heads[0].start()].strip():
+            parts.append((None, 0, heads[0].start()))
+        for h, nxt in zip(heads, [*heads[1:], None], strict=True):
+            parts.append((h.group(1), h.end(), nxt.start() if nxt else len(c)))
+    for conversation, start, end in parts:
+        text = c[start:end]
+        marks = list(_FROM_TO.finditer(text))
+        if not marks:
+            if text.strip():
+                out.append((None, None, text.strip() if heads else c, conversation))
+            continue
+        if text[: marks[0].start()].strip():  # text before the first speaker line
+            out.append((None, None, text[: marks[0].start()].strip(), conversation))
+        for m, nxt in zip(marks, [*marks[1:], None], strict=True):
+            stop = nxt.start() if nxt else len(text)
+            out.append((m.group(1), m.group(2), text[m.end() : stop].strip(), conversation))
     return out

@@ -268,3 +268,38 @@ def test_who_spoke_is_read_from_the_engines_from_to_lines(tmp_path):
     ]
     assert json.loads(msgs[2]["attrs"]) == {"to": "agent3"}
     assert "agent3" in {p["participant_id"] for p in out.tables["participants"]}
+
+
+def test_session_headers_are_not_messages_and_per_role_scores_are_annotations(tmp_path):
+    """The engine heads a conversation with "In Session <uuid>": it names the conversation
+    of the messages below it and is not a message. A bargaining run's task_evaluation holds
+    one object per role (buyer, seller): each of its scores is an annotation on that role."""
+    run = json.loads(RESULT_LOG.read_text().splitlines()[0])
+    run["iterations"][0]["communications"] = [
+        "In Session 6a1f0c2e-9b1d-4c55-8f7e-2f3c1d0e9a11\n"
+        "From buyer to seller: 120 for the lamp?\nFrom seller to buyer: 150, final",
+    ]
+    run["task_evaluation"] = {
+        "buyer": {"effectiveness": 7, "progress": 8},
+        "seller": {"effectiveness": 9, "progress": 8},
+    }
+    path = tmp_path / "result_log.jsonl"
+    path.write_text(json.dumps(run) + "\n")
+    out = parse_with("marble", path)
+    msgs = [e for e in out.tables["events"] if e["kind"] == "message"]
+    assert [(m["actor"], m["text"]) for m in msgs] == [
+        ("buyer", "120 for the lamp?"),
+        ("seller", "150, final"),
+    ]
+    assert json.loads(msgs[0]["attrs"])["conversation"].startswith("6a1f0c2e")
+    per_role = {
+        (a["target_id"], a["label"]): a["value"]
+        for a in out.tables["annotations"]
+        if a["label"].startswith("task_evaluation")
+    }
+    expected = {
+        (role, f"task_evaluation:{k}"): float(v)
+        for role, scores in run["task_evaluation"].items()
+        for k, v in scores.items()
+    }
+    assert per_role == expected

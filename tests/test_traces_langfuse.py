@@ -103,3 +103,35 @@ def test_an_otel_file_is_not_a_langfuse_export(tmp_path):
     ingest_path("langfuse", path, tmp_path / "lake")
     [reject] = _rows(tmp_path / "lake", "SELECT reason FROM rejects")
     assert "not a Langfuse export" in reject["reason"]
+
+
+def test_messages_sent_as_json_text_read_as_the_messages(tmp_path):
+    """The SDKs often send a generation's input and output as JSON *text*; Langfuse's UI
+    decodes it, and so does the reader: the same rows as the same messages sent as JSON."""
+
+    def text(v):
+        return json.dumps(v) if isinstance(v, list | dict) else v
+
+    as_text = [
+        {
+            **o,
+            **(
+                {k: text(o.get(k)) for k in ("input", "output")}
+                if o.get("type") == "GENERATION"
+                else {}
+            ),
+        }
+        for o in OBSERVATIONS
+    ]
+    got = {}
+    for name, observations in (("json", OBSERVATIONS), ("text", as_text)):
+        path = tmp_path / name / "trace.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps({**TRACE, "observations": observations, "scores": SCORES}))
+        ingest_path("traces", path, tmp_path / f"lake-{name}")
+        got[name] = _rows(
+            tmp_path / f"lake-{name}",
+            "SELECT actor_type, actor, kind, text FROM events ORDER BY seq, event_id",
+        )
+    assert got["text"] == got["json"]
+    assert not any(e["text"] and e["text"].startswith('[{"') for e in got["text"])
