@@ -278,6 +278,8 @@ def test_cli_ingest_mapping_and_auto(tmp_path):
     assert done.returncode == 0, done.stderr
     got = cli("sql", "SELECT corpus, session_id FROM sessions", "--format", "csv")
     assert got.stdout.replace('"', "").split() == ["corpus,session_id", "lab,s1"]
+    again = cli("ingest", "--mapping", str(m), str(data.parent), "-q")
+    assert again.returncode == 0 and "nothing new" in again.stdout  # re-ingest adds nothing
     done = cli("ingest", "auto", str(SAMPLES / "chatarena"), "-q")
     assert done.returncode == 0 and "read as chatarena" in done.stderr
     bad = write(tmp_path, BASE.replace("    text: said", "    txt: said"), "bad.yaml")
