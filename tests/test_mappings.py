@@ -321,3 +321,69 @@ def test_a_harbor_trajectory_is_never_a_kolab_session(tmp_path):
     assert not rows(out, "sessions")
     [rej] = rows(out, "rejects")
     assert "graphlake ingest harbor_atif" in rej["reason"]
+
+
+CSV_MAPPING = """\
+graphlake_mapping: 1
+name: turns_table
+source:
+  format: {fmt}
+  group_by: conv
+sessions:
+  columns:
+    title: conv
+events:
+  from: $rows
+  columns:
+    seq: turn
+    actor: speaker
+    text: utterance
+"""
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_table_rows_grouped_into_sessions(tmp_path, fmt):
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    import pyarrow.parquet as pq
+
+    m = write(tmp_path, CSV_MAPPING.format(fmt=fmt))
+    table = pa.table(
+        {
+            "conv": ["c1", "c1", "c2"],
+            "turn": [0, 1, 0],
+            "speaker": ["ann", "bot", "ann"],
+            "utterance": ["hi", "hello", "bye"],
+            "mood": ["calm", "calm", "tired"],
+        }
+    )
+    data = tmp_path / "in"
+    data.mkdir()
+    if fmt == "csv":
+        pacsv.write_csv(table, data / "turns.csv")
+    else:
+        pq.write_table(table, data / "turns.parquet")
+    out = run_mapping(m, data)
+    assert not rows(out, "rejects")
+    assert sorted(s["session_id"] for s in rows(out, "sessions")) == ["c1", "c2"]
+    got = sorted((e["session_id"], e["seq"], e["actor"], e["text"]) for e in rows(out, "events"))
+    assert got == [("c1", 0, "ann", "hi"), ("c1", 1, "bot", "hello"), ("c2", 0, "ann", "bye")]
+    # the row's unmapped field stays with it
+    assert {json.loads(e["attrs"])["mood"] for e in rows(out, "events")} == {"calm", "tired"}
+
+
+def test_zip_members_are_read_and_bounded(tmp_path, monkeypatch):
+    import zipfile
+
+    m = write(tmp_path, BASE)
+    data = tmp_path / "in"
+    data.mkdir()
+    with zipfile.ZipFile(data / "logs.zip", "w", zipfile.ZIP_DEFLATED) as zf:
+        zf.writestr("a.jsonl", '{"sid": "z1", "turns": [{"who": "ann", "said": "hi", "at": 0}]}\n')
+        zf.writestr("big.jsonl", '{"sid": "z2", "pad": "' + "x" * 5000 + '"}\n')
+        zf.writestr("notes.txt", "not a member of this format")
+    monkeypatch.setenv("GRAPHLAKE_MAX_FILE_BYTES", "4096")
+    out = run_mapping(m, data)
+    assert [s["session_id"] for s in rows(out, "sessions")] == ["z1"]
+    [rej] = rows(out, "rejects")
+    assert rej["source_file"].endswith("logs.zip!big.jsonl") and "inflates to" in rej["reason"]
