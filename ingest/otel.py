@@ -174,8 +174,8 @@ OTLP_SPAN_FIELDS = frozenset(
 def _kind(value: Any) -> str | None:
     if isinstance(value, int):
         return _KINDS.get(value)
-    if isinstance(value, str):
-        return value.removeprefix("SPAN_KIND_").removeprefix("SpanKind.") or None
+    if isinstance(value, str):  # "SPAN_KIND_CLIENT", "SpanKind.CLIENT", any-agent's "client"
+        return value.removeprefix("SPAN_KIND_").removeprefix("SpanKind.").upper() or None
     return None
 
 
@@ -183,7 +183,7 @@ def _status_code(value: Any) -> str | None:
     if isinstance(value, int):
         return _STATUS.get(value)
     if isinstance(value, str):
-        return value.removeprefix("STATUS_CODE_").removeprefix("StatusCode.") or None
+        return value.removeprefix("STATUS_CODE_").removeprefix("StatusCode.").upper() or None
     return None
 
 
@@ -261,6 +261,7 @@ CONSOLE_FIELDS = frozenset(
         "context",
         "kind",
         "parent_id",
+        "parent",  # any-agent's AgentSpan: the parent's SpanContext
         "start_time",
         "end_time",
         "status",
@@ -302,6 +303,14 @@ def console_spans(obj: Any, ref: str) -> Iterator[Span | SpanError]:
     if isinstance(obj, list):
         for i, item in enumerate(obj):
             yield from console_spans(item, f"{ref}[{i}]")
+        return
+    if isinstance(obj, dict) and "context" not in obj and isinstance(obj.get("spans"), list):
+        # any-agent's AgentTrace (``trace.model_dump()``): {"spans": [AgentSpan], "final_output"}
+        final = obj.get("final_output")
+        for i, item in enumerate(obj["spans"]):
+            if final is not None and isinstance(item, dict) and not item.get("parent"):
+                item = {**item, "any_agent.final_output": final}  # the root's output, kept
+            yield from console_spans(item, f"{ref}spans[{i}]")
         return
     try:
         span = console_span(obj, ref)
@@ -346,7 +355,10 @@ def console_span(obj: Any, ref: str) -> Span:
     return Span(
         trace_id=_required(norm_id(ctx.get("trace_id"), 16, "context.trace_id"), "trace_id"),
         span_id=_required(norm_id(ctx.get("span_id"), 8, "context.span_id"), "span_id"),
-        parent_id=norm_id(obj.get("parent_id"), 8, "parent_id"),
+        # ReadableSpan.to_json writes parent_id; any-agent's AgentSpan a parent SpanContext
+        parent_id=norm_id(obj.get("parent_id"), 8, "parent_id")
+        if obj.get("parent_id") is not None or not isinstance(obj.get("parent"), dict)
+        else norm_id(obj["parent"].get("span_id"), 8, "parent.span_id"),
         name=obj.get("name") or "",
         kind=_kind(obj.get("kind")),
         start_ns=time_ns(obj.get("start_time"), "start_time"),

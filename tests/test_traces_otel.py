@@ -373,3 +373,62 @@ def test_the_openinference_trace_uses_the_conventions_own_names():
     assert expected <= used, expected - used
     kinds = {s.attributes[A.OPENINFERENCE_SPAN_KIND] for s in spans}
     assert kinds == {k.value for k in semconv.OpenInferenceSpanKindValues} & kinds
+
+
+def _iso_ns(text: str) -> int:
+    from datetime import datetime
+
+    ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return int(ts.timestamp()) * 1_000_000_000 + ts.microsecond * 1000
+
+
+def test_an_any_agent_trace_lands_as_the_same_spans_printed(traces, tmp_path):
+    """any-agent's ``AgentTrace`` export (``{"spans": [AgentSpan], "final_output"}``, each
+    span a ReadableSpan as pydantic dumps it: integer ids in ``context`` and ``parent``,
+    nanosecond times, lower-case kinds and status codes) holds the SDK's spans: they land as
+    the console exporter's print of the same spans does."""
+    text = traces["console"].read_text()
+    dec, pos, printed = json.JSONDecoder(), 0, []
+    while pos < len(text):
+        while pos < len(text) and text[pos].isspace():
+            pos += 1
+        if pos < len(text):
+            obj, pos = dec.raw_decode(text, pos)
+            printed.append(obj)
+
+    def ctx(trace_id, span_id):
+        return {"trace_id": int(trace_id, 16), "span_id": int(span_id, 16), "is_remote": False}
+
+    spans = [
+        {
+            "name": p["name"],
+            "kind": p["kind"].removeprefix("SpanKind.").lower(),
+            "parent": ctx(p["context"]["trace_id"], p["parent_id"]) if p.get("parent_id") else None,
+            "start_time": _iso_ns(p["start_time"]),
+            "end_time": _iso_ns(p["end_time"]),
+            "status": {
+                "status_code": p["status"]["status_code"].lower(),
+                "description": p["status"].get("description"),
+            },
+            "context": ctx(p["context"]["trace_id"], p["context"]["span_id"]),
+            "attributes": p["attributes"],
+            "links": [],
+            "events": [{**e, "timestamp": _iso_ns(e["timestamp"])} for e in p.get("events", [])],
+            "resource": p["resource"],
+        }
+        for p in printed
+    ]
+    agent_trace = tmp_path / "in" / "agent_trace.json"
+    agent_trace.parent.mkdir()
+    agent_trace.write_text(json.dumps({"spans": spans, "final_output": "The ground floor plan."}))
+    lakes = {}
+    for name, path in (("console", traces["console"]), ("any_agent", agent_trace)):
+        lakes[name] = tmp_path / name
+        stats, _ = ingest_path("traces", path, lakes[name])
+        assert not stats.rejected, (name, stats.rejected)
+    for q in (_NODES, _EDGES, _EVENTS, _ANNOTATIONS, _SESSIONS):
+        assert _rows(lakes["any_agent"], q) == _rows(lakes["console"], q), q
+    kept = [
+        json.loads(n["attrs"] or "{}") for n in _rows(lakes["any_agent"], "SELECT attrs FROM nodes")
+    ]
+    assert any(k.get("any_agent.final_output") == "The ground floor plan." for k in kept)
