@@ -68,6 +68,19 @@ def _tried() -> list[str]:
     ]
 
 
+def _detect_block(path: Path) -> dict:
+    """A mapping's ``detect`` block, read without compiling the mapping (the ingest that
+    follows loads and checks the mappings it uses)."""
+    from graphlake.ingest.mapping.spec import MAX_MAPPING_BYTES
+    from graphlake.ingest.yaml_bounded import load_yaml
+
+    if path.stat().st_size > MAX_MAPPING_BYTES:
+        return {}
+    doc = load_yaml(path.read_text(encoding="utf-8"))
+    detect = doc.get("detect") if isinstance(doc, dict) else None
+    return detect if isinstance(detect, dict) else {}
+
+
 @dataclass
 class Choice:
     """What ``auto`` decided for a source: files by ingestor, and the files nothing read."""
@@ -83,7 +96,7 @@ def choose(path: Path) -> Choice:
     loaded = []
     for name, p in sorted(mappings.items()):
         try:
-            loaded.append((name, ingest.load_mapping(p).detect))
+            loaded.append((name, _detect_block(p)))
         except Exception:  # noqa: BLE001 - a broken mapping is skipped here; `mapping check` says why
             continue
     choice = Choice(tried=_tried())

@@ -387,3 +387,18 @@ def test_zip_members_are_read_and_bounded(tmp_path, monkeypatch):
     assert [s["session_id"] for s in rows(out, "sessions")] == ["z1"]
     [rej] = rows(out, "rejects")
     assert rej["source_file"].endswith("logs.zip!big.jsonl") and "inflates to" in rej["reason"]
+
+
+def test_explain_says_which_fields_land_where_and_what_goes_to_attrs(tmp_path):
+    from graphlake.ingest.mapping.draft import explain
+
+    m = write(tmp_path, BASE)
+    data = tmp_path / "logs.jsonl"
+    data.write_text(
+        '{"sid": "s1", "title": "t", "lab_note": 1, '
+        '"turns": [{"who": "a", "said": "b", "at": 0, "mood": "x"}]}\n'
+    )
+    rows_ = {(r[0], r[1]): r[2] for r in explain(load(m), [data])}
+    assert rows_[("events.actor", "who")] == "who"
+    assert rows_[("session record", "-> attrs")] == "lab_note"
+    assert rows_[("$.turns[*]", "-> attrs")] == "mood"

@@ -178,7 +178,11 @@ def explain(mapping, samples: list[Path]) -> list[tuple[str, str, str]]:
     read: dict[tuple, set] = defaultdict(set)
     for block in [mapping.sessions, *mapping.blocks]:
         levels = tuple(block.from_paths)
-        for col, loc in block.columns.items():
+        named = dict(block.columns)
+        for key in ("id", "where", "src", "dst"):
+            if getattr(block, key) is not None:
+                named[f"({key})"] = getattr(block, key)
+        for col, loc in named.items():
             refs = Refs()
             v = loc.value["expr"] if isinstance(loc.value, dict) else loc.value
             compile_expression(v, refs)
