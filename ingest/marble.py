@@ -465,7 +465,7 @@ def _speakers(c) -> list[tuple[str | None, str | None, object, str | None]]:
         return [(None, None, c, None)]
     out: list[tuple[str | None, str | None, object, str | None]] = []
     heads = list(_SESSION.finditer(c))
-    parts = [(None, 0, len(c))] if not heads else []
+    parts: list[tuple[str | None, int, int]] = [(None, 0, len(c))] if not heads else []
     if heads:
         if c[: heads[0].start()].strip():
             parts.append((None, 0, heads[0].start()))
