@@ -51,7 +51,7 @@ def _builtin(path: Path, sh: Shape) -> str | None:
     keys = set(sh.keys)
     if sh.kind == "object" and "trajectory" in keys and ("history" in keys or "info" in keys):
         return "traces"  # SWE-agent, wherever its keys start
-    guess = _looks_like(path)
+    guess = _looks_like(path, sh if sh.kind is not None else None)
     if guess:
         return guess
     found = sniff_trace(

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from graphlake.ingest.base import data_files
+from graphlake.ingest.base import data_files, load_json
 
 #: Files that come with datasets but hold no data: skipped and counted, never rejected
 NON_DATA = re.compile(
@@ -24,13 +24,22 @@ def is_non_data(path: Path) -> bool:
     return bool(NON_DATA.match(path.name)) and path.is_file()
 
 
-def _first_value(path: Path):
-    """The file's first record from its structure (:mod:`graphlake.ingest.structure`): a
-    document's top-level fields, a list's first element (inside a one-element list), or
-    the first JSON Lines record, however far into the file they are; None if neither."""
+def _first_value(path: Path, sh=None):
+    """The file's JSON (small files), or its first JSON Lines record, from its first 64 KiB;
+    where those do not parse, from its structure (:mod:`graphlake.ingest.structure`, or the
+    ``sh`` a caller already read): a document's top-level fields, a list's first element
+    (inside a one-element list), the first JSON Lines record, however far into the file
+    they are; None if neither."""
+    with path.open("rb") as fh:
+        head = fh.read(_HEAD_BYTES)
+    for candidate in (head, head.split(b"\n", 1)[0]):
+        try:
+            return load_json(candidate)
+        except ValueError:
+            continue
     from graphlake.ingest.structure import shape
 
-    sh = shape(path)
+    sh = sh if sh is not None else shape(path)
     if sh.kind == "object":
         return {k: (sh.first or {}).get(k) for k in sh.keys if "." not in k}
     if sh.kind == "array":
@@ -40,7 +49,7 @@ def _first_value(path: Path):
     return None
 
 
-def _looks_like(path: Path) -> str | None:
+def _looks_like(path: Path, sh=None) -> str | None:
     name = path.name
     if name.endswith(
         (".timed-units.xml", ".moves.xml", ".reference_expressions.json")
@@ -50,7 +59,7 @@ def _looks_like(path: Path) -> str | None:
         return None  # HAS-Bench and MARBLE both write YAML tasks: too close to call
     if path.suffix.lower() not in (".json", ".jsonl"):
         return None
-    value = _first_value(path)
+    value = _first_value(path, sh)
     if (
         isinstance(value, list)
         and value

@@ -402,3 +402,41 @@ def test_explain_says_which_fields_land_where_and_what_goes_to_attrs(tmp_path):
     assert rows_[("events.actor", "who")] == "who"
     assert rows_[("session record", "-> attrs")] == "lab_note"
     assert rows_[("$.turns[*]", "-> attrs")] == "mood"
+
+
+def test_a_repeated_item_id_is_a_reject_and_the_first_lands(tmp_path):
+    m = write(tmp_path, BASE.replace("  from: $.turns[*]\n", "  from: $.turns[*]\n  id: who\n"))
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.jsonl").write_text(
+        '{"sid": "s1", "turns": [{"who": "ann", "said": "one"}, {"who": "ann", "said": "two"}]}\n'
+    )
+    out = run_mapping(m, data)
+    assert [(e["event_id"], e["text"]) for e in rows(out, "events")] == [("ann", "one")]
+    [rej] = rows(out, "rejects")
+    assert "events.event_id ann repeats within session s1" in rej["reason"]
+    assert json.loads(rej["raw"])["said"] == "two"
+
+
+def test_a_batch_that_fails_is_read_again_file_by_file_without_repeats(tmp_path, monkeypatch):
+    """Whatever a batch raises, its files are parsed one by one: nothing the failed batch
+    read is emitted twice (rows and rejects are emitted only once its plan has run)."""
+    import graphlake.ingest.mapping.ingestor as ingestor_module
+
+    m = write(tmp_path, BASE)
+    data = tmp_path / "in"
+    data.mkdir()
+    (data / "a.jsonl").write_text('{"sid": "s1", "turns": []}\n')
+    (data / "b.jsonl").write_text('{"sid": "s2", "turns": []}\n')
+    (data / "c.txt").write_text("not this format")
+    real = ingestor_module.execute
+
+    def fails_on_batches(plan, con, src):
+        if len(set(src.column("_unit").to_pylist())) > 1:
+            raise RuntimeError("a batch that fails")
+        return real(plan, con, src)
+
+    monkeypatch.setattr(ingestor_module, "execute", fails_on_batches)
+    out = run_mapping(m, data)
+    assert sorted(s["session_id"] for s in rows(out, "sessions")) == ["s1", "s2"]
+    assert [r["source_file"].rsplit("/", 1)[-1] for r in rows(out, "rejects")] == ["c.txt"]

@@ -78,10 +78,6 @@ class Refs:
 def slot_column(scope: str, as_json: bool) -> str:
     return f"_f{'j' if as_json else 's'}{scope}"
 
-    def merge(self, other: Refs) -> None:
-        for scope, paths in other.paths.items():
-            self.paths.setdefault(scope, set()).update(paths)
-
 
 def json_path(parts: tuple[str, ...]) -> str:
     """``('info', 'exit status')`` as ``$."info"."exit status"`` (every key quoted)."""

@@ -15,6 +15,7 @@ from graphlake.ingest.base import (
     Ingestor,
     SourceUnit,
     file_units,
+    head_bytes,
     parse_isolated,
     reject_encoding,
 )
@@ -81,35 +82,35 @@ class MappingIngestor(Ingestor):
             try:
                 self._convert(batch, out, start + i)
             except Exception:  # noqa: BLE001 - then each file alone, each failure its own reject
-                if len(batch) == 1:
-                    parse_isolated(self._raise, batch[0], out, start + i)
-                else:
-                    for k, unit in enumerate(batch):
-                        parse_isolated(self.parse, unit, out, start + i + k)
+                for k, unit in enumerate(batch):
+                    parse_isolated(self.parse, unit, out, start + i + k)
             if tick:
                 tick(batch[-1], len(batch))
             i = j
 
-    def _raise(self, unit: SourceUnit, out: Emitter) -> None:
-        self._convert([unit], out, out.unit)
-
     def _convert(self, units: list[SourceUnit], out, first: int) -> None:
+        """Read ``units`` into one relation and run the plan; nothing is emitted until the
+        plan has run, so a batch that raises leaves no rows behind for the one-by-one retry."""
         fmt = self.mapping.source["format"]
         records = Records()
         for k, unit in enumerate(units):
             if unit.kind == "other":
-                out.unit = first + k
-                out.reject(
-                    source_file=str(unit.path),
-                    target_table="sessions",
-                    record_kind="file",
-                    record_ref="$",
-                    reason=f"not a {fmt} file: the {self.name} mapping reads "
-                    f"{', '.join(_SUFFIX[fmt])} files (and .zip archives of them)",
-                    raw=b"",
+                records.unreadable.append(
+                    (
+                        first + k,
+                        str(unit.path),
+                        f"not a {fmt} file: the {self.name} mapping reads "
+                        f"{', '.join(_SUFFIX[fmt])} files (and .zip archives of them)",
+                        head_bytes(unit.path),
+                    )
                 )
                 continue
             read_file(unit.path, first + k, fmt, records, self.mapping.source)
+        tables: dict[str, pa.Table] = {}
+        rejects: list[dict] = []
+        if len(records):
+            con = connection("SET TimeZone = 'UTC'")
+            tables, rejects = execute(self.plan, con, records.table())
         for unit_no, name, reason, raw in records.unreadable:
             out.unit = unit_no
             out.reject(
@@ -120,23 +121,20 @@ class MappingIngestor(Ingestor):
                 reason=reason,
                 raw=raw,
             )
-        if len(records):
-            con = connection("SET TimeZone = 'UTC'")
-            tables, rejects = execute(self.plan, con, records.table())
-            for table, rows in tables.items():
-                if rows.num_rows:
-                    self._emit(out, table, rows)
-            for r in rejects:
-                out.unit = r["_unit"]
-                out.reject(
-                    source_file=r["_file"],
-                    target_table=r["table"],
-                    record_kind=r["kind"],
-                    record_ref=r["ref"],
-                    reason=r["reason"],
-                    raw=r["raw"] or "",
-                    session_id=r["session_id"],
-                )
+        for table, rows in tables.items():
+            if rows.num_rows:
+                self._emit(out, table, rows)
+        for r in rejects:
+            out.unit = r["_unit"]
+            out.reject(
+                source_file=r["_file"],
+                target_table=r["table"],
+                record_kind=r["kind"],
+                record_ref=r["ref"],
+                reason=r["reason"],
+                raw=r["raw"] or "",
+                session_id=r["session_id"],
+            )
         for unit_no, name, replaced, offset in records.repaired:
             out.unit = unit_no
             reject_encoding(

@@ -11,8 +11,11 @@ from sqlglot import exp
 
 from graphlake.ingest.mapping.compile import CompiledBlock, Plan
 from graphlake.ingest.mapping.expressions import sql
+from graphlake.ingest.mapping.spec import ID_COLUMN
 
-_ABS = "__abs"  # suffix of an absolute time column before it is made relative
+#: The tables blocks fill below sessions, and each one's key within a session
+KEYS = {**ID_COLUMN, "edges": "edge_id"}
+ITEM_TABLES = ("participants", "steps", "nodes", "events", "annotations", "edges")
 
 
 def _blocks_of(plan: Plan, table: str) -> list[CompiledBlock]:
@@ -54,16 +57,9 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
             if c.absolute_time:
                 absolute.setdefault(b.block.table, set()).add(c.name)
     # the unions of each table's blocks, ids made unique (a repeat is a reject)
-    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+    for table in ITEM_TABLES:
         union = _union(plan, table)
-        key = {
-            "participants": "participant_id",
-            "steps": "step_id",
-            "nodes": "node_id",
-            "events": "event_id",
-            "annotations": "annotation_id",
-            "edges": "edge_id",
-        }[table]
+        key = KEYS[table]
         if union is None:
             continue
         if table == "edges":
@@ -72,9 +68,7 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                 + union
                 + ") WHERE src IS NOT NULL AND dst IS NOT NULL"
             )
-        blocks = _blocks_of(plan, table)
-        # ids made from positions carry their block's number: unique by construction
-        unique = table != "edges" and all(b.block.id is None for b in blocks)
+        unique = _unique_ids(plan, table)
         rep = (  # ids made from positions are unique by construction
             "1 AS _rep"
             if unique
@@ -110,7 +104,7 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
             "USING (_session_id) WHERE s._why = '' GROUP BY s._session_id"
         ),
     )
-    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+    for table in ITEM_TABLES:
         if _union(plan, table) is None:
             continue
         cols = absolute.get(table, set())
@@ -178,6 +172,12 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
             )
 
 
+def _unique_ids(plan: Plan, table: str) -> bool:
+    """Whether ``table``'s ids are unique by construction: made from positions, which carry
+    their block's number (no block names an ``id``; edges' ids come from their ends)."""
+    return table != "edges" and all(b.block.id is None for b in _blocks_of(plan, table))
+
+
 def outputs(plan: Plan) -> dict[str, str]:
     """The final query of each canonical table (canonical names, ``_unit`` and ``_file``)."""
     out: dict[str, str] = {}
@@ -223,17 +223,11 @@ def outputs(plan: Plan) -> dict[str, str]:
             "LEFT JOIN (SELECT _session_id, list(participant_id ORDER BY _ord) AS participants FROM "
             f"({' UNION ALL '.join(parts_tables)}) GROUP BY ALL) m_plist USING (_session_id)"
         )
-    exclude = [
-        c
-        for c in ("started_at", "duration_s", "participants")
-        if c not in sess_cols and any(c + " AS" in e for e in extra)
-    ]
     out["sessions"] = (
         f"SELECT m_sessions.*, _file AS source_file, _session_id AS session_id{''.join(', ' + e for e in extra)} "
         f"FROM m_sessions {' '.join(joins)} WHERE _why = ''"
     )
-    del exclude
-    for table in ("participants", "steps", "nodes", "events", "annotations", "edges"):
+    for table in ITEM_TABLES:
         queries = []
         if _union(plan, table) is not None:
             queries.append(f"SELECT *, _session_id AS session_id FROM m_all_{table} WHERE _rep = 1")
@@ -300,17 +294,10 @@ def rejects_sql(plan: Plan) -> list[tuple[str, str]]:
                 f"_why AS reason, _raw AS raw, _session_id AS session_id, 'row' AS kind FROM m_b{b.number} WHERE _why <> ''",
             )
         )
-    for t in ("participants", "steps", "nodes", "events", "annotations", "edges"):
-        if _union(plan, t) is None:
+    for t in ITEM_TABLES:
+        if _union(plan, t) is None or _unique_ids(plan, t):
             continue
-        key = {
-            "participants": "participant_id",
-            "steps": "step_id",
-            "nodes": "node_id",
-            "events": "event_id",
-            "annotations": "annotation_id",
-            "edges": "edge_id",
-        }[t]
+        key = KEYS[t]
         head = sql(exp.Literal.string(f"{t}.{key} "))
         tail = sql(
             exp.Literal.string(
@@ -368,4 +355,4 @@ def _reset(con: duckdb.DuckDBPyConnection) -> None:
         "SELECT 'VIEW', view_name FROM duckdb_views() WHERE temporary AND view_name LIKE 'm\\_%' ESCAPE '\\' "
         "UNION ALL SELECT 'TABLE', table_name FROM duckdb_tables() WHERE temporary AND table_name LIKE 'm\\_%' ESCAPE '\\'"
     ).fetchall():
-        con.execute(f'DROP {kind} IF EXISTS "{name}" CASCADE')
+        con.execute(f"DROP {kind} IF EXISTS {exp.to_identifier(name).sql(dialect='duckdb')}")

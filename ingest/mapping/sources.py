@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from graphlake.config import max_file_bytes
 from graphlake.errors import InputLimitError
-from graphlake.ingest.base import read_whole, repair_utf8
+from graphlake.ingest.base import head_bytes, read_whole, repair_utf8
 
 #: members of one zip read at most (a zip of a million empty members is not a corpus)
 MAX_ZIP_MEMBERS = 10_000
@@ -155,25 +155,25 @@ def _add_bytes(fmt: str, data: bytes, unit: int, name: str, out: Records, option
     # csv and parquet rows as JSON objects, converted in DuckDB
     import io
 
-    import duckdb
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
+
+    from graphlake.ingest.vectorised import connection
 
     if fmt == "csv":
         parse = (
             pacsv.ParseOptions(delimiter=options["delimiter"]) if options.get("delimiter") else None
         )
-        convert = pacsv.ConvertOptions(strings_can_be_null=False, column_types=None)
-        table = pacsv.read_csv(io.BytesIO(data), parse_options=parse, convert_options=convert)
+        table = pacsv.read_csv(io.BytesIO(data), parse_options=parse)
         table = table.cast(pa.schema([pa.field(f.name, pa.string()) for f in table.schema]))
     else:
         table = pq.read_table(io.BytesIO(data))
-    con = duckdb.connect(config={"threads": 1})
+    con = connection("SET TimeZone = 'UTC'")
+    con.register("m_table_rows", table)
     try:
-        con.register("t", table)
-        rows = con.sql("SELECT to_json(t)::VARCHAR FROM t").fetchall()
+        rows = con.sql("SELECT to_json(t)::VARCHAR FROM m_table_rows t").fetchall()
     finally:
-        con.close()
+        con.unregister("m_table_rows")
     for n, (row,) in enumerate(rows, 2 if fmt == "csv" else 1):
         out.add(unit, name, s, n, row)
 
@@ -188,7 +188,7 @@ def read_file(path: Path, unit: int, fmt: str, out: Records, options: dict) -> N
             return
         data = read_whole(path)
     except InputLimitError as exc:
-        out.unreadable.append((unit, name, str(exc), b""))
+        out.unreadable.append((unit, name, str(exc), head_bytes(path)))
         return
     except OSError as exc:
         out.unreadable.append((unit, name, f"cannot read the file ({exc.strerror or exc})", b""))

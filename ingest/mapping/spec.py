@@ -68,8 +68,6 @@ class Mapping:
 
     name: str
     path: Path
-    text: str
-    raw: dict
     source: dict
     detect: dict
     description: str
@@ -78,10 +76,6 @@ class Mapping:
 
     def ref(self, line: int) -> str:
         return f"{self.path.name}:{line}"
-
-
-def _schema() -> dict:
-    return _load_schema()
 
 
 @functools.cache
@@ -148,7 +142,7 @@ def _line(lines: dict[tuple, int], path: tuple) -> int:
 def _validate(path: Path, doc: dict, lines: dict[tuple, int]) -> None:
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(_schema())
+    validator = jsonschema.Draft202012Validator(_load_schema())
     errors = sorted(
         validator.iter_errors(doc),
         key=lambda e: (_line(lines, tuple(e.absolute_path)), str(e.message)),
@@ -213,7 +207,7 @@ def _block(table: str, doc: dict, lines: dict, path: tuple, name: str) -> Block:
 def load(path: str | Path) -> Mapping:
     """Read, validate and check the mapping at ``path``; :class:`MappingError` names the line."""
     path = Path(path)
-    text, doc, lines = _read_yaml(path)
+    _, doc, lines = _read_yaml(path)
     _validate(path, doc, lines)
     name = path.name
     sessions = _block("sessions", doc["sessions"], lines, ("sessions",), name)
@@ -236,8 +230,6 @@ def load(path: str | Path) -> Mapping:
     mapping = Mapping(
         name=doc["name"],
         path=path,
-        text=text,
-        raw=doc,
         source=src,
         detect=doc.get("detect") or {},
         description=doc.get("description", ""),
