@@ -368,6 +368,17 @@ def json_lines(
     """Stream a JSON Lines file as (line number, value); blank lines are skipped and a line
     that is not JSON goes to ``bad_line(lineno, reason, raw)`` instead. With ``span`` (a
     :func:`line_slices` unit's), only those bytes, numbered as lines of the whole file."""
+    for lineno, value, _ in json_lines_with_bytes(path, bad_line, span):
+        yield lineno, value
+
+
+def json_lines_with_bytes(
+    path: Path,
+    bad_line: Callable[[int, str, bytes], None],
+    span: tuple[int, int, int] | None = None,
+) -> Iterator[tuple[int, Any, bytes]]:
+    """:func:`json_lines`, each value with the bytes of its line (for a reader that hands
+    some lines on as they are)."""
     with Path(path).open("rb") as fh:
         lines: Iterable[bytes] = fh
         first = 1
@@ -379,7 +390,7 @@ def json_lines(
             if not line.strip():
                 continue
             try:
-                yield lineno, load_json(line)
+                yield lineno, load_json(line), line
             except ValueError as exc:
                 bad_line(lineno, f"not valid JSON ({exc})", line)
 

@@ -19,6 +19,7 @@ reject of its row whose reason names the mapping line of the column.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import pyarrow as pa
@@ -31,8 +32,17 @@ from graphlake.ingest.mapping.expressions import (
     json_path,
     slot_column,
     sql,
+    template,
 )
-from graphlake.ingest.mapping.spec import ID_COLUMN, Block, Located, Mapping, MappingError
+from graphlake.ingest.mapping.spec import (
+    ID_COLUMN,
+    Block,
+    Level,
+    Located,
+    Mapping,
+    MappingError,
+    Split,
+)
 from graphlake.schema import TABLES
 
 _TIME_COLUMNS = frozenset({"t", "t_end", "t_start"})
@@ -85,14 +95,18 @@ class CompiledBlock:
     number: int
     select: str  # the block's rows, with _session_id, _unit, _ord, _item, _why
     columns: list[Column] = field(default_factory=list)
+    #: the block's other compiled expressions (where, id, attrs, derive ids, reject rules)
+    extra: dict = field(default_factory=dict)
 
 
-def _column(mapping: Mapping, table: str, name: str, loc: Located, refs: Refs) -> Column:
+def _column(
+    mapping: Mapping, table: str, name: str, loc: Located, refs: Refs, plain: bool = False
+) -> Column:
     spec_type = TABLES[table].schema.field(name).type
     value = loc.value
     opts: dict = value if isinstance(value, dict) else {"expr": value}
     try:
-        tree = compile_expression(opts["expr"], refs)
+        tree = compile_expression(opts["expr"], refs, plain=plain, as_json=bool(opts.get("json")))
     except ExpressionError as exc:
         raise MappingError(f"{mapping.ref(loc.line)}: {table}.{name}: {exc}") from None
     if "map" in opts:
@@ -103,6 +117,11 @@ def _column(mapping: Mapping, table: str, name: str, loc: Located, refs: Refs) -
     elif "default" in opts:
         tree = exp.func("coalesce", tree, _lit(opts["default"]))
     text = sql(tree)
+    if opts.get("json"):  # objects and lists as canonical JSON text, anything else as text
+        text = (
+            f"(CASE WHEN json_type(({text})::JSON) IN ('OBJECT', 'ARRAY') "
+            f"THEN graphlake_canonical_json(({text})::VARCHAR) ELSE ({text})::JSON->>'$' END)"
+        )
     duck = _duck_type(spec_type)
     fmt = opts.get("format")
     what = f"{table}.{name} ({mapping.ref(loc.line)})"
@@ -126,24 +145,64 @@ def _timestamp(text: str, fmt: str) -> str:
     return f"(try_strptime(({text})::VARCHAR, {sql(exp.Literal.string(fmt))}))::TIMESTAMPTZ"
 
 
-def _paths_of(block: Block) -> list[tuple[str, ...]]:
-    """Each ``from`` level as a key path (``$.a.b[*]`` -> ('a', 'b')); None for ``$rows``."""
-    out = []
-    for p in block.from_paths:
-        body = p[1:].removesuffix("[*]").strip(".")
-        out.append(tuple(k.strip('"') for k in body.split(".")) if body else ())
-    return out
+def level_path(level: Level) -> tuple[tuple[str, ...], str | None]:
+    """A ``from`` level as (key path, what it unnests there): ``$.a.b[*]`` -> (('a', 'b'),
+    'ARRAY'), ``$.a.*`` -> (('a',), 'OBJECT'), ``$.a`` -> (('a',), None); a split reads its
+    field (``_value``: the item itself, ``()``)."""
+    if isinstance(level, Split):
+        return (() if level.field == "_value" else tuple(level.field.split("."))), None
+    if level == "$rows":
+        return (), None
+    kind = "ARRAY" if level.endswith("[*]") else "OBJECT" if level.endswith(".*") else None
+    body = level[1:].removesuffix("[*]").removesuffix(".*").strip(".")
+    return (tuple(k.strip('"') for k in body.split(".")) if body else ()), kind
 
 
-def _level_list(scope: str, path: str) -> str:
-    """The JSON list of items at ``path`` (one item when the path names a single value)."""
-    lit = sql(exp.Literal.string(path))
-    if path.endswith("[*]"):
-        return f"json_extract({scope}, {lit})"
-    return f"(CASE WHEN json_extract({scope}, {lit}) IS NULL THEN []::JSON[] ELSE [json_extract({scope}, {lit})] END)"
+def _level_list(scope: str, level: str) -> tuple[str, str | None]:
+    """The JSON list of items at ``level`` (one item when the path names a single value),
+    and for an object's members the list of their names."""
+    path, kind = level_path(level)
+    if kind == "OBJECT":
+        container = sql(exp.Literal.string(json_path(path)))
+        members = sql(exp.Literal.string(json_path(path) + ".*"))
+        is_obj = f"json_type({scope}, {container}) = 'OBJECT'"
+        return (
+            f"(CASE WHEN {is_obj} THEN json_extract({scope}, {members}) ELSE []::JSON[] END)",
+            f"(CASE WHEN {is_obj} THEN json_keys({scope}, {container}) ELSE []::VARCHAR[] END)",
+        )
+    lit = sql(exp.Literal.string(level))
+    if kind == "ARRAY":
+        return f"json_extract({scope}, {lit})", None
+    return (
+        f"(CASE WHEN json_extract({scope}, {lit}) IS NULL THEN []::JSON[] ELSE [json_extract({scope}, {lit})] END)",
+        None,
+    )
 
 
-def _patch(paths: set[tuple[str, ...]], arrays: set[tuple[str, ...]], scope: str) -> str:
+def _split_steps(scope: str, split: Split, rel: str) -> tuple[str, str]:
+    """(relation with the pieces' parts beside each row, the JSON list of its items) of a
+    split level: DuckDB's ``regexp_split_to_array`` gives the pieces, ``regexp_extract_all``
+    the matches and each capture group, zipped into ``{match, groups, text, n}``."""
+    path = sql(exp.Literal.string(json_path(level_path(split)[0])))
+    pat = sql(exp.Literal.string(split.pattern))
+    groups = "".join(
+        f", regexp_extract_all(_s, {pat}, {g}) AS _g{g}" for g in range(1, split.groups + 1)
+    )
+    rel = (
+        f"SELECT *, regexp_split_to_array(_s, {pat}) AS _pcs, regexp_extract_all(_s, {pat}) AS _ms{groups} "
+        f"FROM (SELECT *, CASE WHEN json_type({scope}, {path}) = 'VARCHAR' THEN json_extract_string({scope}, {path}) END AS _s FROM ({rel}))"
+    )
+    glist = "[" + ", ".join(f"_g{g}[i]" for g in range(1, split.groups + 1)) + "]"
+    glist = glist if split.groups else "[]::VARCHAR[]"
+    items = (
+        "(CASE WHEN _s IS NULL THEN []::JSON[] ELSE list_transform(range(len(_pcs)), lambda i: "
+        "json_object('match', CASE WHEN i = 0 THEN NULL ELSE _ms[i] END, "
+        f"'groups', CASE WHEN i = 0 THEN NULL ELSE {glist} END, 'text', _pcs[i + 1], 'n', len(_pcs))) END)"
+    )
+    return rel, items
+
+
+def _patch(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scope: str) -> str:
     """``scope`` minus the fields at ``paths`` (RFC 7396 merge patches with nulls: DuckDB's
     json_merge_patch), and minus each list at ``arrays`` when it is a list. One merge of the
     record: the patch for each combination of the lists being lists or not is a literal,
@@ -163,14 +222,14 @@ def _patch(paths: set[tuple[str, ...]], arrays: set[tuple[str, ...]], scope: str
         for p in lists:
             patch = sql(exp.Literal.string(_null_patch([p])))
             kind = sql(exp.Literal.string(json_path(p)))
-            out = f"(CASE WHEN json_type({scope}, {kind}) = 'ARRAY' THEN json_merge_patch({out}, {patch}) ELSE {out} END)"
+            out = f"(CASE WHEN json_type({scope}, {kind}) = '{arrays[p]}' THEN json_merge_patch({out}, {patch}) ELSE {out} END)"
         return out
     types = "_lt"  # json_type of each list path, computed once beside (_attr_helpers)
     case = []
     for mask in range(1 << len(lists)):
         chosen = [p for k, p in enumerate(lists) if mask >> k & 1]
         cond = " AND ".join(
-            f"{types}[{k + 1}] {'=' if mask >> k & 1 else 'IS DISTINCT FROM'} 'ARRAY'"
+            f"{types}[{k + 1}] {'=' if mask >> k & 1 else 'IS DISTINCT FROM'} '{arrays[lists[k]]}'"
             for k in range(len(lists))
         )
         # a constant patch in every branch: DuckDB parses a literal patch once, not per row
@@ -206,28 +265,43 @@ class Plan:
     grouped: bool
 
 
-def _scope_refs(
-    mapping: Mapping, compiled: list[tuple[Block, Refs]]
-) -> dict[tuple, dict[str, set]]:
+def _scope_refs(mapping: Mapping, compiled: list[tuple[Block, Refs]]) -> dict[tuple, dict]:
     """For every item context (the session record, each ``from`` prefix): the field paths
     read there, and the lists below it that blocks unnest (both leave its attrs)."""
     read: dict[tuple, set] = {(): set()}
-    lists: dict[tuple, set] = {(): set()}
+    lists: dict[tuple, dict] = {(): {}}
     for block, refs in compiled:
         levels = tuple(block.from_paths)
         read.setdefault(levels, set()).update(refs.paths.get("_item", set()))
         read[()].update(refs.paths.get("_record", set()))
-        if levels:
-            read.setdefault(levels[:-1], set()).update(refs.paths.get("_parent", set()))
-        paths = _paths_of(block)
-        for k in range(len(levels)):
-            if levels[k] == "$rows":
-                continue
-            lists.setdefault(levels[:k], set()).add(paths[k])
-    return {
-        k: {"read": read.get(k, set()), "lists": lists.get(k, set())}
-        for k in set(read) | set(lists)
-    }
+        for scope, paths in refs.paths.items():  # parent.x, parent.parent.x, ...
+            if scope.startswith("_parent"):
+                up = int(scope[len("_parent") :] or 1)
+                if up <= len(levels):
+                    read.setdefault(levels[:-up], set()).update(paths)
+        for k, level in enumerate(levels):
+            path, kind = level_path(level)
+            if isinstance(level, Split):  # the split field is read there
+                read.setdefault(levels[:k], set()).add(path)
+            elif level != "$rows":  # (a single value: left in place unless it is a list)
+                lists.setdefault(levels[:k], {})[path] = kind or "ARRAY"
+    out: dict[tuple, dict] = {}
+    for ctx in set(read) | set(lists):
+        out[ctx] = {"read": read.get(ctx, set()), "lists": lists.get(ctx, {})}
+    return out
+
+
+def _expression(mapping: Mapping, block: Block, what: str, loc: Located, refs: Refs) -> str:
+    try:
+        if what.startswith("reject reason"):
+            return sql(template(str(loc.value), refs))
+        value = loc.value["expr"] if isinstance(loc.value, dict) else loc.value
+        return sql(compile_expression(value, refs, plain=block.derive is not None))
+    except ExpressionError as exc:
+        raise MappingError(f"{mapping.ref(loc.line)}: {block.table}.{what}: {exc}") from None
+
+
+_NUMBER = re.compile(r"\b_number\b")
 
 
 def compile_mapping(mapping: Mapping) -> Plan:
@@ -241,25 +315,43 @@ def compile_mapping(mapping: Mapping) -> Plan:
     group_refs: dict[tuple, Refs] = {}
     for i, block in enumerate(all_blocks):
         # blocks without `from` read the session record: their fields come out with the
-        # sessions' own, in one extraction
-        refs = group_refs.setdefault(() if i == 0 else tuple(block.from_paths), Refs())
-        cols = [_column(mapping, block.table, n, loc, refs) for n, loc in block.columns.items()]
+        # sessions' own, in one extraction; derived participants read the derived rows
+        if block.derive:
+            refs = Refs()
+        else:
+            refs = group_refs.setdefault(() if i == 0 else tuple(block.from_paths), Refs())
+        cols = [
+            _column(mapping, block.table, n, loc, refs, plain=block.derive is not None)
+            for n, loc in block.columns.items()
+        ]
         extra: dict[str, str] = {}
         for key in ("where", "id", "src", "dst"):
             loc = getattr(block, key)
-            if loc is None:
-                continue
-            try:
-                tree = compile_expression(
-                    loc.value["expr"] if isinstance(loc.value, dict) else loc.value, refs
+            if loc is not None:
+                extra[key] = _expression(mapping, block, key, loc, refs)
+        if isinstance(block.attrs, Located):
+            extra["attrs"] = _expression(mapping, block, "attrs", block.attrs, refs)
+        if block.derive:
+            extra["ids"] = [  # type: ignore[assignment]
+                _expression(mapping, block, "derive.ids", loc, refs) for loc in block.derive.ids
+            ]
+            if block.derive.order is not None:
+                extra["order"] = _expression(
+                    mapping, block, "derive.order", block.derive.order, refs
                 )
-            except ExpressionError as exc:
-                raise MappingError(f"{mapping.ref(loc.line)}: {block.table}.{key}: {exc}") from None
-            extra[key] = sql(tree)
+        extra["rejects"] = [  # type: ignore[assignment]
+            (
+                _expression(mapping, block, "reject when", r.when, refs),
+                _expression(mapping, block, "reject reason", r.reason, refs),
+            )
+            for r in block.rejects
+        ]
         refs_of.append((block, refs))
         columns_of.append(cols)
         extras.append(extra)
-    scopes = _scope_refs(mapping, refs_of[1:] + [(mapping.sessions, refs_of[0][1])])
+    scopes = _scope_refs(
+        mapping, [r for r in refs_of[1:] if not r[0].derive] + [(mapping.sessions, refs_of[0][1])]
+    )
 
     setup = _records_sql(mapping, grouped)
     sessions = _sessions_block(mapping, columns_of[0], extras[0], scopes, refs_of[0][1])
@@ -271,21 +363,38 @@ def compile_mapping(mapping: Mapping) -> Plan:
         levels = tuple(block.from_paths)
         if levels not in groups:
             groups[levels] = len(groups)
-            rel = _items_relation(mapping, block, levels, scopes, grouped, group_refs[levels])
+            keep = any(
+                b.attrs is True
+                for b in all_blocks[1:]
+                if tuple(b.from_paths) == levels and not b.derive
+            )
+            rel = _items_relation(mapping, block, levels, scopes, grouped, group_refs[levels], keep)
             kind = "TABLE" if levels else "VIEW"  # the session records are a table already
             setup.append(f"CREATE OR REPLACE TEMP {kind} m_items_{groups[levels]} AS {rel}")
     compiled = []
+    numbered: dict[str, list[str]] = {}
     for n, (block, cols, extra) in enumerate(
         zip(all_blocks[1:], columns_of[1:], extras[1:], strict=True), 1
     ):
-        if block.table == "edges" and block.sequence:
-            compiled.append(CompiledBlock(block, n, "", []))
+        if (block.table == "edges" and block.sequence) or block.derive:
+            compiled.append(CompiledBlock(block, n, "", cols, extra))
             continue
-        if block.derive:
-            compiled.append(CompiledBlock(block, n, "", []))
-            continue
-        g = groups[tuple(block.from_paths)]
-        compiled.append(_items_block(block, n, cols, extra, f"m_items_{g}"))
+        items = f"m_items_{groups[tuple(block.from_paths)]}"
+        texts = [c.value for c in cols] + [v for k, v in extra.items() if isinstance(v, str)]
+        number = any(_NUMBER.search(t) for t in texts)
+        if number:  # this block's rows are numbered with the table's other numbered blocks
+            where = f"WHERE ({extra['where']})" if "where" in extra else ""
+            order = block.order if block.order is not None else n
+            numbered.setdefault(block.table, []).append(
+                f"SELECT {n} AS _b, {order} AS _o, _session_id, _ord FROM {items} {where}"
+            )
+        compiled.append(_items_block(block, n, cols, extra, items, number))
+    for table, parts in numbered.items():
+        setup.append(
+            f"CREATE OR REPLACE TEMP TABLE m_num_{table} AS SELECT _b, _session_id, _ord, "
+            "row_number() OVER (PARTITION BY _session_id, _ord[1] ORDER BY _o, _ord, _b) - 1 AS _number "
+            f"FROM ({' UNION ALL '.join(parts)})"
+        )
     return Plan(mapping, setup, sessions, compiled, grouped)
 
 
@@ -314,7 +423,7 @@ def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
             f"FROM (SELECT *{slots} FROM m_docs) GROUP BY _unit, ({key_sql})::VARCHAR"
         )
     elif fmt == "json" and records != "$":
-        lst = _level_list("_doc", records)
+        lst, _ = _level_list("_doc", records)
         steps.append(
             "CREATE OR REPLACE TEMP TABLE m_recs AS SELECT _unit, _file, _stem, _line, "
             "unnest(_l) AS _record, generate_subscripts(_l, 1) - 1 AS _rec_index, "
@@ -338,8 +447,12 @@ def _records_sql(mapping: Mapping, grouped: bool) -> list[str]:
     return steps
 
 
-def _checks(cols: list[Column]) -> str:
-    """The row's reject reason: every column whose value did not convert, with its line."""
+def _checks(cols: list[Column], rules: list[tuple[str, str]] = ()) -> str:  # type: ignore[assignment]
+    """The row's reject reason: the first of the block's own reject rules that holds, else
+    every column whose value did not convert, with its line."""
+    if rules:
+        whens = " ".join(f"WHEN coalesce(({w}), false) THEN ({r})" for w, r in rules)
+        return f"(CASE {whens} ELSE {_checks(cols)} END)"
     parts = [
         f"CASE WHEN ({c.raw}) IS NOT NULL AND ({c.value}) IS NULL THEN "
         f"{sql(exp.Literal.string(c.what + ': '))} || left(({c.raw})::VARCHAR, 80) || "
@@ -351,13 +464,13 @@ def _checks(cols: list[Column]) -> str:
 
 
 def _has_lists(levels: tuple, scopes: dict) -> bool:
-    return any(a for a in scopes.get(levels, {"lists": set()})["lists"])
+    return any(a for a in scopes.get(levels, {"lists": {}})["lists"])
 
 
 def _attr_helpers(levels: tuple, scopes: dict, scope: str) -> str:
     """Select-list items the attrs expression reads: the JSON type of ``scope`` and of each
     list its blocks unnest, each computed once per row."""
-    s = scopes.get(levels, {"read": set(), "lists": set()})
+    s = scopes.get(levels, {"read": set(), "lists": {}})
     lists = sorted(a for a in s["lists"] if a)
     # the JSON's kind from its first character: no parse (the text is valid JSON already)
     out = (
@@ -373,7 +486,9 @@ def _attr_helpers(levels: tuple, scopes: dict, scope: str) -> str:
 def _attrs(block: Block, levels: tuple, scopes: dict, scope: str) -> str:
     if not block.attrs:
         return "NULL::VARCHAR"
-    s = scopes.get(levels, {"read": set(), "lists": set()})
+    s = scopes.get(levels, {"read": set(), "lists": {}})
+    if () in s["read"]:  # the item is read whole (``_value``): nothing is left of it
+        return "NULL::VARCHAR"
     patched = _patch(s["read"], s["lists"], scope)
     # a list the blocks unnest whole (``from: $[*]``) leaves nothing of its own
     other = "NULL::VARCHAR" if () in s["lists"] else f"({scope})::VARCHAR"
@@ -388,6 +503,14 @@ def _attrs(block: Block, levels: tuple, scopes: dict, scope: str) -> str:
         f"(CASE _jt WHEN 'OBJECT' THEN {obj} WHEN 'ARRAY' THEN {other} "
         f"WHEN 'NULL' THEN NULL ELSE json_object('value', {scope})::VARCHAR END)"
     )
+
+
+def _attrs_of(block: Block, extra: dict, leftover: str) -> str:
+    """The row's attrs: the block's own expression (a JSON object; empty is NULL), or what
+    its item leaves unread."""
+    if "attrs" in extra:
+        return f"nullif(nullif((({extra['attrs']}))::VARCHAR, '{{}}'), 'null')"
+    return leftover
 
 
 def _sessions_block(
@@ -408,7 +531,8 @@ def _sessions_block(
     rows = ", _rows, _group" if grouped else ""
     base = (
         "SELECT _unit, _file, _stem, _line, _rec_index, _record, _record AS _item, "
-        f"NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, _n{rows} FROM m_recs"
+        f"NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, NULL::VARCHAR AS _key, "
+        f"NULL::VARCHAR AS _parent_key, _n{rows} FROM m_recs"
     )
     no_id = sql(
         exp.Literal.string(
@@ -422,13 +546,13 @@ def _sessions_block(
             "(e.g. with the file's folder: regexp_extract(_file, ...))"
         )
     )
-    checks = _checks(cols)
+    checks = _checks(cols, extra.get("rejects") or [])
     select_cols = "".join(f", {c.value} AS {c.name}" for c in cols)
     slots = "".join(", " + c for c in refs.columns())
     select = (
         f"SELECT _s.* EXCLUDE ({', '.join(['_jt', '_item', '_parent', *(['_lt'] if _has_lists((), scopes) else [])])}){select_cols}, CASE WHEN _session_id IS NULL THEN {no_id} "
         f"WHEN _srep > 1 THEN {again} ELSE {checks} END AS _why, "
-        f"{_attrs(block, (), scopes, '_record')} AS attrs "
+        f"{_attrs_of(block, extra, _attrs(block, (), scopes, '_record'))} AS attrs "
         f"FROM (SELECT *, row_number() OVER (PARTITION BY _session_id ORDER BY _unit, _rec_index) AS _srep "
         f"FROM (SELECT *, {sid} AS _session_id{_attr_helpers((), scopes, '_record')} "
         f"FROM (SELECT *{slots} FROM ({base})) {where})) _s"
@@ -437,7 +561,13 @@ def _sessions_block(
 
 
 def _items_relation(
-    mapping: Mapping, block: Block, levels: tuple, scopes: dict, grouped: bool, refs: Refs
+    mapping: Mapping,
+    block: Block,
+    levels: tuple,
+    scopes: dict,
+    grouped: bool,
+    refs: Refs,
+    keep_attrs: bool = True,
 ) -> str:
     """The items at ``levels`` of every session, each with the fields its blocks read
     (``_fs_item``, ...) and its attrs (``_attrs``)."""
@@ -454,16 +584,24 @@ def _items_relation(
     )
     rel = (
         "SELECT _unit, _file, _stem, _line, _rec_index, _record, _record AS _item, "
-        "NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, "
+        "NULL::JSON AS _parent, 0 AS _index, NULL::BIGINT AS _parent_index, NULL::VARCHAR AS _key, "
         f"[]::BIGINT[] AS _ord, _session_id{', _rows' if grouped else ''}{record_slots} "
         "FROM m_sessions WHERE _why = ''"
     )
     # the enclosing item travels with its items only where an expression reads it whole;
     # the fields read of it are extracted once, before its items are unnested
     keep_parent = "_parent" in refs.provided
-    parent_slots = _scoped(refs, "_parent")
+    ancestors = {
+        scope: _scoped(refs, scope)
+        for scope in sorted(refs.scopes())
+        if scope.startswith("_parent") and int(scope[len("_parent") :] or 1) <= len(levels)
+    }
     for depth, path in enumerate(levels):
-        if path == "$rows":
+        scope = "_item" if depth else "_record"
+        keys = None
+        if isinstance(path, Split):
+            rel, lst = _split_steps(scope, path, rel)
+        elif path == "$rows":
             if not grouped or depth:
                 raise MappingError(
                     f"{mapping.ref(block.where_line)}: `from: $rows` needs `source.group_by` "
@@ -471,28 +609,33 @@ def _items_relation(
                 )
             lst = "_rows"
         else:
-            lst = _level_list("_item" if depth else "_record", path)
-        last = depth == len(levels) - 1
-        extract = (
-            "".join(f", {c}" for c in parent_slots.columns({"_parent": "_item"})) if last else ""
-        )
-        slots_carried = (
-            "".join(f", {slot_column('_parent', j)}" for _, j in parent_slots.slots) if last else ""
-        )
+            lst, keys = _level_list(scope, path)
+        # the fields read of each enclosing item (parent.x, parent.parent.x) are extracted
+        # while it is the item at hand, then carried down with its items
+        extract, slots_carried = "", ""
+        for scope, sub in ancestors.items():
+            up = int(scope[len("_parent") :] or 1)
+            at = len(levels) - up
+            if depth == at:
+                extract += "".join(f", {c}" for c in sub.columns({scope: "_item"}))
+            if depth >= at:
+                slots_carried += "".join(f", {slot_column(scope, j)}" for _, j in sub.slots)
         parent = "_item AS _parent, " if keep_parent else ""
         if "_record" in refs.provided:
             parent += "_record, "
+        key = "unnest(_kl) AS _key" if keys else "NULL::VARCHAR AS _key"
+        key_list = f", {keys} AS _kl" if keys else ""
         rel = (
             "SELECT _unit, _file, _stem, _line, _rec_index, _session_id, "
-            f"{'_rows, ' if grouped else ''}{parent}_index AS _parent_index, "
-            f"unnest(_l) AS _item, generate_subscripts(_l, 1) - 1 AS _index, _ord{carried}{slots_carried} "
-            f"FROM (SELECT *, {lst} AS _l{extract} FROM ({rel}))"
+            f"{'_rows, ' if grouped else ''}{parent}_index AS _parent_index, _key AS _parent_key, "
+            f"unnest(_l) AS _item, {key}, generate_subscripts(_l, 1) - 1 AS _index, _ord{carried}{slots_carried} "
+            f"FROM (SELECT *, {lst} AS _l{key_list}{extract} FROM ({rel}))"
         )
         rel = "SELECT * EXCLUDE (_ord), list_append(_ord, _index) AS _ord FROM (" + rel + ")"
     if levels and not keep_parent:
         rel = f"SELECT *, NULL::JSON AS _parent FROM ({rel})"
     item_slots = "".join(f", {c}" for c in _scoped(refs, "_item").columns())
-    attrs = _attrs(block, levels, scopes, "_item")
+    attrs = _attrs(block, levels, scopes, "_item") if keep_attrs else "NULL::VARCHAR"
     helpers = _attr_helpers(levels, scopes, "_item")
     drop = "_jt, _lt" if _has_lists(levels, scopes) else "_jt"
     return (
@@ -502,10 +645,16 @@ def _items_relation(
 
 
 def _items_block(
-    block: Block, n: int, cols: list[Column], extra: dict, items: str
+    block: Block, n: int, cols: list[Column], extra: dict, items: str, number: bool = False
 ) -> CompiledBlock:
     levels = tuple(block.from_paths)
     where = f"WHERE ({extra['where']})" if "where" in extra else ""
+    if number:  # its rows' numbers among the table's numbered rows (``_number``)
+        items = (
+            f"(SELECT _i.*, _n._number FROM (SELECT * FROM {items} {where}) _i LEFT JOIN m_num_{block.table} _n "
+            f"ON _n._b = {n} AND _n._session_id = _i._session_id AND _n._ord = _i._ord)"
+        )
+        where = ""
     id_col = ID_COLUMN.get(block.table)
     id_expr = None
     if id_col:
@@ -527,10 +676,10 @@ def _items_block(
         select_cols.append(f"{sql(exp.Literal.string(block.kind or 'edge'))} AS kind")
         if "level" not in block.columns:
             select_cols.append("'action' AS level")
-    attrs = "_attrs" if block.attrs else "NULL::VARCHAR"
+    attrs = _attrs_of(block, extra, "_attrs" if block.attrs else "NULL::VARCHAR")
     select = (
         f"SELECT _unit, _file, _session_id, _line, _rec_index, _ord, _index, _item::VARCHAR AS _raw, "
-        f"{', '.join(select_cols)}{', ' if select_cols else ''}{_checks(cols)} AS _why, "
+        f"{', '.join(select_cols)}{', ' if select_cols else ''}{_checks(cols, extra.get('rejects') or [])} AS _why, "
         f"{attrs} AS attrs FROM {items} {where}"
     )
     return CompiledBlock(block, n, select, cols)
@@ -553,6 +702,9 @@ def check_expressions(mapping: Mapping) -> None:
     plan = compile_mapping(mapping)
     con = duckdb.connect(config={"threads": 1})
     try:
+        from graphlake.ingest.mapping.run import register_functions
+
+        register_functions(con)
         con.execute(
             "CREATE TEMP TABLE src (_unit INTEGER, _file VARCHAR, _stem VARCHAR, _line BIGINT, _text VARCHAR)"
         )

@@ -28,6 +28,10 @@ PROVIDED = frozenset(
         "_parent",
         "_record",
         "_rec_index",
+        "_key",
+        "_parent_key",
+        "_number",
+        "_ord",
     }
 )
 #: What the first part of a dotted name refers to
@@ -97,11 +101,18 @@ def _parts(node: exp.Expression) -> list[str] | None:
 
 
 def _field(parts: list[str], refs: Refs, as_json: bool) -> exp.Expression:
-    if len(parts) == 1 and parts[0] in PROVIDED:
+    if parts == ["_value"]:  # the item itself: a string as it is, anything else as JSON
+        parts = []
+    elif len(parts) == 1 and parts[0] in PROVIDED:
         refs.provided.add(parts[0])
         return exp.column(parts[0])
     scope = "_item"
-    if len(parts) > 1 and parts[0] in SCOPES:
+    if len(parts) > 1 and parts[0] == "parent":  # parent.x, parent.parent.x: items above
+        up = 0
+        while len(parts) > 1 and parts[0] == "parent":
+            up, parts = up + 1, parts[1:]
+        scope = "_parent" if up == 1 else f"_parent{up}"
+    elif len(parts) > 1 and parts[0] in SCOPES:
         scope, parts = SCOPES[parts[0]], parts[1:]
     k = refs.slot(scope, tuple(parts), as_json)
     return exp.Anonymous(
@@ -110,28 +121,46 @@ def _field(parts: list[str], refs: Refs, as_json: bool) -> exp.Expression:
     )
 
 
-def _rewrite(node: exp.Expression, refs: Refs, as_json: bool = False) -> exp.Expression:
+def _rewrite(
+    node: exp.Expression, refs: Refs, as_json: bool = False, bound: frozenset[str] = frozenset()
+) -> exp.Expression:
     parts = _parts(node)
     if parts is not None:
+        if parts[0] in bound:  # a lambda's parameter (``x -> x > 0``), not a field
+            return node
         return _field(parts, refs, as_json)
+    if isinstance(node, exp.Lambda):
+        names = bound | {e.name for e in node.expressions}
+        node.set("this", _rewrite(node.this, refs, as_json, frozenset(names)))
+        return node
     if isinstance(node, exp.Anonymous) and node.name.lower() == "raw":
         if len(node.expressions) != 1 or _parts(node.expressions[0]) is None:
             raise ExpressionError("raw() takes one field name, e.g. raw(tool_calls)")
         return _field(_parts(node.expressions[0]) or [], refs, True)
     for key, value in list(node.args.items()):
         if isinstance(value, exp.Expression):
-            node.set(key, _rewrite(value, refs, as_json))
+            node.set(key, _rewrite(value, refs, as_json, bound))
         elif isinstance(value, list):
             node.set(
                 key,
-                [_rewrite(v, refs, as_json) if isinstance(v, exp.Expression) else v for v in value],
+                [
+                    _rewrite(v, refs, as_json, bound) if isinstance(v, exp.Expression) else v
+                    for v in value
+                ],
             )
     return node
 
 
-def compile_expression(text: str | int | float | bool, refs: Refs | None = None) -> exp.Expression:
-    """The sqlglot tree of a mapping expression, its field names turned into JSON access.
-    Numbers and booleans written in YAML are literals."""
+def compile_expression(
+    text: str | int | float | bool,
+    refs: Refs | None = None,
+    *,
+    plain: bool = False,
+    as_json: bool = False,
+) -> exp.Expression:
+    """The sqlglot tree of a mapping expression, its field names turned into JSON access
+    (``plain``: names are columns of a derived relation, left as they are). Numbers and
+    booleans written in YAML are literals."""
     refs = refs if refs is not None else Refs()
     if isinstance(text, bool):
         return exp.Boolean(this=text)
@@ -148,7 +177,28 @@ def compile_expression(text: str | int | float | bool, refs: Refs | None = None)
         raise ExpressionError(f"{text!r} holds a subquery; a column reads its own record only")
     if not isinstance(tree, exp.Expression):
         raise ExpressionError(f"{text!r} is not a SQL expression")
-    return _rewrite(tree, refs)
+    return tree if plain else _rewrite(tree, refs, as_json)
+
+
+def template(text: str, refs: Refs) -> exp.Expression:
+    """A reason text in which each ``{expression}`` is replaced by its value, as one SQL
+    concatenation (``line {_line}: ...`` -> ``'line ' || _line || ': ...'``)."""
+    import re
+
+    parts: list[exp.Expression] = []
+    pos = 0
+    for m in re.finditer(r"\{([^{}]+)\}", text):
+        if m.start() > pos:
+            parts.append(exp.Literal.string(text[pos : m.start()]))
+        value = exp.cast(compile_expression(m.group(1), refs), "VARCHAR")
+        parts.append(exp.Coalesce(this=value, expressions=[exp.Literal.string("")]))
+        pos = m.end()
+    if pos < len(text) or not parts:
+        parts.append(exp.Literal.string(text[pos:]))
+    out: exp.Expression = parts[0]
+    for p in parts[1:]:
+        out = exp.DPipe(this=out, expression=p, safe=True)
+    return out
 
 
 def sql(tree: exp.Expression) -> str:

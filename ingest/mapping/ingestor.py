@@ -7,17 +7,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import orjson
 import pyarrow as pa
 
 from graphlake.ingest.base import (
     Emitter,
     EmitterBase,
     Ingestor,
+    RecordError,
     SourceUnit,
     file_units,
     head_bytes,
     parse_isolated,
     reject_encoding,
+    to_json,
 )
 from graphlake.ingest.mapping.compile import Plan, compile_mapping
 from graphlake.ingest.mapping.run import execute
@@ -28,6 +31,24 @@ from graphlake.ingest.vectorised import canonical, connection
 #: bytes of source files converted in one DuckDB pass
 BATCH_BYTES = 64 << 20
 BATCH_FILES = 2_000
+
+
+def _canonical_text(text: str | None) -> str:
+    """JSON text as graphlake writes it everywhere (compact, keys sorted: equal values, equal
+    text); anything that is not JSON as it is."""
+    if not text:
+        return ""
+    try:
+        return to_json(orjson.loads(text))
+    except (orjson.JSONDecodeError, RecordError):
+        return text
+
+
+def canonical_json(column: pa.ChunkedArray) -> pa.Array:
+    """A column of JSON texts in graphlake's canonical form (see :func:`_canonical_text`)."""
+    return pa.array(
+        [None if v is None else _canonical_text(v) for v in column.to_pylist()], pa.string()
+    )
 
 
 class MappingIngestor(Ingestor):
@@ -106,6 +127,12 @@ class MappingIngestor(Ingestor):
                 )
                 continue
             read_file(unit.path, first + k, fmt, records, self.mapping.source)
+        self.convert_records(records, out)
+
+    def convert_records(self, records: Records, out) -> None:
+        """Run the plan over ``records`` (gathered by this ingestor, or by a reader that hands
+        some of its records to a mapping) and emit the rows and rejects; nothing is emitted
+        until the plan has run."""
         tables: dict[str, pa.Table] = {}
         rejects: list[dict] = []
         if len(records):
@@ -132,7 +159,7 @@ class MappingIngestor(Ingestor):
                 record_kind=r["kind"],
                 record_ref=r["ref"],
                 reason=r["reason"],
-                raw=r["raw"] or "",
+                raw=_canonical_text(r["raw"]) if r["kind"] != "line" else r["raw"] or "",
                 session_id=r["session_id"],
             )
         for unit_no, name, replaced, offset in records.repaired:
@@ -144,5 +171,8 @@ class MappingIngestor(Ingestor):
     def _emit(self, out, table: str, rows: pa.Table) -> None:
         keep = [c for c in rows.column_names if not c.startswith("_") or c == "_unit"]
         rows = rows.select(keep)
+        if "attrs" in rows.column_names:
+            i = rows.column_names.index("attrs")
+            rows = rows.set_column(i, "attrs", canonical_json(rows.column(i)))
         rows = rows.append_column("corpus", pa.array([self.name] * rows.num_rows, pa.string()))
         out.rows(table, canonical(table, rows))

@@ -56,6 +56,7 @@ def reference() -> str:
         "edgeBlock",
         "expression",
         "from",
+        "level",
         "columns",
     ):
         node = defs[name]

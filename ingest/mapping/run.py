@@ -132,19 +132,12 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                 f"FROM m_u_{table} LEFT JOIN m_start USING (_session_id)"
             ),
         )
-    # participants derived from the events' actors
+    # participants derived from the events: one for each distinct id they mention
     derive = [b for b in plan.blocks if b.block.table == "participants" and b.block.derive]
     if derive and _union(plan, "events") is not None:
-        ev_cols = _columns(plan, "events")
-        kind = "first(actor_type ORDER BY _ord)" if "actor_type" in ev_cols else "NULL"
         yield (
             ("participants (derived)", derive[0].block.where_line),
-            (
-                "CREATE OR REPLACE TEMP TABLE m_derived_participants AS SELECT _session_id, "
-                "actor AS participant_id, "
-                f"{kind} AS kind, actor AS name, min(_unit) AS _unit, min(_ord) AS _ord, "
-                "any_value(_file) AS _file, 1 AS _rep FROM m_all_events WHERE actor IS NOT NULL GROUP BY _session_id, actor"
-            ),
+            _derived_participants(plan, derive[0]),
         )
     # sequence edges between consecutive nodes of a session
     for b in plan.blocks:
@@ -170,6 +163,39 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                     "FROM m_all_nodes WHERE _rep = 1)) WHERE src IS NOT NULL"
                 ),
             )
+
+
+def _derived_participants(plan: Plan, b: CompiledBlock) -> str:
+    """One participant for each distinct value of the derive ``ids`` over the event rows, in
+    order of first mention (``seq`` when mapped, else position; within an event, ids in the
+    order written), ``order`` sorting first; kind is the first mention's actor_type unless a
+    column says otherwise."""
+    ev_cols = _columns(plan, "events")
+    ids = b.extra["ids"]
+    actor_type = "actor_type" if "actor_type" in ev_cols else "NULL::VARCHAR"
+    pos = "[coalesce(seq, 0)::BIGINT]" if "seq" in ev_cols else "_ord"
+    mentions = (
+        f"SELECT _session_id, _unit, _file, {actor_type} AS actor_type, {pos} AS _pos, "
+        f"unnest([{', '.join(f'(({i}))::VARCHAR' for i in ids)}]) AS participant_id, "
+        f"generate_subscripts([{', '.join('NULL' for _ in ids)}], 1) AS _k FROM m_all_events WHERE _rep = 1"
+    )
+    first = (
+        "SELECT _session_id, participant_id, min(_unit) AS _unit, any_value(_file) AS _file, "
+        "arg_min(actor_type, list_append(_pos, _k)) AS actor_type, min(list_append(_pos, _k)) AS _first "
+        f"FROM ({mentions}) WHERE participant_id IS NOT NULL GROUP BY _session_id, participant_id"
+    )
+    order = f"(({b.extra['order']}))::BIGINT" if "order" in b.extra else "0::BIGINT"
+    named = {c.name for c in b.columns}
+    cols = [f"{c.value} AS {c.name}" for c in b.columns if c.name != "participant_id"]
+    if "kind" not in named:
+        cols.append("actor_type AS kind")
+    if "name" not in named:
+        cols.append("participant_id AS name")
+    return (
+        "CREATE OR REPLACE TEMP TABLE m_derived_participants AS SELECT _session_id, participant_id, "
+        f"{', '.join(cols)}, _unit, list_prepend({order}, _first) AS _ord, _file, 1 AS _rep "
+        f"FROM ({first})"
+    )
 
 
 def _unique_ids(plan: Plan, table: str) -> bool:
@@ -218,7 +244,7 @@ def outputs(plan: Plan) -> dict[str, str]:
                 f"LEFT JOIN (SELECT _session_id, max(e) AS e FROM ({' UNION ALL '.join(ends)}) GROUP BY ALL) m_dur USING (_session_id)"
             )
     if "participants" not in sess_cols and parts_tables:
-        extra.append("m_plist.participants AS participants")
+        extra.append("coalesce(m_plist.participants, []::VARCHAR[]) AS participants")
         joins.append(
             "LEFT JOIN (SELECT _session_id, list(participant_id ORDER BY _ord) AS participants FROM "
             f"({' UNION ALL '.join(parts_tables)}) GROUP BY ALL) m_plist USING (_session_id)"
@@ -265,8 +291,13 @@ def rejects_sql(plan: Plan) -> list[tuple[str, str]]:
         (
             "sessions",
             "SELECT _unit, _file, "
-            f"CASE WHEN _n > 1 THEN {sql(exp.Literal.string((m.source.get('records') or '$').removesuffix('[*]')))} || '[' || _rec_index || ']' ELSE '$' END AS ref, "
-            "_why AS reason, _record::VARCHAR AS raw, _session_id AS session_id, 'session' AS kind "
+            + (
+                "'line ' || _line"  # a JSON Lines record is its line
+                if m.source["format"] == "jsonl"
+                else f"CASE WHEN _n > 1 THEN {sql(exp.Literal.string((m.source.get('records') or '$').removesuffix('[*]')))} || '[' || _rec_index || ']' ELSE '$' END"
+            )
+            + " AS ref, _why AS reason, _record::VARCHAR AS raw, _session_id AS session_id, "
+            f"{sql(exp.Literal.string(m.sessions.record or 'session'))} AS kind "
             "FROM m_sessions WHERE _why <> ''",
         ),
     ]
@@ -321,6 +352,7 @@ def execute(
     """Run ``plan`` over ``src``: each table's rows (canonical columns where mapped, plus
     ``_unit``) and the rejects, as dicts."""
     _reset(con)
+    register_functions(con)
     con.register("src", src)
     try:
         for _what, stmt in statements(plan):
@@ -338,14 +370,44 @@ def execute(
     return tables, rejects
 
 
+#: graphlake's canonical JSON text (compact, keys sorted), for columns with ``json: true``
+CANONICAL_JSON = "graphlake_canonical_json"
+
+
+def register_functions(con: duckdb.DuckDBPyConnection) -> None:
+    """The Python functions compiled mappings call, registered once per connection."""
+    if con.execute(
+        f"SELECT count(*) FROM duckdb_functions() WHERE function_name = '{CANONICAL_JSON}'"
+    ).fetchall()[0][0]:
+        return
+    import orjson
+
+    from graphlake.ingest.base import to_json
+
+    def canonical(texts: pa.Array) -> pa.Array:
+        return pa.array(
+            [None if t is None else to_json(orjson.loads(t)) for t in texts.to_pylist()],
+            pa.string(),
+        )
+
+    con.create_function(  # type: ignore[call-overload]
+        CANONICAL_JSON, canonical, ["VARCHAR"], "VARCHAR", type="arrow", side_effects=False
+    )
+
+
 def _canonical_rows(con: duckdb.DuckDBPyConnection, table: str, query: str) -> pa.Table:
     """``query``'s canonical columns (and ``_unit``) as Arrow: the working columns (the
     record's JSON, positions) never leave DuckDB."""
     from graphlake.schema import TABLES
 
     wanted = set(TABLES[table].columns) | {"_unit"}
-    cols = [c for c in con.sql(query).columns if c in wanted]
-    return con.sql(f"SELECT {', '.join(cols)} FROM ({query})").to_arrow_table()
+    have = con.sql(query).columns
+    cols = [c for c in have if c in wanted]
+    # in source order: by file, record, then seq where mapped, then position
+    order = [c for c in ("_unit", "_rec_index", "seq", "_ord") if c in have]
+    return con.sql(
+        f"SELECT {', '.join(cols)} FROM ({query}) ORDER BY {', '.join(order)}"
+    ).to_arrow_table()
 
 
 def _reset(con: duckdb.DuckDBPyConnection) -> None:

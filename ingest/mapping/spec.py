@@ -43,18 +43,59 @@ class Located:
     line: int
 
 
+@dataclass(frozen=True)
+class Split:
+    """A ``from`` level that cuts a text field into pieces at each match of a regular
+    expression (RE2, DuckDB's): the items are ``{match, groups, text, n}``, the first one the
+    text before the first match (``match`` null)."""
+
+    field: str
+    pattern: str
+    groups: int
+
+
+#: A ``from`` level: a JSON path (``$.a[*]`` a list, ``$.a.*`` an object's members, ``$rows``
+#: a group's rows) or a :class:`Split`
+Level = str | Split
+
+
+@dataclass
+class Reject:
+    """A block's own reject rule: a record or item for which ``when`` holds is a reject with
+    ``reason`` (a text in which ``{expression}`` is replaced by its value)."""
+
+    when: Located
+    reason: Located
+
+
+@dataclass
+class Derive:
+    """Participants made from the rows of another table: one for each distinct value of the
+    ``ids`` expressions (in order of first mention), sorted by ``order`` first."""
+
+    table: str
+    ids: list[Located]
+    order: Located | None = None
+
+
 @dataclass
 class Block:
     """One table block: where its items are, which rows to keep, its columns."""
 
     table: str
     where_line: int
-    from_paths: list[str] = field(default_factory=list)
+    from_paths: list[Level] = field(default_factory=list)
     where: Located | None = None
     id: Located | None = None
     columns: dict[str, Located] = field(default_factory=dict)
-    attrs: bool = True
-    derive: str | None = None
+    #: keep the unmapped fields in attrs (True), none (False), or this expression's JSON object
+    attrs: bool | Located = True
+    derive: Derive | None = None
+    #: where this block's rows stand among its table's numbered rows (``_number``)
+    order: int | None = None
+    rejects: list[Reject] = field(default_factory=list)
+    #: what a record is called in its rejects (sessions only: ``run``, ``trajectory``)
+    record: str | None = None
     # edges only
     kind: str | None = None
     sequence: bool = False
@@ -95,10 +136,21 @@ def _construct(
     lines[path] = node.start_mark.line + 1
     if isinstance(node, yaml.MappingNode):
         out: dict = {}
+        merged: dict = {}
         for key_node, value_node in node.value:
             key = key_node.value
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: shared columns
+                sources = (
+                    value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+                )
+                for src in sources:
+                    value = _construct(src, path, lines, budget, loader)
+                    if not isinstance(value, dict):
+                        raise MappingError(f"line {src.start_mark.line + 1}: `<<` merges a mapping")
+                    merged = {**value, **merged}
+                continue
             out[key] = _construct(value_node, (*path, key), lines, budget, loader)
-        return out
+        return {**merged, **out}
     if isinstance(node, yaml.SequenceNode):
         return [_construct(v, (*path, i), lines, budget, loader) for i, v in enumerate(node.value)]
     return loader.construct_object(node)
@@ -160,18 +212,63 @@ def _validate(path: Path, doc: dict, lines: dict[tuple, int]) -> None:
     )
 
 
+def _level(value: str | dict, line: int, name: str) -> Level:
+    if isinstance(value, str):
+        return value
+    import re
+
+    try:
+        groups = re.compile(value["pattern"]).groups
+    except re.error as exc:
+        raise MappingError(f"{name}:{line}: split pattern does not compile ({exc})") from None
+    return Split(value["split"], value["pattern"], groups)
+
+
+def _located(doc: dict, key: str, lines: dict, path: tuple) -> Located | None:
+    return Located(doc[key], _line(lines, (*path, key))) if key in doc else None
+
+
 def _block(table: str, doc: dict, lines: dict, path: tuple, name: str) -> Block:
     where_line = _line(lines, path)
     frm = doc.get("from")
-    paths = [frm] if isinstance(frm, str) else list(frm or [])
+    raw_levels = [frm] if isinstance(frm, str | dict) else list(frm or [])
+    paths = [
+        _level(
+            v, _line(lines, (*path, "from", i) if isinstance(frm, list) else (*path, "from")), name
+        )
+        for i, v in enumerate(raw_levels)
+    ]
+    attrs = doc.get("attrs", True)
+    derive = doc.get("derive")
+    if isinstance(derive, str):
+        derive = Derive(derive, [Located("actor", _line(lines, (*path, "derive")))])
+    elif isinstance(derive, dict):
+        dp = (*path, "derive")
+        derive = Derive(
+            derive["from"],
+            [
+                Located(v, _line(lines, (*dp, "ids", i)))
+                for i, v in enumerate(derive.get("ids") or ["actor"])
+            ],
+            _located(derive, "order", lines, dp),
+        )
     b = Block(
         table=table,
         where_line=where_line,
         from_paths=paths,
         where=Located(doc["where"], _line(lines, (*path, "where"))) if "where" in doc else None,
         id=Located(doc["id"], _line(lines, (*path, "id"))) if "id" in doc else None,
-        attrs=doc.get("attrs", True),
-        derive=doc.get("derive"),
+        attrs=attrs if isinstance(attrs, bool) else Located(attrs, _line(lines, (*path, "attrs"))),
+        derive=derive,
+        order=doc.get("order"),
+        rejects=[
+            Reject(
+                Located(r["when"], _line(lines, (*path, "reject", i, "when"))),
+                Located(r["reason"], _line(lines, (*path, "reject", i, "reason"))),
+            )
+            for i, r in enumerate(doc.get("reject") or [])
+        ],
+        record=doc.get("record"),
         kind=doc.get("kind"),
         sequence=doc.get("sequence") == "nodes",
         src=Located(doc["src"], _line(lines, (*path, "src"))) if "src" in doc else None,
@@ -194,6 +291,13 @@ def _block(table: str, doc: dict, lines: dict, path: tuple, name: str) -> Block:
                 f"{name}:{line}: {table} has no column {col!r}.{hint} Its columns: "
                 f"{', '.join(c for c in TABLES[table].columns if c not in RESERVED)}"
             )
+        if col == ID_COLUMN.get(table):  # the id, written with the other columns
+            if b.id is not None:
+                raise MappingError(
+                    f"{name}:{line}: {table} has an `id` already; keep one of the two"
+                )
+            b.id = Located(value, line)
+            continue
         b.columns[col] = Located(value, line)
     if table == "edges" and not b.sequence and (b.src is None or b.dst is None):
         raise MappingError(
