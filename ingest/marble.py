@@ -10,17 +10,21 @@ HAS-Bench's ``coordination_mode``.
 A result log is what MARBLE's engine appends after each run (``Engine._write_to_jsonl`` in
 ``marble/engine/engine.py``): one JSON line per run with the task text, the coordination mode,
 every iteration (task assignments, each agent's result, the agents' communications, the
-planner's summary, whether to go on) and the evaluator's scores. Those lines are read by a
-mapping in graphlake's mapping language, ``ingest/marble_results.yaml``: each becomes a
-session whose assignments, results, communications and summaries are events in iteration
-order (the log has no clock, so ``t`` is empty and ``seq`` orders them) and whose scores are
-outcome annotations. A ``.jsonl`` file may hold task lines and result lines; each line is
-read as what it is. Mapping: docs/marble.md.
+planner's summary, whether to go on) and the evaluator's scores. Each line becomes a session:
+assignments, results, communications and summaries become events in iteration order (the log
+has no clock, so ``t`` is empty and ``seq`` orders them), and the scores become outcome
+annotations. A ``.jsonl`` file may hold task lines and result lines; each line is read as what
+it is. The same lines are also read, row for row alike, by a mapping in graphlake's mapping
+language (``ingest/marble_results.yaml``, chosen with ``GRAPHLAKE_MARBLE_READER=mapping``);
+this module stays the default while the mapping is slower (docs/benchmarks.md). Mapping:
+docs/marble.md.
 """
 
 from __future__ import annotations
 
 import functools
+import os
+import re
 from importlib import resources
 from pathlib import Path
 
@@ -32,6 +36,7 @@ from graphlake.ingest.base import (
     Emitter,
     Ingestor,
     SourceUnit,
+    attrs_json,
     file_units,
     head_bytes,
     json_lines_with_bytes,
@@ -52,6 +57,7 @@ from graphlake.ingest.scenario_graph import (
 from graphlake.ingest.scenario_graph import BadScenario as _Bad
 from graphlake.ingest.vectorised import Batches, TupleBatch
 
+READER_ENV = "GRAPHLAKE_MARBLE_READER"
 #: result-log lines converted in one pass of the mapping
 RUNS_PER_PASS = 5_000
 
@@ -102,6 +108,16 @@ class MarbleIngestor(Ingestor):
             "jsonl",
         )
 
+    #: who reads result-log lines: "python" (this module, the default) or "mapping"
+    #: (ingest/marble_results.yaml); $GRAPHLAKE_MARBLE_READER overrides
+    reader: str | None = None
+
+    def result_reader(self) -> str:
+        choice = self.reader or os.environ.get(READER_ENV, "python")
+        if choice not in ("python", "mapping"):
+            raise ValueError(f"${READER_ENV} is {choice!r}: python or mapping")
+        return choice
+
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         rows = _ScenarioRows()
         self._parse(unit, out, rows)
@@ -114,13 +130,14 @@ class MarbleIngestor(Ingestor):
             def bad(lineno, reason, raw):
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
+            mapped = self.result_reader() == "mapping"
             runs = Records()
-            stem = unit.path.stem
             for lineno, line, text in json_lines_with_bytes(unit.path, bad, unit.span):
                 try:
-                    if isinstance(line, dict) and "iterations" in line:
-                        # a run: read by the result-log mapping, with the file's other runs
-                        runs.add(out.unit, src, stem, lineno, text.decode("utf-8"))
+                    if isinstance(line, dict) and "iterations" in line and mapped:
+                        runs.add(out.unit, src, unit.path.stem, lineno, text.decode("utf-8"))
+                    elif isinstance(line, dict) and "iterations" in line:
+                        _ResultLog(unit.path, lineno, out).read(line)
                     else:
                         self._task(line, None, src, f"line {lineno}", out, rows)
                 except SHAPE_ERRORS as exc:  # one odd line is one reject, not a lost file
@@ -228,3 +245,283 @@ def _scenario_id(task, stem: str | None) -> str:
     if task.get("task_id") in (None, ""):
         raise _Bad("a task line needs a task_id")
     return f"{task.get('scenario') or 'task'}/{task['task_id']}"
+
+
+# task_evaluation and code_quality also stay in the session's attrs whole: their numeric parts
+# become annotations, but they may hold text (rationales) too
+RESULT_KNOWN = frozenset(
+    {
+        "task",
+        "coordination_mode",
+        "iterations",
+        "planning_scores",
+        "communication_scores",
+        "token_usage",
+        "agent_kpis",
+        "total_milestones",
+    }
+)
+ITERATION_KNOWN = frozenset(
+    {
+        "iteration",
+        "chain_length",
+        "current_agent",
+        "task_assignments",
+        "task_results",
+        "result",
+        "communications",
+        "summary",
+    }
+)
+PLANNER = "planner"
+
+
+class _ResultLog:
+    """One run of MARBLE's engine (a result-log line) -> a session with its events and
+    outcome annotations. Session id: ``<file stem>:<line>`` (the engine appends a line per
+    run, so earlier lines keep their numbers)."""
+
+    def __init__(self, path: Path, lineno: int, out: Emitter):
+        self.src, self.out = str(path), out
+        self.sid = f"{path.stem}:{lineno}"
+        self.ref = f"line {lineno}"
+        self.agents: list[str] = []
+
+    def reject(self, reason: str, raw) -> None:
+        self.out.reject(
+            source_file=self.src,
+            target_table="sessions",
+            record_kind="run",
+            record_ref=self.ref,
+            reason=f"{self.ref}: {reason}",
+            raw=raw,
+            session_id=self.sid,
+        )
+
+    def _agent(self, agent) -> str:
+        name = agent if isinstance(agent, str) else to_json(agent)
+        if name not in self.agents:
+            self.agents.append(name)
+        return name
+
+    def read(self, run: dict) -> None:
+        iterations = run.get("iterations")
+        if not isinstance(iterations, list) or not all(isinstance(i, dict) for i in iterations):
+            self.reject(
+                "'iterations' must be a list of objects, as MARBLE's engine writes them", run
+            )
+            return
+        mode = run.get("coordination_mode")
+        events = []
+        for k, it in enumerate(iterations):
+            events.extend(self._iteration(k, it, mode == "star"))
+        task = run.get("task") if isinstance(run.get("task"), str) else None
+        planner = any(e["actor"] == PLANNER for e in events)
+        self.out.row(
+            "sessions",
+            {
+                "session_id": self.sid,
+                "goal": task,
+                "title": " ".join((task or "").split())[:120] or None,
+                "condition": mode if isinstance(mode, str) and mode else None,
+                "participants": [*self.agents, *([PLANNER] if planner else [])],
+                "source_file": self.src,
+                "attrs": attrs_json(run, RESULT_KNOWN),
+            },
+        )
+        for a in self.agents:
+            self.out.row(
+                "participants",
+                {
+                    "session_id": self.sid,
+                    "participant_id": a,
+                    "kind": "ai",
+                    "role": "agent",
+                    "name": a,
+                },
+            )
+        if planner:
+            self.out.row(
+                "participants",
+                {
+                    "session_id": self.sid,
+                    "participant_id": PLANNER,
+                    "kind": "ai",
+                    "role": "planner",
+                    "name": "engine planner",
+                },
+            )
+        for e in events:
+            self.out.row("events", e)
+        for row in self._scores(run):
+            self.out.row("annotations", row)
+
+    def _iteration(self, k: int, it: dict, star: bool) -> list[dict]:
+        """An iteration's events: assignments (by the planner in star mode, self-planned
+        otherwise), results, communications, then the planner's summary."""
+        n = it.get("iteration", it.get("chain_length", k + 1))
+        base = {"session_id": self.sid, "step_id": f"iteration {n}"}
+        rows: list[dict] = []
+
+        def add(kind, actor, channel, text, payload=None, attrs=None):
+            rows.append(
+                {
+                    **base,
+                    "event_id": f"i{k}/{len(rows)}",
+                    "seq": k * 1000 + len(rows),
+                    "actor": actor,
+                    "actor_type": "ai",
+                    "kind": kind,
+                    "channel": channel,
+                    "initiator": "agent",
+                    "text": text if isinstance(text, str) or text is None else to_json(text),
+                    "payload": payload,
+                    "attrs": to_json(attrs) if attrs else None,
+                }
+            )
+
+        assignments = it.get("task_assignments") or {}
+        for agent, task in assignments.items() if isinstance(assignments, dict) else []:
+            add(
+                "task_assignment",
+                PLANNER if star else self._agent(agent),
+                "coordination",
+                task,
+                attrs={"assignee": self._agent(agent)},
+            )
+        results = it.get("task_results") or []
+        for r in results if isinstance(results, list) else []:
+            if isinstance(r, dict) and "agent_id" in r and "result" in r:
+                add("task_result", self._agent(r["agent_id"]), "tool", r["result"])
+            elif isinstance(r, dict):
+                for agent, res in r.items():
+                    add("task_result", self._agent(agent), "tool", res)
+        if "current_agent" in it:  # chain mode: one agent acts per link
+            add("task_result", self._agent(it["current_agent"]), "tool", it.get("result"))
+        comms = it.get("communications") or []
+        for c in comms if isinstance(comms, list) else [comms]:
+            for sender, recipient, text, conversation in _speakers(c):
+                extra = {"to": self._agent(recipient)} if recipient else {}
+                if conversation:
+                    extra["conversation"] = conversation
+                add(
+                    "message",
+                    self._agent(sender) if sender else None,
+                    "chat",
+                    text,
+                    attrs=extra or None,
+                )
+        if it.get("summary") is not None:
+            add(
+                "summary",
+                PLANNER,
+                "coordination",
+                it.get("summary"),
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN} or None,
+            )
+        elif any(k not in ITERATION_KNOWN for k in it):
+            add(
+                "iteration",
+                None,
+                "system",
+                None,
+                attrs={k: v for k, v in it.items() if k not in ITERATION_KNOWN},
+            )
+        return rows
+
+    def _scores(self, run: dict) -> list[dict]:
+        """The evaluator's scores as outcome annotations: one per iteration for planning and
+        communication (-1: no communication that iteration, as MARBLE records it), the
+        task evaluation and code quality (each numeric part), KPIs per agent, milestones and
+        tokens."""
+        base = {
+            "session_id": self.sid,
+            "kind": "outcome",
+            "target_kind": "session",
+            "target_id": self.sid,
+            "annotator": "MARBLE evaluator",
+        }
+        rows = []
+
+        def add(aid, label, value, target=None):
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                return
+            rows.append(
+                {
+                    **base,
+                    "annotation_id": aid,
+                    "label": label,
+                    "value": float(value),
+                    **(target or {}),
+                }
+            )
+
+        for key in ("planning_scores", "communication_scores"):
+            for i, v in enumerate(run.get(key) or []):
+                add(f"{key}/{i}", key.rstrip("s"), v, {"step_id": f"iteration {i + 1}"})
+        for key in ("task_evaluation", "code_quality"):
+            v = run.get(key)
+            if isinstance(v, dict):
+                for part, x in v.items():
+                    if isinstance(x, dict):  # per role (a buyer's and a seller's scores)
+                        target = {"target_kind": "participant", "target_id": part}
+                        for sub, y in _leaves(x):
+                            add(f"{key}/{part}/{sub}", f"{key}:{sub}", y, target)
+                    else:
+                        add(f"{key}/{part}", f"{key}:{part}", x)
+            else:
+                add(key, key, v)
+        kpis = run.get("agent_kpis")
+        for agent, v in kpis.items() if isinstance(kpis, dict) else []:
+            add(f"kpi/{agent}", "kpi", v, {"target_kind": "participant", "target_id": agent})
+        add("total_milestones", "total_milestones", run.get("total_milestones"))
+        add("token_usage", "token_usage", run.get("token_usage"))
+        return rows
+
+
+#: How MARBLE's engine writes who spoke in a communication: "From agent1 to agent2: ..."
+_FROM_TO = re.compile(r"^[ \t]*From (\S+?) to (\S+?):[ \t]*", re.M)
+#: The engine's header above a conversation's messages: "In Session <uuid>" (not a message)
+_SESSION = re.compile(r"^[ \t]*In Session[ \t]+(\S+?)[ \t]*:?[ \t]*$", re.M)
+
+
+def _leaves(d: dict, prefix: str = "") -> list[tuple[str, object]]:
+    """(dotted key, value) of every leaf of a nested object."""
+    out: list[tuple[str, object]] = []
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.extend(_leaves(v, key + "."))
+        else:
+            out.append((key, v))
+    return out
+
+
+def _speakers(c) -> list[tuple[str | None, str | None, object, str | None]]:
+    """A communication as (sender, recipient, text, conversation) messages: a text holding
+    "From A to B:" lines is one message per such line, with what follows it up to the next;
+    an "In Session <id>" header names the conversation of the messages below it and is not a
+    message itself; anything else is one message without a known speaker."""
+    if not isinstance(c, str):
+        return [(None, None, c, None)]
+    out: list[tuple[str | None, str | None, object, str | None]] = []
+    heads = list(_SESSION.finditer(c))
+    parts: list[tuple[str | None, int, int]] = [(None, 0, len(c))] if not heads else []
+    if heads:
+        if c[: heads[0].start()].strip():
+            parts.append((None, 0, heads[0].start()))
+        for h, nxt in zip(heads, [*heads[1:], None], strict=True):
+            parts.append((h.group(1), h.end(), nxt.start() if nxt else len(c)))
+    for conversation, start, end in parts:
+        text = c[start:end]
+        marks = list(_FROM_TO.finditer(text))
+        if not marks:
+            if text.strip():
+                out.append((None, None, text.strip() if heads else c, conversation))
+            continue
+        if text[: marks[0].start()].strip():  # text before the first speaker line
+            out.append((None, None, text[: marks[0].start()].strip(), conversation))
+        for m, nxt in zip(marks, [*marks[1:], None], strict=True):
+            stop = nxt.start() if nxt else len(text)
+            out.append((m.group(1), m.group(2), text[m.end() : stop].strip(), conversation))
+    return out

@@ -303,3 +303,98 @@ def test_session_headers_are_not_messages_and_per_role_scores_are_annotations(tm
         for k, v in scores.items()
     }
     assert per_role == expected
+
+
+def _odd_runs() -> list[dict]:
+    """Runs in every shape the engine's fields allow: results as {agent_id, result} or
+    {agent: result} (with non-text results and numeric ids), communications that are lists,
+    one string, objects, null, padded text, headers with and without colons, blank headers;
+    iterations without a summary, with extra fields, with only a number; scores of every type;
+    nested per-role evaluations beside flat ones."""
+    runs = [json.loads(line) for line in RESULT_LOG.read_text().splitlines()][:2]
+    a, b = json.loads(json.dumps(runs[0])), json.loads(json.dumps(runs[1]))
+    a["iterations"][0]["communications"] = [
+        "From agent1 to agent2: the parser returns a list\nof tokens",
+        "From agent2 to agent1: ok\nFrom agent1 to agent3: please review",
+        "no speaker here",
+        "  padded whole text  \n",
+        {"obj": 1, "a": [2]},
+        None,
+        5,
+        "pre text\nIn Session abc-1\nFrom buyer to seller: 120?\nFrom seller to buyer: 150\n"
+        "In Session x2:\nloose words\n",
+        "\n  \nIn Session s3\n",
+    ]
+    a["iterations"][1]["communications"] = "From agent1 to agent2: a single string"
+    a["task_evaluation"] = {
+        "buyer": {"effectiveness": 7, "progress": 8, "why": "ok", "flag": True},
+        "seller": {"effectiveness": 9.5},
+        "overall": 3,
+        "note": "x",
+    }
+    a["iterations"][0]["task_results"] = [
+        {"agent_id": "agent9", "result": {"k": 1, "b": 2}},
+        {"agent1": "r1", "agent2": "r2"},
+        "junk",
+        {"agent_id": 7, "result": "seven"},
+    ]
+    a["iterations"][0]["extra_field"] = {"z": 1, "a": 2}
+    del b["iterations"][0]["summary"]
+    b["iterations"][1]["summary"] = None
+    b["iterations"].append({"iteration": 9})
+    b["planning_scores"] = [1, "x", True, 2.5, None]
+    b["coordination_mode"] = ""
+    b["task"] = {"not": "text"}
+    return [
+        a,
+        b,
+        {"iterations": [], "task": "   spaced\t\ttitle  "},
+        {"iterations": [1, {}], "task": "bad"},
+        {"iterations": None},
+    ]
+
+
+def test_the_result_log_mapping_reads_odd_runs_as_the_python_reader_does(tmp_path):
+    """``ingest/marble_results.yaml`` re-expresses the Python result-log reader in the mapping
+    language; on runs of every odd shape both give the same rows, table by table, and the
+    same rejects."""
+    from graphlake.ingest.base import CollectingEmitter
+    from graphlake.ingest.marble import MarbleIngestor
+
+    path = tmp_path / "odd.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _odd_runs()))
+
+    def rows(ing):
+        out = CollectingEmitter("marble")
+        for unit in ing.units(path):
+            ing.parse(unit, out)
+        return {
+            t: sorted(
+                json.dumps(
+                    {
+                        k: v
+                        for k, v in r.items()
+                        if k not in ("corpus", "reject_id") and v is not None
+                    },
+                    sort_keys=True,
+                    default=str,
+                )
+                for r in rs
+            )
+            for t, rs in out.tables.items()
+        }
+
+    by_mapping, by_python = MarbleIngestor(), MarbleIngestor()
+    by_mapping.reader, by_python.reader = "mapping", "python"
+    mapped, python = rows(by_mapping), rows(by_python)
+    assert mapped == python
+    assert len(python["events"]) > 25 and len(python["rejects"]) == 2
+
+
+def test_the_result_log_mapping_gives_the_golden_tables(tmp_path, monkeypatch):
+    """The golden tables of the result-log corpus, ingested into a real lake with the
+    mapping reading the runs: the same as the Python reader's, unchanged."""
+    from test_golden_corpora import test_every_table_matches_its_golden
+
+    monkeypatch.setenv("GRAPHLAKE_MARBLE_READER", "mapping")
+    test_every_table_matches_its_golden(tmp_path, "marble_results")
