@@ -42,6 +42,7 @@ from graphlake.ingest.base import (
     json_lines_with_bytes,
     line_slices,
     load_yaml,
+    parse_isolated,
     read_whole,
     shape_reason,
     to_json,
@@ -118,6 +119,34 @@ class MarbleIngestor(Ingestor):
             raise ValueError(f"${READER_ENV} is {choice!r}: python or mapping")
         return choice
 
+    #: result-log lines gathered across the units of one parse_many call
+    _pending: Records | None = None
+
+    def parse_many(self, units, start, out, tick=None) -> None:
+        """Each unit parsed alone (a failure is that unit's reject), with the run lines of
+        many units converted by the mapping in one pass: a pass has a fixed cost (its
+        statements), which slices of a large log would otherwise pay one by one."""
+        if self.result_reader() != "mapping":
+            return super().parse_many(units, start, out, tick)
+        self._pending = Records()
+        owners: dict[int, SourceUnit] = {}
+        try:
+            for i, unit in enumerate(units):
+                mark = len(self._pending.text)
+                owners[start + i] = unit
+
+                def undo(mark=mark) -> None:
+                    _truncate(self._pending, mark)
+
+                parse_isolated(self.parse, unit, out, start + i, undo)
+                if len(self._pending.text) >= RUNS_PER_PASS or i == len(units) - 1:
+                    _convert_or_fail(self._pending, owners, out)
+                    self._pending = Records()
+                if tick:
+                    tick(unit, 1)
+        finally:
+            self._pending = None
+
     def parse(self, unit: SourceUnit, out: Emitter) -> None:
         rows = _ScenarioRows()
         self._parse(unit, out, rows)
@@ -131,7 +160,8 @@ class MarbleIngestor(Ingestor):
                 self._reject(out, src, f"line {lineno}", f"line {lineno}: {reason}", raw)
 
             mapped = self.result_reader() == "mapping"
-            runs = Records()
+            shared = self._pending is not None  # parse_many converts the runs of many units
+            runs = self._pending if self._pending is not None else Records()
             for lineno, line, text in json_lines_with_bytes(unit.path, bad, unit.span):
                 try:
                     if isinstance(line, dict) and "iterations" in line and mapped:
@@ -144,10 +174,10 @@ class MarbleIngestor(Ingestor):
                     bad(lineno, shape_reason(exc), line)
                 if rows.full():
                     rows.emit(out)
-                if len(runs.text) >= RUNS_PER_PASS:
+                if len(runs.text) >= RUNS_PER_PASS and not shared:
                     result_logs().convert_records(runs, out)
                     runs = Records()
-            if runs.text:
+            if runs.text and not shared:
                 result_logs().convert_records(runs, out)
         elif unit.kind == "yaml":
             text = read_whole(unit.path)
@@ -206,6 +236,33 @@ class MarbleIngestor(Ingestor):
         add = rows.edges.append
         for e in edges:
             add((unit, *e))
+
+
+def _truncate(records: Records, n: int) -> None:
+    """Forget what a failed unit added to ``records`` (records are appended unit by unit)."""
+    for name in ("unit", "file", "stem", "line", "text"):
+        del getattr(records, name)[n:]
+
+
+def _convert_or_fail(runs: Records, owners: dict, out) -> None:
+    """Convert the gathered runs; if the pass fails, each unit's runs alone, so that a unit
+    whose runs break the pass is that unit's failure and the others land."""
+    if not runs.text:
+        return
+    try:
+        result_logs().convert_records(runs, out)
+        return
+    except Exception:  # noqa: BLE001 - then unit by unit
+        pass
+    for index in dict.fromkeys(runs.unit):
+        alone = Records()
+        for k, u in enumerate(runs.unit):
+            if u == index:
+                alone.add(u, runs.file[k], runs.stem[k], runs.line[k], runs.text[k])
+        try:
+            result_logs().convert_records(alone, out)
+        except Exception as exc:  # noqa: BLE001 - one unit's failure, the rest land
+            out.fail_unit(index, owners[index], exc)
 
 
 def _task_attrs(task: dict, body: dict) -> dict:

@@ -190,7 +190,8 @@ def _split_steps(scope: str, split: Split, rel: str) -> tuple[str, str]:
     )
     rel = (
         f"SELECT *, regexp_split_to_array(_s, {pat}) AS _pcs, regexp_extract_all(_s, {pat}) AS _ms{groups} "
-        f"FROM (SELECT *, CASE WHEN json_type({scope}, {path}) = 'VARCHAR' THEN json_extract_string({scope}, {path}) END AS _s FROM ({rel}))"
+        f"FROM (SELECT *, CASE WHEN json_type(_v) = 'VARCHAR' THEN _v->>'$' END AS _s "
+        f"FROM (SELECT *, json_extract({scope}, {path}) AS _v FROM ({rel})))"
     )
     glist = "[" + ", ".join(f"_g{g}[i]" for g in range(1, split.groups + 1)) + "]"
     glist = glist if split.groups else "[]::VARCHAR[]"
@@ -635,7 +636,9 @@ def _items_relation(
     if levels and not keep_parent:
         rel = f"SELECT *, NULL::JSON AS _parent FROM ({rel})"
     item_slots = "".join(f", {c}" for c in _scoped(refs, "_item").columns())
-    attrs = _attrs(block, levels, scopes, "_item") if keep_attrs else "NULL::VARCHAR"
+    if not keep_attrs:  # no block here keeps what is left of its items
+        return f"SELECT *{item_slots}, NULL::VARCHAR AS _attrs FROM ({rel})"
+    attrs = _attrs(block, levels, scopes, "_item")
     helpers = _attr_helpers(levels, scopes, "_item")
     drop = "_jt, _lt" if _has_lists(levels, scopes) else "_jt"
     return (
@@ -710,7 +713,7 @@ def check_expressions(mapping: Mapping) -> None:
         )
         from graphlake.ingest.mapping.run import statements
 
-        for what, stmt in statements(plan):
+        for what, stmt in statements(plan, check=True):
             try:
                 con.execute(stmt)
             except duckdb.Error as exc:

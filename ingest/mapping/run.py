@@ -22,18 +22,30 @@ def _blocks_of(plan: Plan, table: str) -> list[CompiledBlock]:
     return [b for b in plan.blocks if b.block.table == table and b.select]
 
 
-def statements(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
-    """Every statement of the plan in order, each with (what, mapping line) to blame."""
+def statements(plan: Plan, check: bool = False) -> Iterator[tuple[tuple[str, int], str]]:
+    """Every statement of the plan in order, each with (what, mapping line) to blame
+    (``check``: each block also alone first, so that an error names its block's line)."""
     for stmt in plan.setup:
         yield ("source", plan.mapping.sessions.where_line), stmt
-    for b in plan.blocks:
-        if b.select:
-            yield (
-                (f"{b.block.table} block", b.block.where_line),
-                # a view: its rows are read twice (the accepted, the rejected), each a cheap
-                # projection of the materialized items
-                (f"CREATE OR REPLACE TEMP VIEW m_b{b.number} AS {b.select}"),
-            )
+    for table in ITEM_TABLES:
+        blocks = _blocks_of(plan, table)
+        if not blocks:
+            continue
+        if check:
+            for b in blocks:
+                yield (
+                    (f"{table} block", b.block.where_line),
+                    f"CREATE OR REPLACE TEMP VIEW m_b{b.number} AS {b.select}",
+                )
+        # every block of the table evaluated once, into one table: its accepted rows and its
+        # rejects are both read from it
+        union = " UNION ALL BY NAME ".join(
+            f"SELECT {b.number} AS _blk, * FROM ({b.select})" for b in blocks
+        )
+        yield (
+            (f"{table} block", blocks[0].block.where_line),
+            f"CREATE OR REPLACE TEMP TABLE m_ball_{table} AS {union}",
+        )
     yield from _derived(plan)
 
 
@@ -45,8 +57,9 @@ def _columns(plan: Plan, table: str) -> set[str]:
 
 
 def _union(plan: Plan, table: str) -> str | None:
-    parts = [f"SELECT * FROM m_b{b.number} WHERE _why = ''" for b in _blocks_of(plan, table)]
-    return " UNION ALL BY NAME ".join(parts) if parts else None
+    if not _blocks_of(plan, table):
+        return None
+    return f"SELECT * FROM m_ball_{table} WHERE _why = ''"
 
 
 def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
@@ -68,17 +81,22 @@ def _derived(plan: Plan) -> Iterator[tuple[tuple[str, int], str]]:
                 + union
                 + ") WHERE src IS NOT NULL AND dst IS NOT NULL"
             )
-        unique = _unique_ids(plan, table)
-        rep = (  # ids made from positions are unique by construction
-            "1 AS _rep"
-            if unique
-            else f"row_number() OVER (PARTITION BY _session_id, {key} ORDER BY _ord) AS _rep"
-        )
+        if _unique_ids(plan, table):  # ids made from positions are unique by construction
+            yield (
+                (f"{table} rows", line),
+                f"CREATE OR REPLACE TEMP VIEW m_u_{table} AS SELECT *, 1 AS _rep FROM ({union})",
+            )
+            continue
+        # ids that repeat are found by a hash aggregate; only their rows are ranked (the
+        # first one lands), the others keep _rep = 1 without a sort
         yield (
             (f"{table} rows", line),
             (
-                f"CREATE OR REPLACE TEMP {'VIEW' if unique else 'TABLE'} m_u_{table} AS "
-                f"SELECT *, {rep} FROM ({union})"
+                f"CREATE OR REPLACE TEMP TABLE m_u_{table} AS WITH u AS ({union}), "
+                f"d AS (SELECT _session_id, {key} FROM u GROUP BY ALL HAVING count(*) > 1) "
+                f"SELECT *, 1 AS _rep FROM u ANTI JOIN d USING (_session_id, {key}) UNION ALL "
+                f"SELECT *, row_number() OVER (PARTITION BY _session_id, {key} ORDER BY _ord) AS _rep "
+                f"FROM (SELECT * FROM u SEMI JOIN d USING (_session_id, {key}))"
             ),
         )
     # the session start: as mapped, else the earliest absolute time of its rows
@@ -314,15 +332,14 @@ def rejects_sql(plan: Plan) -> list[tuple[str, str]]:
                 "left(_doc::VARCHAR, 4096) AS raw, NULL AS session_id, 'file' AS kind FROM m_norecs",
             )
         )
-    for b in plan.blocks:
-        if not b.select:
+    for t in ITEM_TABLES:
+        if not _blocks_of(plan, t):
             continue
-        t = b.block.table
         qs.append(
             (
                 t,
                 f"SELECT _unit, _file, {sql(exp.Literal.string(t + ' item '))} || array_to_string(_ord, '.') AS ref, "
-                f"_why AS reason, _raw AS raw, _session_id AS session_id, 'row' AS kind FROM m_b{b.number} WHERE _why <> ''",
+                f"_why AS reason, _raw AS raw, _session_id AS session_id, 'row' AS kind FROM m_ball_{t} WHERE _why <> ''",
             )
         )
     for t in ITEM_TABLES:
