@@ -324,6 +324,7 @@ def _odd_runs() -> list[dict]:
         "pre text\nIn Session abc-1\nFrom buyer to seller: 120?\nFrom seller to buyer: 150\n"
         "In Session x2:\nloose words\n",
         "\n  \nIn Session s3\n",
+        "From agent1 to agent2: a control \x02 character\nFrom agent2 to agent1: \x01 too",
     ]
     a["iterations"][1]["communications"] = "From agent1 to agent2: a single string"
     a["task_evaluation"] = {

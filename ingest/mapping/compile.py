@@ -179,27 +179,56 @@ def _level_list(scope: str, level: str) -> tuple[str, str | None]:
     )
 
 
+#: Marks a one-pass split writes around each match (``regexp_replace`` with a rewrite):
+#: texts that hold one of these characters take the slower path of separate calls
+_MARKS = ("chr(1)", "chr(2)", "chr(3)")
+
+
 def _split_steps(scope: str, split: Split, rel: str) -> tuple[str, str]:
     """(relation with the pieces' parts beside each row, the JSON list of its items) of a
-    split level: DuckDB's ``regexp_split_to_array`` gives the pieces, ``regexp_extract_all``
-    the matches and each capture group, zipped into ``{match, groups, text, n}``."""
+    split level, zipped into ``{match, groups, text, n}``. One regex pass per text: each
+    match is rewritten as ``chr(1) match chr(3) group1 chr(3) ... chr(2)`` and the text cut
+    at the marks with string functions (a match's groups cost no second pass). A text that
+    holds a mark character itself, or a pattern of more than nine groups, takes DuckDB's
+    ``regexp_split_to_array`` and one ``regexp_extract_all`` per group instead."""
     path = sql(exp.Literal.string(json_path(level_path(split)[0])))
     pat = sql(exp.Literal.string(split.pattern))
+    g = split.groups
+    base = (
+        f"SELECT *, CASE WHEN json_type(_v) = 'VARCHAR' THEN _v->>'$' END AS _s "
+        f"FROM (SELECT *, json_extract({scope}, {path}) AS _v FROM ({rel}))"
+    )
+    fast = g <= 9
+    rewrite = " || ".join(
+        ["chr(1)", "'\\0'"] + [f"chr(3) || '\\{k}'" for k in range(1, g + 1)] + ["chr(2)"]
+    )
+    clean = " AND ".join(f"strpos(_s, {m}) = 0" for m in _MARKS)
     groups = "".join(
-        f", regexp_extract_all(_s, {pat}, {g}) AS _g{g}" for g in range(1, split.groups + 1)
+        f", CASE WHEN NOT _fast THEN regexp_extract_all(_s, {pat}, {k}) END AS _g{k}"
+        for k in range(1, g + 1)
     )
     rel = (
-        f"SELECT *, regexp_split_to_array(_s, {pat}) AS _pcs, regexp_extract_all(_s, {pat}) AS _ms{groups} "
-        f"FROM (SELECT *, CASE WHEN json_type(_v) = 'VARCHAR' THEN _v->>'$' END AS _s "
-        f"FROM (SELECT *, json_extract({scope}, {path}) AS _v FROM ({rel})))"
+        f"SELECT *, CASE WHEN _fast THEN string_split(regexp_replace(_s, {pat}, {rewrite}, 'g'), chr(1)) END AS _mk, "
+        f"CASE WHEN NOT _fast THEN regexp_split_to_array(_s, {pat}) END AS _pcs, "
+        f"CASE WHEN NOT _fast THEN regexp_extract_all(_s, {pat}) END AS _ms{groups} "
+        f"FROM (SELECT *, {'(' + clean + ')' if fast else 'false'} AS _fast FROM ({base}))"
     )
-    glist = "[" + ", ".join(f"_g{g}[i]" for g in range(1, split.groups + 1)) + "]"
-    glist = glist if split.groups else "[]::VARCHAR[]"
-    items = (
-        "(CASE WHEN _s IS NULL THEN []::JSON[] ELSE list_transform(range(len(_pcs)), lambda i: "
+    glist = "[" + ", ".join(f"_g{k}[i]" for k in range(1, g + 1)) + "]" if g else "[]::VARCHAR[]"
+    slow = (
+        "list_transform(range(len(_pcs)), lambda i: "
         "json_object('match', CASE WHEN i = 0 THEN NULL ELSE _ms[i] END, "
-        f"'groups', CASE WHEN i = 0 THEN NULL ELSE {glist} END, 'text', _pcs[i + 1], 'n', len(_pcs))) END)"
+        f"'groups', CASE WHEN i = 0 THEN NULL ELSE {glist} END, 'text', _pcs[i + 1], 'n', len(_pcs)))"
     )
+    # a marked piece: "match chr(3) g1 ... chr(2) text"; the first piece is the text before
+    head = "split_part(p, chr(2), 1)"
+    marked = (
+        "list_transform(_mk, lambda p, i: CASE WHEN i = 1 THEN "
+        "json_object('match', NULL, 'groups', NULL, 'text', p, 'n', len(_mk)) ELSE "
+        f"json_object('match', split_part({head}, chr(3), 1), "
+        f"'groups', {f'string_split({head}, chr(3))[2:]' if g else '[]::VARCHAR[]'}, "
+        "'text', substr(p, strpos(p, chr(2)) + 1), 'n', len(_mk)) END)"
+    )
+    items = f"(CASE WHEN _s IS NULL THEN []::JSON[] WHEN _fast THEN {marked} ELSE {slow} END)"
     return rel, items
 
 
@@ -387,12 +416,12 @@ def compile_mapping(mapping: Mapping) -> Plan:
             where = f"WHERE ({extra['where']})" if "where" in extra else ""
             order = block.order if block.order is not None else n
             numbered.setdefault(block.table, []).append(
-                f"SELECT {n} AS _b, {order} AS _o, _session_id, _ord FROM {items} {where}"
+                f"SELECT {n} AS _b, {order} AS _o, _rid, _session_id, _ord FROM {items} {where}"
             )
         compiled.append(_items_block(block, n, cols, extra, items, number))
     for table, parts in numbered.items():
         setup.append(
-            f"CREATE OR REPLACE TEMP TABLE m_num_{table} AS SELECT _b, _session_id, _ord, "
+            f"CREATE OR REPLACE TEMP TABLE m_num_{table} AS SELECT _b, _rid, "
             "row_number() OVER (PARTITION BY _session_id, _ord[1] ORDER BY _o, _ord, _b) - 1 AS _number "
             f"FROM ({' UNION ALL '.join(parts)})"
         )
@@ -576,7 +605,8 @@ def _items_relation(
         # their attrs are the session's, not repeated on every such row
         return (
             "SELECT *, _record AS _item, NULL::JSON AS _parent, []::BIGINT[] AS _ord, "
-            "NULL::VARCHAR AS _attrs FROM m_sessions WHERE _why = ''"
+            "NULL::VARCHAR AS _attrs, _unit::BIGINT * 4294967296 + _rec_index AS _rid "
+            "FROM m_sessions WHERE _why = ''"
         )
     # the session record's fields, extracted before the items are unnested
     record_slots = "".join(f", {c}" for c in _scoped(refs, "_record").columns())
@@ -637,12 +667,12 @@ def _items_relation(
         rel = f"SELECT *, NULL::JSON AS _parent FROM ({rel})"
     item_slots = "".join(f", {c}" for c in _scoped(refs, "_item").columns())
     if not keep_attrs:  # no block here keeps what is left of its items
-        return f"SELECT *{item_slots}, NULL::VARCHAR AS _attrs FROM ({rel})"
+        return f"SELECT *{item_slots}, NULL::VARCHAR AS _attrs, row_number() OVER () AS _rid FROM ({rel})"
     attrs = _attrs(block, levels, scopes, "_item")
     helpers = _attr_helpers(levels, scopes, "_item")
     drop = "_jt, _lt" if _has_lists(levels, scopes) else "_jt"
     return (
-        f"SELECT * EXCLUDE ({drop}), {attrs} AS _attrs "
+        f"SELECT * EXCLUDE ({drop}), {attrs} AS _attrs, row_number() OVER () AS _rid "
         f"FROM (SELECT *{item_slots}{helpers} FROM ({rel}))"
     )
 
@@ -655,7 +685,7 @@ def _items_block(
     if number:  # its rows' numbers among the table's numbered rows (``_number``)
         items = (
             f"(SELECT _i.*, _n._number FROM (SELECT * FROM {items} {where}) _i LEFT JOIN m_num_{block.table} _n "
-            f"ON _n._b = {n} AND _n._session_id = _i._session_id AND _n._ord = _i._ord)"
+            f"ON _n._b = {n} AND _n._rid = _i._rid)"
         )
         where = ""
     id_col = ID_COLUMN.get(block.table)

@@ -418,13 +418,9 @@ def _canonical_rows(con: duckdb.DuckDBPyConnection, table: str, query: str) -> p
     from graphlake.schema import TABLES
 
     wanted = set(TABLES[table].columns) | {"_unit"}
-    have = con.sql(query).columns
-    cols = [c for c in have if c in wanted]
-    # in source order: by file, record, then seq where mapped, then position
-    order = [c for c in ("_unit", "_rec_index", "seq", "_ord") if c in have]
-    return con.sql(
-        f"SELECT {', '.join(cols)} FROM ({query}) ORDER BY {', '.join(order)}"
-    ).to_arrow_table()
+    cols = [c for c in con.sql(query).columns if c in wanted]
+    # no ORDER BY: the lake is a set of rows, read in key order by whoever needs an order
+    return con.sql(f"SELECT {', '.join(cols)} FROM ({query})").to_arrow_table()
 
 
 def _reset(con: duckdb.DuckDBPyConnection) -> None:
