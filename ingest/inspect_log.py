@@ -73,8 +73,29 @@ def score_value(value) -> float | None:
     return None
 
 
+#: members of one .eval archive read at most (a sample a member: a zip of a million empty
+#: members is not an evaluation)
+MAX_MEMBERS = 20_000
+_CHUNK = 1 << 20
+
+
 def read_log(path: Path, own_reader: bool = True) -> dict:
-    """The log as inspect's ``EvalLog.model_dump(mode="json")`` gives it."""
+    """The log as inspect's ``EvalLog.model_dump(mode="json")`` gives it. graphlake's limits
+    hold whichever reader reads it: a ``.json`` log is at most ``$GRAPHLAKE_MAX_FILE_BYTES``,
+    and so is everything a ``.eval`` archive inflates to, all members together, checked by
+    streaming each member through its decompressor before any reader inflates it whole."""
+    from graphlake.config import max_file_bytes
+
+    limit = max_file_bytes()
+    if path.suffix == ".json":
+        size = path.stat().st_size
+        if size > limit:
+            raise InputLimitError(
+                f"{path.name} is {size:,} bytes, over the {limit:,}-byte limit for files read "
+                "whole ($GRAPHLAKE_MAX_FILE_BYTES)"
+            )
+    elif own_reader:
+        check_archive(path, limit)
     if own_reader:
         try:
             from inspect_ai.log import read_eval_log
@@ -103,14 +124,94 @@ def _read_archive(path: Path) -> dict:
         names = zf.namelist()
         if "header.json" not in names and "_journal/start.json" not in names:
             raise SpanError("not an inspect_ai .eval archive: no header.json")
-        header = json.loads(_entry(zf, "header.json" if "header.json" in names else
-                                   "_journal/start.json", limit))  # fmt: skip
+        if len(names) > MAX_MEMBERS:
+            raise InputLimitError(
+                f"{path.name} holds {len(names):,} members; an .eval archive is read with at "
+                f"most {MAX_MEMBERS:,}: split the evaluation"
+            )
+        budget = [limit]  # all members together, not each alone
+
+        def entry(name: str) -> bytes:
+            data = _entry(zf, name, budget[0])
+            budget[0] -= len(data)
+            return data
+
+        header = json.loads(entry("header.json" if "header.json" in names else
+                                  "_journal/start.json"))  # fmt: skip
         samples = [
-            json.loads(_entry(zf, n, limit))
+            json.loads(entry(n))
             for n in sorted(names)
             if n.startswith("samples/") and n.endswith(".json")
         ]
     return {**header, "samples": samples}
+
+
+def check_archive(path: Path, limit: int) -> None:
+    """Refuse an archive with more than :data:`MAX_MEMBERS` members, or whose members inflate
+    past ``limit`` bytes together: their declared sizes first, then each member streamed
+    through its decompressor (a Zstandard frame may declare any size) a chunk at a time, so
+    nothing is held but one chunk. The bytes it costs are a pass of decompression."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise SpanError(f"not a readable .eval archive ({exc}): truncated or not a zip") from None
+    with zf:
+        infos = zf.infolist()
+        if len(infos) > MAX_MEMBERS:
+            raise InputLimitError(
+                f"{path.name} holds {len(infos):,} members; an .eval archive is read with at "
+                f"most {MAX_MEMBERS:,}: split the evaluation"
+            )
+        declared = sum(i.file_size for i in infos)
+        if declared > limit:
+            raise InputLimitError(
+                f"{path.name} inflates to {declared:,} bytes (its members' declared sizes), over "
+                f"the {limit:,}-byte limit ($GRAPHLAKE_MAX_FILE_BYTES)"
+            )
+        left = limit
+        for info in infos:
+            for chunk in _stream(zf, info):
+                left -= len(chunk)
+                if left < 0:
+                    raise InputLimitError(
+                        f"{path.name}: {info.filename} inflates past what its header declares, "
+                        f"and the archive past the {limit:,}-byte limit ($GRAPHLAKE_MAX_FILE_BYTES)"
+                    )
+
+
+def _stream(zf: zipfile.ZipFile, info: zipfile.ZipInfo):
+    """A member's inflated bytes, a chunk at a time (Zstandard through ``zstandard``)."""
+    if info.compress_type != _ZSTD:
+        with zf.open(info) as fh:
+            while chunk := fh.read(_CHUNK):
+                yield chunk
+        return
+    import io
+
+    import zstandard
+
+    raw = _raw_member(zf, info)
+    reader = zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw))
+    try:
+        while chunk := reader.read(_CHUNK):
+            yield chunk
+    except zstandard.ZstdError as exc:
+        raise SpanError(
+            f"{info.filename}: the Zstandard data is damaged or truncated ({exc})"
+        ) from None
+
+
+def _raw_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member's compressed bytes, read from its local header (zipfile cannot open method
+    93 before Python 3.14); at most the archive's own size."""
+    assert zf.fp is not None
+    zf.fp.seek(info.header_offset)
+    local = zf.fp.read(30)
+    if local[:4] != b"PK\x03\x04":
+        raise SpanError(f"{info.filename}: the archive's local header is damaged")
+    name_len, extra_len = struct.unpack("<HH", local[26:30])
+    zf.fp.seek(info.header_offset + 30 + name_len + extra_len)
+    return zf.fp.read(info.compress_size)
 
 
 def _entry(zf: zipfile.ZipFile, name: str, limit: int) -> bytes:
@@ -128,20 +229,16 @@ def _entry(zf: zipfile.ZipFile, name: str, limit: int) -> bytes:
     else:
         import zstandard
 
-        assert zf.fp is not None
-        zf.fp.seek(info.header_offset)
-        local = zf.fp.read(30)
-        if local[:4] != b"PK\x03\x04":
-            raise SpanError(f"{name}: the archive's local header is damaged")
-        name_len, extra_len = struct.unpack("<HH", local[26:30])
-        zf.fp.seek(info.header_offset + 30 + name_len + extra_len)
-        raw = zf.fp.read(info.compress_size)
+        raw = _raw_member(zf, info)
         try:
             data = zstandard.ZstdDecompressor().decompress(raw, max_output_size=limit + 1)
         except zstandard.ZstdError as exc:
             raise SpanError(f"{name}: the Zstandard data is damaged or truncated ({exc})") from None
     if len(data) > limit:
-        raise InputLimitError(f"{name} inflates past the {limit:,}-byte limit")
+        raise InputLimitError(
+            f"{name} inflates past the {limit:,}-byte limit ($GRAPHLAKE_MAX_FILE_BYTES, for "
+            "all the archive's members together)"
+        )
     return data
 
 

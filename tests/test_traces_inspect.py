@@ -151,3 +151,77 @@ def test_score_values_are_read_as_inspect_ai_reads_them():
     for v in ["10", "8", "8.5", "1e3", "-5", "C", "I", "P", "N", "yes", "No", "TRUE", True, 3, 2.5]:
         assert score_value(v) == theirs(v), v
     assert score_value("excellent") is None and score_value([1, 2]) is None
+
+
+def _zstd_member(archive, name: str, payload: bytes, declared: int) -> None:
+    """Add ``name`` to the .eval zip ``archive`` as inspect writes its entries (Zstandard,
+    zip method 93), declaring ``declared`` inflated bytes: stored first, then the method and
+    size fields of its two headers rewritten (zipfile cannot write method 93)."""
+    import struct
+
+    import zstandard
+
+    packed = zstandard.ZstdCompressor(level=19).compress(payload)
+    with zipfile.ZipFile(archive, "a", compression=zipfile.ZIP_STORED) as zf:
+        zf.writestr(name, packed)
+    data = bytearray(archive.read_bytes())
+    key = name.encode()
+    local = max(i for i in range(len(data)) if data.startswith(b"PK\x03\x04", i)
+                and data[i + 30 : i + 30 + len(key)] == key)  # fmt: skip
+    central = max(i for i in range(len(data)) if data.startswith(b"PK\x01\x02", i)
+                  and data[i + 46 : i + 46 + len(key)] == key)  # fmt: skip
+    struct.pack_into("<H", data, local + 8, 93)
+    struct.pack_into("<I", data, local + 22, declared)
+    struct.pack_into("<H", data, central + 10, 93)
+    struct.pack_into("<I", data, central + 24, declared)
+    archive.write_bytes(bytes(data))
+
+
+_READ_ONE = """
+import sys
+from pathlib import Path
+from graphlake.ingest.inspect_log import read_log
+try:
+    read_log(Path(sys.argv[1]), own_reader=sys.argv[2] == "inspect")
+    print("read whole")
+except Exception as exc:
+    print(type(exc).__name__, exc)
+"""
+
+
+@pytest.mark.parametrize("reader", ["inspect", "fallback"])
+def test_a_zstd_member_that_inflates_past_its_header_is_refused_by_either_reader(
+    logs, tmp_path, reader
+):
+    """A 20 KB archive whose sample entry declares 200 bytes and inflates to a 300 MB JSON
+    list: read whole it takes gigabytes (inspect_ai's own reader skipped graphlake's limits).
+    Under a 1.5 GiB ceiling, each reader refuses it naming the limit, having held no more
+    than a chunk of it."""
+    from watchdog import run_bounded
+
+    bomb = tmp_path / "bomb.eval"
+    bomb.write_bytes(logs["eval"].read_bytes())
+    _zstd_member(bomb, "samples/9_epoch_1.json", b"[" + b"0," * 150_000_000 + b"0]", 200)
+    assert bomb.stat().st_size < 200_000
+    script = tmp_path / "read_one.py"
+    script.write_text(_READ_ONE)
+    run = run_bounded(script, str(bomb), reader, ceiling=3 << 29)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.startswith("InputLimitError") and "GRAPHLAKE_MAX_FILE_BYTES" in run.stdout
+    assert run.peak_bytes < 1 << 30
+
+
+def test_members_each_under_the_limit_but_past_it_together_are_refused(logs, tmp_path, monkeypatch):
+    """The limit is for the archive, all members together: 120 members of 50 MB each reached
+    3 GiB, each one alone under the limit."""
+    monkeypatch.setenv("GRAPHLAKE_MAX_FILE_BYTES", str(1 << 20))
+    many = tmp_path / "many.eval"
+    many.write_bytes(logs["eval"].read_bytes())
+    for k in range(3):
+        _zstd_member(many, f"samples/x{k}_epoch_1.json", b"[" + b"0," * 200_000 + b"0]", 400_001)
+    for own in (True, False):
+        with pytest.raises(Exception, match="limit"):
+            read_log(many, own_reader=own)
+    stats, _ = ingest_path("traces", many, tmp_path / "lake")
+    [reject] = connect(tmp_path / "lake").sql("SELECT reason FROM rejects").to_pylist()
+    assert "GRAPHLAKE_MAX_FILE_BYTES" in reject["reason"]
