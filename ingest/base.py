@@ -55,6 +55,13 @@ def load_json(data: bytes | str) -> Any:
         try:
             return json.loads(data)
         except RecursionError:
+            depth = json_depth(data)
+            limit = max_json_depth()
+            if depth > limit:  # ijson's builder is quadratic in depth: 30,000 levels, 2 GiB
+                raise ValueError(
+                    f"nested {depth:,} levels deep, past the limit of {limit:,} "
+                    "($GRAPHLAKE_JSON_MAX_DEPTH)"
+                ) from None
             deep = _load_iteratively(data)
             if deep is not _NOTHING:
                 return deep
@@ -64,6 +71,47 @@ def load_json(data: bytes | str) -> Any:
 
 
 _NOTHING = object()
+#: JSON nested deeper than this is refused (``$GRAPHLAKE_JSON_MAX_DEPTH``): documents past
+#: the parsers' recursion are built by ijson, whose cost grows with the square of the depth
+#: (10,000 levels: 0.3 GiB)
+DEFAULT_JSON_MAX_DEPTH = 10_000
+
+
+def max_json_depth() -> int:
+    from graphlake.config import int_env
+
+    return int_env("GRAPHLAKE_JSON_MAX_DEPTH", DEFAULT_JSON_MAX_DEPTH)
+
+
+def json_depth(data: bytes | str) -> int:
+    """The deepest nesting of ``[`` and ``{`` in a JSON text, outside its strings, in linear
+    time with NumPy (no parse): quotes escaped by an odd run of backslashes do not count."""
+    import numpy as np
+
+    raw = data.encode() if isinstance(data, str) else data
+    b = np.frombuffer(raw, np.uint8)
+    quotes = np.flatnonzero(b == 34)
+    if quotes.size:  # a quote is escaped when an odd number of backslashes precede it
+        run = np.zeros(quotes.size, np.int64)
+        live = quotes > 0
+        k = 1
+        while live.any():
+            at = quotes - k
+            live &= at >= 0
+            hit = live.copy()
+            hit[live] = b[at[live]] == 92
+            run += hit
+            live = hit
+            k += 1
+        quotes = quotes[run % 2 == 0]
+    marks = np.flatnonzero((b == 91) | (b == 123) | (b == 93) | (b == 125))
+    if not marks.size:
+        return 0
+    # a bracket is inside a string when an odd number of real quotes come before it
+    inside = np.searchsorted(quotes, marks) % 2 == 1
+    marks = marks[~inside]
+    step = np.where((b[marks] == 91) | (b[marks] == 123), 1, -1)
+    return int(np.cumsum(step).max(initial=0))
 
 
 def _load_iteratively(data: bytes | str) -> Any:

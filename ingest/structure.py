@@ -81,17 +81,45 @@ def shape(path: Path) -> Shape:
     return Shape(None)
 
 
+_SCALARS = frozenset({"string", "number", "integer", "double", "boolean"})
+
+
 def _object(path: Path) -> Shape:
+    """The top-level keys of a JSON object (and the scalar values at the first two levels),
+    streamed with ijson's basic events and a depth counter: ``ijson.parse`` builds a prefix
+    string per event, which grows with the depth (a 100,000-deep value: gigabytes), and past
+    ``$GRAPHLAKE_JSON_MAX_DEPTH`` the walk stops with what it has."""
+    from graphlake.ingest.base import max_json_depth
+
     keys: list[str] = []
     first: dict = {}
+    limit = max_json_depth()
+    stack: list[str] = []  # the open containers' kinds, outermost first
+    key: str | None = None  # the top-level key being read
+    sub: str | None = None  # a key of the object under it
     try:
         with path.open("rb") as fh:
-            for prefix, event, value in ijson.parse(fh, use_float=True):
-                if event == "map_key" and prefix.count(".") == 0:
-                    keys.append(f"{prefix}.{value}" if prefix else value)
-                elif event in ("string", "number", "boolean") and prefix.count(".") <= 1:
-                    if prefix in keys:
-                        first[prefix] = value
+            for event, value in ijson.basic_parse(fh, use_float=True):
+                depth = len(stack)
+                if event in ("start_map", "start_array"):
+                    if depth >= limit:
+                        break
+                    stack.append(event)
+                elif event in ("end_map", "end_array"):
+                    stack.pop()
+                elif event == "map_key":
+                    if depth == 1:
+                        key, sub = value, None
+                        keys.append(value)
+                    elif depth == 2 and stack[1] == "start_map":
+                        sub = f"{key}.{value}"
+                        keys.append(sub)
+                elif event not in _SCALARS:
+                    continue
+                elif depth == 1 and key is not None:  # a scalar under a top-level key
+                    first[key] = value
+                elif depth == 2 and stack[1] == "start_map" and sub is not None:
+                    first[sub] = value
     except (ijson.JSONError, UnicodeDecodeError):
         if not keys:
             return Shape(None)

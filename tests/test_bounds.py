@@ -753,3 +753,81 @@ def test_the_pair_count_matches_the_pairs_co_occurrences_forms(demo_lake):
         }
     assert formed and len(counted) >= len(formed)
     assert {k: v for k, v in counted.items() if v} == formed
+
+
+# ------------------------------------------------------------------ nesting depth
+
+
+def test_json_depth_counts_brackets_outside_strings_in_linear_time():
+    from graphlake.ingest.base import json_depth
+
+    cases = {
+        "[]": 1,
+        "[[]]": 2,
+        '{"a": "[[[", "b": [{}]}': 3,
+        r'["\"["]': 1,  # an escaped quote does not end the string
+        r'{"a": "x\\", "b": [[1]]}': 3,  # an escaped backslash does not escape the quote
+        '"no brackets"': 0,
+        "[" * 50_000 + "]" * 50_000: 50_000,
+    }
+    for text, depth in cases.items():
+        assert json_depth(text) == depth, text[:40]
+        assert json_depth(text.encode()) == depth
+
+
+_DEEP_LOAD = """
+import sys
+from graphlake.ingest.base import load_json
+depth = int(sys.argv[1])
+try:
+    load_json('{"a": [1, ' + '[' * depth + ']' * depth + ']}')
+    print("loaded")
+except ValueError as exc:
+    print("refused", exc)
+"""
+
+
+def test_a_document_nested_past_the_depth_limit_is_refused_before_it_is_built(tmp_path):
+    """ijson, which builds what the recursive parsers cannot, is quadratic in depth: 30,000
+    levels in 60 KB took 2.1 GiB. Past $GRAPHLAKE_JSON_MAX_DEPTH (10,000) the document is
+    refused after one linear scan; below it, it still loads."""
+    from watchdog import run_bounded
+
+    script = tmp_path / "deep.py"
+    script.write_text(_DEEP_LOAD)
+    deep = run_bounded(script, "30000", ceiling=1 << 30)
+    assert deep.returncode == 0, deep.stderr[-2000:]
+    assert deep.stdout.startswith("refused") and "GRAPHLAKE_JSON_MAX_DEPTH" in deep.stdout
+    assert deep.peak_bytes < 400 << 20
+    ok = run_bounded(script, "3000", ceiling=1 << 30)
+    assert ok.stdout.startswith("loaded"), ok.stderr[-2000:]
+
+
+_DEEP_KOLAB = """
+import json, sys
+from pathlib import Path
+from graphlake.demo.corpus import write_graph_corpus
+from graphlake.pipeline import ingest_path
+src, lake = Path(sys.argv[1]), Path(sys.argv[2])
+write_graph_corpus(src, 2, seed=1)
+f = sorted(src.rglob("*.json"))[0]
+text = f.read_text()
+cut = text.rfind("}")
+f.write_text(text[:cut] + ', "deep": ' + "[" * 100_000 + "]" * 100_000 + text[cut:])
+stats, _ = ingest_path("kolab", src, lake, workers=1)
+print(json.dumps({"sessions": stats.accepted.get("sessions", 0), "rejected": stats.rejected}))
+"""
+
+
+def test_a_kolab_graph_holding_a_100000_deep_value_is_one_reject_and_its_sibling_lands(tmp_path):
+    """The structure sniffer streamed the file with ijson.parse, whose event prefixes grow
+    with the depth: a 100,000-deep value took the ingest past its memory. Under a 2 GiB
+    ceiling: the graph that holds it is one reject, the other session lands."""
+    from watchdog import run_bounded
+
+    script = tmp_path / "deep_kolab.py"
+    script.write_text(_DEEP_KOLAB)
+    run = run_bounded(script, str(tmp_path / "src"), str(tmp_path / "lake"))
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert got["sessions"] == 1 and sum(got["rejected"].values()) == 1
