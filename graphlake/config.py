@@ -75,6 +75,17 @@ def co_occurrence_cap() -> int:
     return int_env("GRAPHLAKE_CO_OCCURRENCE_CAP", DEFAULT_CO_OCCURRENCE_CAP)
 
 
+#: Rows ``co_occurrences`` may hold for the whole lake (many sessions, each under the
+#: per-session cap, still add up: 150 trace files gave 23.9 million rows). Past it, the
+#: sessions with the most pairs are left out, largest first, until the rest fit, and listed
+#: in ``co_occurrence_overflow`` with ``limit_kind = 'lake'``.
+DEFAULT_CO_OCCURRENCE_LAKE_CAP = 20_000_000
+
+
+def co_occurrence_lake_cap() -> int:
+    return int_env("GRAPHLAKE_CO_OCCURRENCE_LAKE_CAP", DEFAULT_CO_OCCURRENCE_LAKE_CAP)
+
+
 #: How query answers can be written (``--format``; graphlake.query.output).
 OUTPUT_FORMATS = ("table", "json", "csv", "parquet")
 

@@ -727,10 +727,63 @@ def test_a_crowded_session_is_left_out_of_co_occurrences_and_listed(tmp_path):
             "occurrences": 1_200,
             "overlapping_pairs": 1_200 * 1_199,
             "cap": 1_000_000,
+            "limit_kind": "session",
         }
     ]
     assert kept == [{"session_id": "small-1", "n": 90}]
     assert report.rows["co_occurrences"] == 90 and report.crowded == 1
+
+
+_LAKE_CAP = """
+import json, sys
+from pathlib import Path
+sys.path.insert(0, sys.argv[2])
+from test_bounds import _crowded_session
+from graphlake.lake import Lake
+from graphlake.lake.derived import refresh
+from graphlake.pipeline import ingest_path
+from graphlake.query.connection import Connection
+root = Path(sys.argv[1])
+for n in (5, 8, 10, 12, 15):  # 20, 56, 90, 132 and 210 ordered pairs: 508 in all
+    _crowded_session(root / "corpus" / f"s{n}", f"s{n:02d}", n)
+ingest_path("kolab", root / "corpus", root / "lake")
+refresh(Lake(root / "lake"))
+with Connection(root / "lake") as con:
+    print(json.dumps({
+        "listed": con.rows("SELECT session_id, overlapping_pairs, cap, limit_kind "
+                           "FROM co_occurrence_overflow ORDER BY session_id"),
+        "kept": con.rows("SELECT session_id, count(*) AS n FROM co_occurrences "
+                         "GROUP BY ALL ORDER BY ALL"),
+    }))
+"""
+
+
+def test_sessions_each_under_their_cap_are_bounded_for_the_lake_as_a_whole(tmp_path):
+    """150 trace files, each under the per-session cap, gave 23.9 million co_occurrences
+    rows. With a lake cap of 300 rows and sessions of 20, 56, 90, 132 and 210 pairs, the
+    largest is left out and listed; the four others (298 rows) stay."""
+    import os
+    import subprocess
+    import sys
+
+    script = tmp_path / "lake_cap.py"
+    script.write_text(_LAKE_CAP)
+    env = {**os.environ, "GRAPHLAKE_CO_OCCURRENCE_LAKE_CAP": "300"}
+    out = subprocess.run(
+        [sys.executable, str(script), str(tmp_path), str(Path(__file__).parent)],
+        capture_output=True, text=True, env=env, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["listed"] == [
+        {"session_id": "s15", "overlapping_pairs": 210, "cap": 300, "limit_kind": "lake"}
+    ]
+    assert got["kept"] == [
+        {"session_id": "s05", "n": 20},
+        {"session_id": "s08", "n": 56},
+        {"session_id": "s10", "n": 90},
+        {"session_id": "s12", "n": 132},
+    ]
 
 
 def test_the_pair_count_matches_the_pairs_co_occurrences_forms(demo_lake):

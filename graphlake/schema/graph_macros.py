@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
-from graphlake.config import co_occurrence_cap
+from graphlake.config import co_occurrence_cap, co_occurrence_lake_cap
 
 
 @dataclass(frozen=True)
@@ -148,6 +148,15 @@ MACROS: dict[str, Macro] = {
             table=False,
             doc="ordered pairs of overlapping occurrences a session may have in co_occurrences "
             "($GRAPHLAKE_CO_OCCURRENCE_CAP); sessions past it are in co_occurrence_overflow",
+        ),
+        Macro(
+            "co_occurrence_lake_cap",
+            (),
+            str(co_occurrence_lake_cap()),
+            table=False,
+            doc="rows co_occurrences may hold for the whole lake "
+            "($GRAPHLAKE_CO_OCCURRENCE_LAKE_CAP); past it the sessions with the most pairs "
+            "are left out, largest first, and listed in co_occurrence_overflow",
         ),
         Macro(
             "allen",
