@@ -189,6 +189,16 @@ def repair_utf8(data: bytes) -> tuple[bytes, int, int | None]:
 _FFFD = "\ufffd".encode()
 
 
+def read_json_repaired(path: Path, out: Emitter, table: str, landed: str) -> Any:
+    """A whole JSON document (within $GRAPHLAKE_MAX_FILE_BYTES) whose bytes that are not
+    UTF-8 are read as U+FFFD, with one reject saying where (:func:`reject_encoding`): one
+    bad byte in one record must not cost the file's other records."""
+    data, replaced, first = repair_utf8(read_whole(path))
+    if replaced:
+        reject_encoding(out, path, table, replaced, first, landed)
+    return load_json(data)
+
+
 class RepairedUtf8(io.RawIOBase):
     """A binary file read as UTF-8 with each invalid byte replaced by U+FFFD, for streaming
     parsers (ijson): one bad byte in one record must not cost every record of the file.

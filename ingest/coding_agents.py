@@ -38,7 +38,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphlake.ingest.base import Emitter, to_json
+from graphlake.ingest.base import SHAPE_ERRORS, Emitter, shape_reason, to_json
 from graphlake.ingest.spans import SpanError, edge, emit_session_graph
 
 
@@ -101,65 +101,33 @@ def emit_sweagent(doc: Any, path: Path, out: Emitter) -> None:
         prev = "prompt"
     clock = 0.0
     for i, step in enumerate(doc["trajectory"]):
-        if not isinstance(step, dict):
-            raise SpanError(f"trajectory[{i}] is not a step object")
-        took = step.get("execution_time")
-        took = float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) else 0.0
-        action, observation = step.get("action"), step.get("observation")
-        first_line = (action or "").strip().splitlines()[0] if action else f"step {i}"
-        a_id, o_id = f"step{i}/action", f"step{i}/observation"
-        nodes.append(
-            _node(a_id, "ai", "agent", first_line[:200], step.get("thought"), clock, clock)
-        )
-        kept = {k: v for k, v in step.items() if k not in ("action", "observation", "thought")}
-        nodes[-1]["attrs"] = to_json(kept) if kept else None
-        nodes.append(
-            _node(o_id, "tool", "environment", "observation", observation, clock, clock + took)
-        )
-        if prev is not None:
-            edges.append(edge(prev, a_id, "next"))
-        edges.append(edge(a_id, o_id, "next"))
-        prev = o_id
-        if step.get("thought"):
-            events.append(
-                _event(
-                    f"{a_id}:thought",
-                    clock,
-                    "agent",
-                    "ai",
-                    "message",
-                    "thought",
-                    step["thought"],
-                    None,
-                )
+        if not isinstance(step, dict):  # one odd step is one reject; the others land
+            out.reject(
+                source_file=str(path),
+                target_table="nodes",
+                record_kind="step",
+                record_ref=f"trajectory[{i}]",
+                reason=f"trajectory[{i}] is not a step object (SWE-agent writes "
+                "{thought, action, observation, ...}); the trajectory's other steps landed",
+                raw=step,
+                session_id=sid,
             )
-        events.append(
-            _event(
-                f"{a_id}:call",
-                clock,
-                "agent",
-                "ai",
-                "tool_call",
-                None,
-                first_line,
-                to_json(action),
-                request_id=a_id,
+            continue
+        marks = (len(nodes), len(edges), len(events), prev, clock)
+        try:
+            prev, clock = _sweagent_step(i, step, prev, clock, nodes, edges, events)
+        except SHAPE_ERRORS as exc:  # one odd step is one reject; the others land
+            del nodes[marks[0] :], edges[marks[1] :], events[marks[2] :]
+            prev, clock = marks[3:]
+            out.reject(
+                source_file=str(path),
+                target_table="nodes",
+                record_kind="step",
+                record_ref=f"trajectory[{i}]",
+                reason=f"trajectory[{i}]: {shape_reason(exc)}; the trajectory's other steps landed",
+                raw=step,
+                session_id=sid,
             )
-        )
-        events.append(
-            _event(
-                f"{o_id}:result",
-                clock + took,
-                "environment",
-                "tool",
-                "tool_result",
-                None,
-                "observation",
-                to_json(observation),
-                request_id=a_id,
-            )
-        )
-        clock += took
     annotations = _usages(
         sid,
         info.get("model_stats") or {},
@@ -198,6 +166,63 @@ def emit_sweagent(doc: Any, path: Path, out: Emitter) -> None:
             "attrs": to_json(kept),
         },
     )
+
+
+def _sweagent_step(i, step, prev, clock, nodes, edges, events):
+    """One trajectory step's action and observation nodes, edges and events; returns the new
+    (prev, clock)."""
+    took = step.get("execution_time")
+    took = float(took) if isinstance(took, (int, float)) and not isinstance(took, bool) else 0.0
+    action, observation = step.get("action"), step.get("observation")
+    action_text = action if isinstance(action, str) else None if action is None else to_json(action)
+    lines = (action_text or "").strip().splitlines()
+    first_line = lines[0] if lines else f"step {i}"
+    a_id, o_id = f"step{i}/action", f"step{i}/observation"
+    thought = step.get("thought")
+    thought = thought if isinstance(thought, str) or thought is None else to_json(thought)
+    nodes.append(_node(a_id, "ai", "agent", first_line[:200], thought, clock, clock))
+    kept = {k: v for k, v in step.items() if k not in ("action", "observation", "thought")}
+    nodes[-1]["attrs"] = to_json(kept) if kept else None
+    shown = (
+        observation if isinstance(observation, str) or observation is None else to_json(observation)
+    )
+    nodes.append(_node(o_id, "tool", "environment", "observation", shown, clock, clock + took))
+    if prev is not None:
+        edges.append(edge(prev, a_id, "next"))
+    edges.append(edge(a_id, o_id, "next"))
+    prev = o_id
+    if thought:
+        events.append(
+            _event(f"{a_id}:thought", clock, "agent", "ai", "message", "thought", thought, None)
+        )
+    events.append(
+        _event(
+            f"{a_id}:call",
+            clock,
+            "agent",
+            "ai",
+            "tool_call",
+            None,
+            first_line,
+            to_json(action),
+            request_id=a_id,
+        )
+    )
+    events.append(
+        _event(
+            f"{o_id}:result",
+            clock + took,
+            "environment",
+            "tool",
+            "tool_result",
+            None,
+            "observation",
+            to_json(observation),
+            request_id=a_id,
+        )
+    )
+    clock += took
+    return prev, clock
 
 
 def _node(node_id, actor_type, actor, label, detail, t0, t1) -> dict:
@@ -277,77 +302,96 @@ def emit_openhands(doc: Any, path: Path, out: Emitter, reject) -> None:
             reject(f"[{k}]", f"event id {node_id} appears twice; the first is kept", e)
             continue
         ids.add(node_id)
-        s = _seconds(e.get("timestamp"))
-        t = None if s is None or t0 is None else round(s - t0, 6)
-        source = e.get("source")
-        is_action = "action" in e
-        kind_name = str(e.get("action") if is_action else e.get("observation"))
-        if source == "user":
-            actor_type, actor = "human", "user"
-            participants["user"] = ("human", "user")
-        elif source == "agent":
-            actor_type, actor = "ai", "agent"
-            participants["agent"] = ("ai", "agent")
-        else:
-            actor_type, actor = (
-                ("tool", f"tool:{kind_name}") if not is_action else ("system", "environment")
+        marks = (len(nodes), len(edges), len(events), prev, goal, metrics)
+        try:
+            prev, goal, metrics = _openhands_event(
+                e, node_id, t0, prev, goal, metrics, ids, participants, nodes, edges, events
             )
-            participants[actor] = ("system", "tool" if not is_action else "environment")
-        text = e.get("message") if is_action else e.get("content")
-        text = _text(text) if not isinstance(text, str) else text
-        kept = {k2: v for k2, v in e.items() if k2 not in ("id", "timestamp", "source", "message")}
-        nodes.append(
-            {
-                **_node(node_id, actor_type, actor, kind_name, text, t, t),
-                "attrs": to_json(kept) if kept else None,
-            }
+        except SHAPE_ERRORS as exc:  # one odd event is one reject; the others land
+            del nodes[marks[0] :], edges[marks[1] :], events[marks[2] :]
+            prev, goal, metrics = marks[3:]
+            reject(f"[{k}]", shape_reason(exc), e)
+    return _openhands_session(sid, path, out, nodes, edges, events, participants, goal, metrics, t0)
+
+
+def _openhands_event(e, node_id, t0, prev, goal, metrics, ids, participants, nodes, edges, events):
+    """One OpenHands event's node, edges and event; returns the new (prev, goal, metrics)."""
+    s = _seconds(e.get("timestamp"))
+    t = None if s is None or t0 is None else round(s - t0, 6)
+    source = e.get("source")
+    is_action = "action" in e
+    kind_name = str(e.get("action") if is_action else e.get("observation"))
+    if source == "user":
+        actor_type, actor = "human", "user"
+        participants["user"] = ("human", "user")
+    elif source == "agent":
+        actor_type, actor = "ai", "agent"
+        participants["agent"] = ("ai", "agent")
+    else:
+        actor_type, actor = (
+            ("tool", f"tool:{kind_name}") if not is_action else ("system", "environment")
         )
-        if prev is not None:
-            edges.append(edge(prev, node_id, "next"))
-        prev = node_id
-        cause = e.get("cause")
-        if not is_action and cause is not None and str(cause) in ids:
-            edges.append(edge(str(cause), node_id, "causes"))
-        if is_action and kind_name == "message":
-            if source == "user" and goal is None:
-                goal = text
-            row = _event(
-                f"{node_id}:msg",
-                t,
-                actor,
-                actor_type,
-                "message",
-                source,
-                text,
-                to_json(e.get("args")),
-            )
-        elif is_action:
-            row = _event(
-                f"{node_id}:call",
-                t,
-                actor,
-                actor_type,
-                "tool_call",
-                source,
-                kind_name,
-                to_json(e.get("args")),
-                request_id=node_id,
-            )
-        else:
-            row = _event(
-                f"{node_id}:result",
-                t,
-                actor,
-                actor_type,
-                "error" if kind_name == "error" else "tool_result",
-                source,
-                kind_name,
-                to_json({"content": e.get("content"), "extras": e.get("extras")}),
-                request_id=str(cause) if cause is not None else None,
-            )
-        events.append(row)
-        if isinstance(e.get("llm_metrics"), dict):
-            metrics = e["llm_metrics"]
+        participants[actor] = ("system", "tool" if not is_action else "environment")
+    text = e.get("message") if is_action else e.get("content")
+    text = _text(text) if not isinstance(text, str) else text
+    kept = {k2: v for k2, v in e.items() if k2 not in ("id", "timestamp", "source", "message")}
+    nodes.append(
+        {
+            **_node(node_id, actor_type, actor, kind_name, text, t, t),
+            "attrs": to_json(kept) if kept else None,
+        }
+    )
+    if prev is not None:
+        edges.append(edge(prev, node_id, "next"))
+    prev = node_id
+    cause = e.get("cause")
+    if not is_action and cause is not None and str(cause) in ids:
+        edges.append(edge(str(cause), node_id, "causes"))
+    if is_action and kind_name == "message":
+        if source == "user" and goal is None:
+            goal = text
+        row = _event(
+            f"{node_id}:msg",
+            t,
+            actor,
+            actor_type,
+            "message",
+            source,
+            text,
+            to_json(e.get("args")),
+        )
+    elif is_action:
+        row = _event(
+            f"{node_id}:call",
+            t,
+            actor,
+            actor_type,
+            "tool_call",
+            source,
+            kind_name,
+            to_json(e.get("args")),
+            request_id=node_id,
+        )
+    else:
+        row = _event(
+            f"{node_id}:result",
+            t,
+            actor,
+            actor_type,
+            "error" if kind_name == "error" else "tool_result",
+            source,
+            kind_name,
+            to_json({"content": e.get("content"), "extras": e.get("extras")}),
+            request_id=str(cause) if cause is not None else None,
+        )
+    events.append(row)
+    if isinstance(e.get("llm_metrics"), dict):
+        metrics = e["llm_metrics"]
+    return prev, goal, metrics
+
+
+def _openhands_session(sid, path, out, nodes, edges, events, participants, goal, metrics, t0):
+    """The session of an OpenHands event list, with its usage from the last metrics."""
     annotations = []
     if metrics:  # they accumulate: the last are the session's
         counts = {

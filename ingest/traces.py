@@ -21,8 +21,11 @@ from graphlake.ingest.base import (
     head_bytes,
     json_lines,
     load_json,
+    read_json_repaired,
     read_whole,
+    reject_encoding,
     reject_file,
+    repair_utf8,
 )
 from graphlake.ingest.otel import (
     concatenated,
@@ -86,6 +89,9 @@ def read_otel(path: Path, r: _Read, shape: str) -> None:
         except SpanError as exc:  # the stream stops being JSON: the rest is one reject
             r.keep([SpanError(f"{exc}; the spans before it are kept", ref=exc.ref, raw=exc.raw)])
         return
+    data, replaced, first = repair_utf8(data)
+    if replaced:
+        reject_encoding(r.out, path, "nodes", replaced, first, "every other span")
     doc = load_json(data)
     r.keep(otlp_spans(doc, "") if shape == "otlp" else jaeger_spans(doc, ""))
 
@@ -96,7 +102,7 @@ def read_langfuse(path: Path, r: _Read, shape: str) -> None:
     if shape == "langfuse-lines":
         docs = [(f"line {n}: ", d) for n, d in json_lines(path, r.bad_line)]
     else:
-        docs = [("", load_json(read_whole(path)))]
+        docs = [("", read_json_repaired(path, r.out, "nodes", "every other observation"))]
     for ref, doc in docs:
         try:
             found = langfuse.exports(doc)
@@ -228,7 +234,7 @@ class _TraceFiles(Ingestor):
         """A SWE-agent trajectory or an OpenHands event list
         (:mod:`graphlake.ingest.coding_agents`): its rows, or one reject for the file."""
         try:
-            doc = load_json(read_whole(path))
+            doc = read_json_repaired(path, out, "nodes", "every other record")
         except InputLimitError as exc:
             reject_file(out, path, "sessions", str(exc), head)
             return

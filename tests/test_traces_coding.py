@@ -96,3 +96,83 @@ def test_a_trajectory_whose_history_starts_past_the_sniffed_prefix_is_still_one(
     assert not stats.rejected
     [s] = _q(tmp_path / "lake", "SELECT session_id FROM sessions")
     assert s["session_id"] == "long"
+
+
+DEEP = "[" * 1500 + "]" * 1500  # deeper than JSON writers recurse (about 1,000 levels)
+
+
+def test_one_odd_swe_agent_step_is_one_reject_and_the_others_land(tmp_path):
+    """A step that is not an object, an action that is not text, a step holding a value
+    nested deeper than JSON writers allow: each was the whole trajectory's failure."""
+    import copy
+
+    traj = copy.deepcopy(TRAJ)
+    traj["trajectory"].insert(1, "a line of text where a step belongs")
+    traj["trajectory"][2]["action"] = {"command": "edit", "args": [242, 242]}
+    traj["trajectory"].append({"action": "ls", "observation": "x", "deep": "@"})
+    path = tmp_path / "odd.traj"
+    path.write_text(json.dumps(traj).replace('"@"', DEEP))
+    ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    rejects = _q(lake, "SELECT record_ref, reason FROM rejects ORDER BY record_ref")
+    assert any(r["record_ref"] == "trajectory[1]" and "not a step object" in r["reason"]
+               for r in rejects)  # fmt: skip
+    [s] = _q(lake, "SELECT session_id FROM sessions")
+    labels = [n["label"] for n in _q(lake, "SELECT label FROM nodes WHERE actor_type = 'ai'")]
+    assert '{"args":[242,242],"command":"edit"}' in labels and len(labels) >= 3
+
+
+def test_an_openhands_event_too_deep_to_write_is_one_reject_and_the_others_land(tmp_path):
+    events = [*EVENTS, {"id": 99, "source": "agent", "action": "run", "args": "@"}]
+    path = tmp_path / "conv-deep.json"
+    path.write_text(json.dumps(events).replace('"@"', DEEP))
+    ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    reasons = [r["reason"] for r in _q(lake, "SELECT reason FROM rejects")]
+    assert len(reasons) == 3 and any("nested deeper" in r for r in reasons)
+    assert len(_q(lake, "SELECT * FROM nodes")) == 6
+
+
+def test_a_session_whose_own_row_is_rejected_takes_its_nodes_and_events_with_it(
+    tmp_path, monkeypatch
+):
+    """A SWE-agent history too large for the session's attrs (a 60 MB history) rejected the
+    session but landed its nodes and events, orphans of a session that is not there."""
+    monkeypatch.setenv("GRAPHLAKE_MAX_ATTRS_BYTES", "20000")
+    big = {**TRAJ, "history": [*TRAJ["history"], {"role": "user", "content": "x" * 50_000}]}
+    (tmp_path / "in").mkdir()
+    (tmp_path / "in" / "big.traj").write_text(json.dumps(big))
+    (tmp_path / "in" / "small.traj").write_text(json.dumps(TRAJ))
+    ingest_path("traces", tmp_path / "in", tmp_path / "lake")
+    lake = tmp_path / "lake"
+    assert [s["session_id"] for s in _q(lake, "SELECT session_id FROM sessions")] == ["small"]
+    for table in ("nodes", "events", "edges", "participants", "annotations"):
+        assert {r["session_id"] for r in _q(lake, f"SELECT session_id FROM {table}")} == {
+            "small"
+        }, table
+    [r] = _q(lake, "SELECT session_id, reason FROM rejects")
+    assert r["session_id"] == "big" and "other rows were left out" in r["reason"]
+
+
+def test_a_byte_that_is_not_utf8_costs_no_record_in_any_trace_format(tmp_path):
+    """One invalid byte in one string lost the whole file in every trace reader. It is now
+    read as U+FFFD, the file's records all land, and one reject says where the byte was."""
+    from graphlake.demo.traces import write_demo_traces
+
+    write_demo_traces(tmp_path / "src", seed=1)
+    for fmt in ("otel", "openinference", "langfuse", "swe-agent", "openhands"):
+        [path] = [p for p in (tmp_path / "src").rglob("*") if p.parent.name == fmt]
+        good, _ = ingest_path("traces", path, tmp_path / f"good-{fmt}")
+        data = path.read_bytes()
+        at = data.find(b'": "', 200) + 4
+        bad = tmp_path / f"bad-{fmt}" / path.name
+        bad.parent.mkdir()
+        bad.write_bytes(data[:at] + b"\xff\xfe" + data[at:])
+        got, _ = ingest_path("traces", bad, tmp_path / f"lake-{fmt}")
+        assert got.accepted["nodes"] == good.accepted["nodes"], fmt
+        encoding = _q(
+            tmp_path / f"lake-{fmt}",
+            "SELECT record_ref, reason FROM rejects WHERE record_kind = 'encoding'",
+        )
+        assert [r["record_ref"] for r in encoding] == [f"byte {at}"], fmt
+        assert "not UTF-8" in encoding[0]["reason"]

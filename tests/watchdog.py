@@ -3,7 +3,8 @@
 The child's data segment (heap and private mappings: what a bomb grows) is capped with
 ``RLIMIT_DATA``. Code that bounds its input stays far below the cap and the child exits 0;
 code that does not hits ``MemoryError`` in the child (exit status 1, the traceback on stderr)
-instead of taking the shared machine. Peak memory is read from the child's own rusage.
+instead of taking the shared machine. Peak memory is the child's own high-water mark
+(``VmHWM``; its rusage would also count the process it was forked from).
 """
 
 from __future__ import annotations
@@ -25,7 +26,13 @@ sys.argv = sys.argv[3:]
 try:
     runpy.run_path(script, run_name="__main__")
 finally:
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # VmHWM: this process's own peak. ru_maxrss also counts the parent it was forked from
+    # (Linux carries the peak across exec): a test run's large pytest worker, not the attack
+    try:
+        with open("/proc/self/status") as f:
+            peak_kib = next(int(l.split()[1]) for l in f if l.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     with open(result_file, "w") as f:
         json.dump({"peak_bytes": peak_kib * 1024}, f)
 """

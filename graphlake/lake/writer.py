@@ -72,6 +72,8 @@ class StagingSummary:
     rejected: Counter = field(default_factory=Counter)
     sessions: list[tuple[str, int, str]] = field(default_factory=list)  # (id, unit, file)
     failed_units: list[int] = field(default_factory=list)  # their rows are dropped at commit
+    #: (session_id, unit) of sessions whose own row was rejected: dropped at commit, rejects kept
+    lost_sessions: list[tuple[str, int]] = field(default_factory=list)
 
 
 class StagingEmitter(EmitterBase):
@@ -225,16 +227,22 @@ class StagingEmitter(EmitterBase):
         for table in (*(t for t in TABLES if t != "rejects"), "rejects"):
             self._flush(table)
         return StagingSummary(
-            Counter(self.accepted), Counter(self.rejected), self.sessions, list(self.failed_units)
+            Counter(self.accepted),
+            Counter(self.rejected),
+            self.sessions,
+            list(self.failed_units),
+            list(self.lost_sessions),
         )
 
 
-def _losers_table(losers: list[tuple[str | None, int]]) -> pa.Table:
-    """The (session_id, unit) pairs whose staged rows a commit leaves out."""
+def _losers_table(losers: list[tuple[str | None, int]], lost: int = 0) -> pa.Table:
+    """The (session_id, unit) pairs whose staged rows a commit leaves out; the last ``lost``
+    are sessions whose own row was rejected, whose rejects stay (they say why)."""
     return pa.table(
         {
             "session_id": pa.array([s for s, _ in losers], pa.string()),
             UNIT: pa.array([u for _, u in losers], pa.int32()),
+            "keep_rejects": pa.array([k >= len(losers) - lost for k in range(len(losers))]),
         }
     )
 
@@ -286,8 +294,10 @@ class LakeRun:
         for s in summaries:  # a failed unit's sessions are dropped with it: no duplicates
             sessions.extend(x for x in s.sessions if x[1] not in failed)
         losers = self._reject_duplicate_sessions(sessions, stats)
-        # rows to leave out: a duplicate session's (session_id, unit), a failed unit's all
-        losers = losers + [(None, u) for u in sorted(failed)]
+        # rows to leave out: a duplicate session's (session_id, unit), a failed unit's all,
+        # then sessions whose own row was rejected (their rejects stay)
+        lost = [x for s in summaries for x in s.lost_sessions if x[1] not in failed]
+        losers = losers + [(None, u) for u in sorted(failed)] + lost
         try:
             with self.lake.write_lock():
                 base = self.lake.snapshot()
@@ -300,8 +310,9 @@ class LakeRun:
                     }
                 )
                 try:
-                    if losers:
-                        con.register("_losers", _losers_table(losers))
+                    losers_table = _losers_table(losers, len(lost)) if losers else None
+                    if losers_table is not None:
+                        con.register("_losers", losers_table)
                     sources = {
                         t: self._source(con, t, bool(losers), stats)
                         for t in TABLES
@@ -335,7 +346,9 @@ class LakeRun:
                     # decide whether the default run is used
                     first = [t for t in sources if t != "runs"]
                     for table, (added, version) in zip(
-                        first, self._append_each(con, first, after, sources, losers), strict=True
+                        first,
+                        self._append_each(con, first, after, sources, losers_table),
+                        strict=True,
                     ):
                         if added:
                             stats.added[table] = added
@@ -398,6 +411,8 @@ class LakeRun:
         files = sorted(str(p) for p in folder.glob("*.parquet"))
         source = f"read_parquet({string_list(files)})"
         if has_losers:
+            # a rejected session's rejects say why it is missing: they stay
+            keep = " AND NOT l.keep_rejects" if table == "rejects" else ""
             with_units = " UNION ALL ".join(
                 f"SELECT * FROM read_parquet({string_list([f])}) POSITIONAL JOIN "
                 f"read_parquet({string_list([str(folder / UNITS_DIR / Path(f).name)])})"
@@ -406,14 +421,15 @@ class LakeRun:
             # a loser with no session_id is a failed unit: all its rows go
             lost = (
                 f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
-                f"WHERE l.{UNIT} = w.{UNIT} AND (l.session_id IS NULL OR "
+                f"WHERE l.{UNIT} = w.{UNIT}{keep} AND (l.session_id IS NULL OR "
                 "l.session_id = w.session_id)))"
             )
             dropped = con.sql(f"SELECT count(*) FROM {lost}").fetchall()[0][0]
-            stats.accepted[table] -= dropped
+            if table != "rejects":  # (rejects are counted apart, as rejected)
+                stats.accepted[table] -= dropped
             source = (
                 f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) w WHERE NOT EXISTS "
-                f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT} AND "
+                f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT}{keep} AND "
                 "(l.session_id IS NULL OR l.session_id = w.session_id)))"
             )
         return source, files, has_losers
@@ -607,7 +623,7 @@ class LakeRun:
         return n, DeltaTable(str(self.lake.table_path(table))).version()
 
     def _append_each(
-        self, con, tables: list[str], base: Snapshot, sources: dict, losers: list
+        self, con, tables: list[str], base: Snapshot, sources: dict, losers: pa.Table | None
     ) -> list[tuple[int, int | None]]:
         """:meth:`_append` of each of ``tables``, side by side in threads, each on its own
         cursor of ``con`` (one database: the memory limit holds for all of them)."""
@@ -617,8 +633,8 @@ class LakeRun:
         def one(table: str) -> tuple[int, int | None]:
             cur = con.cursor()
             try:
-                if losers:  # a registered table belongs to its connection
-                    cur.register("_losers", _losers_table(losers))
+                if losers is not None:  # a registered table belongs to its connection
+                    cur.register("_losers", losers)
                 return self._append(cur, table, base, sources[table])
             finally:
                 cur.close()

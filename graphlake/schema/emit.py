@@ -210,6 +210,9 @@ class EmitterBase:
         self.default_run = default_run
         self._default_run_emitted = False
         self.failed_units: list[int] = []
+        #: (session_id, unit) of sessions whose own row was rejected: their other rows are
+        #: dropped too (a session that did not land leaves no orphan nodes or events)
+        self.lost_sessions: list[tuple[str, int]] = []
         self.max_attrs = max_attrs_bytes()
 
     def _store(self, table: str, row: dict) -> None:  # pragma: no cover - abstract
@@ -237,6 +240,7 @@ class EmitterBase:
         """A record whose attrs are past the limit: a reject naming it (a row with its attrs
         cut would lose what was cut without a word)."""
         key = next((k for k in _ROW_KEYS if row.get(k) is not None), None)
+        lost = table == "sessions" and isinstance(row.get("session_id"), str)
         self.reject(
             source_file=str(row.get("source_file") or ""),
             target_table=table,
@@ -244,8 +248,16 @@ class EmitterBase:
             record_ref=f"{key}={row[key]}" if key else "$",
             raw=row,
             session_id=row.get("session_id"),
-            reason=attrs_limit_reason(size, self.max_attrs),
+            reason=attrs_limit_reason(size, self.max_attrs)
+            + ("; the session's other rows were left out with it" if lost else ""),
         )
+        if lost:
+            self.lose_session(row["session_id"])
+
+    def lose_session(self, session_id: str) -> None:
+        """The session ``session_id`` of the current unit did not land: none of its rows do
+        (those already emitted and those to come; its rejects stay)."""
+        self.lost_sessions.append((session_id, self.unit))
 
     def within_limits(self, table: str, rows: pa.Table) -> pa.Table:
         """``rows`` without those whose attrs are past the limit, each of which becomes a
@@ -346,8 +358,24 @@ class CollectingEmitter(EmitterBase):
         self._units: dict[str, list[int]] = defaultdict(list)
 
     def _store(self, table: str, row: dict) -> None:
+        if table != "rejects" and (row.get("session_id"), self.unit) in self.lost_sessions:
+            return
         self.tables[table].append(row)
         self._units[table].append(self.unit)
+
+    def lose_session(self, session_id: str) -> None:
+        super().lose_session(session_id)
+        for table, rows in self.tables.items():
+            if table == "rejects":
+                continue
+            keep = [
+                k
+                for k, (r, u) in enumerate(zip(rows, self._units[table], strict=True))
+                if not (r.get("session_id") == session_id and u == self.unit)
+            ]
+            self.accepted[table] -= len(rows) - len(keep)
+            self.tables[table] = [rows[k] for k in keep]
+            self._units[table] = [self._units[table][k] for k in keep]
 
     def _drop_unit(self, index: int) -> None:
         for table, units in self._units.items():
