@@ -100,18 +100,22 @@ def emit_sweagent(doc: Any, path: Path, out: Emitter) -> None:
         )
         prev = "prompt"
     clock = 0.0
+
+    def reject_step(i: int, reason: str, step) -> None:
+        out.reject(
+            source_file=str(path),
+            target_table="nodes",
+            record_kind="step",
+            record_ref=f"trajectory[{i}]",
+            reason=f"{reason}; the trajectory's other steps landed",
+            raw=step,
+            session_id=sid,
+        )
+
     for i, step in enumerate(doc["trajectory"]):
         if not isinstance(step, dict):  # one odd step is one reject; the others land
-            out.reject(
-                source_file=str(path),
-                target_table="nodes",
-                record_kind="step",
-                record_ref=f"trajectory[{i}]",
-                reason=f"trajectory[{i}] is not a step object (SWE-agent writes "
-                "{thought, action, observation, ...}); the trajectory's other steps landed",
-                raw=step,
-                session_id=sid,
-            )
+            reject_step(i, f"trajectory[{i}] is not a step object (SWE-agent writes "
+                        "{thought, action, observation, ...})", step)  # fmt: skip
             continue
         marks = (len(nodes), len(edges), len(events), prev, clock)
         try:
@@ -119,15 +123,7 @@ def emit_sweagent(doc: Any, path: Path, out: Emitter) -> None:
         except SHAPE_ERRORS as exc:  # one odd step is one reject; the others land
             del nodes[marks[0] :], edges[marks[1] :], events[marks[2] :]
             prev, clock = marks[3:]
-            out.reject(
-                source_file=str(path),
-                target_table="nodes",
-                record_kind="step",
-                record_ref=f"trajectory[{i}]",
-                reason=f"trajectory[{i}]: {shape_reason(exc)}; the trajectory's other steps landed",
-                raw=step,
-                session_id=sid,
-            )
+            reject_step(i, f"trajectory[{i}]: {shape_reason(exc)}", step)
     annotations = _usages(
         sid,
         info.get("model_stats") or {},

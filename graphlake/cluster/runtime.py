@@ -1,7 +1,9 @@
 """Attach to a Ray cluster for one command, or start one on this machine.
 
 Ray is an optional dependency (``pip install "graphlake[ray]"``). A driver attached to an
-existing cluster (``address``) leaves it running; one it started itself it stops again. The
+existing cluster (``address``) leaves it running; one it started itself it stops again, and
+that private cluster listens on 127.0.0.1 only, requires a token made for it, and does not
+outlive the command even when the command is killed (:class:`_PrivateCluster`). The
 workers must be able to import graphlake (the same version as the driver) and read the
 source files and the lake's staging folder: on one machine that holds by construction, on
 several machines it means a shared filesystem or object storage (docs/scaling.md).
@@ -36,19 +38,108 @@ def attached(address: str | None = None, *, workers: int | None = None) -> Itera
     if address:
         _check_reachable(address)
         kwargs["address"] = address
+        private = None
     else:
         kwargs.update(num_cpus=workers or os.cpu_count() or 1, include_dashboard=False)
+        private = _PrivateCluster(ray)
     try:
+        if private is not None:
+            private.open()
         with warnings.catch_warnings():
             # LanceDB warns about forks; ray.init's are fork+exec of its own processes
             warnings.filterwarnings("ignore", "lancedb fork support", RuntimeWarning)
             ray.init(**kwargs)
+        if private is not None:
+            private.started()
     except ConnectionError as exc:
+        if private is not None:
+            private.close()
         raise _unreachable(address, str(exc)) from exc
+    except BaseException:
+        if private is not None:
+            private.close()
+        raise
     try:
         yield ray
     finally:
-        ray.shutdown()
+        try:
+            ray.shutdown()
+        finally:
+            if private is not None:
+                private.close()
+
+
+#: What a private cluster's processes inherit: single-node mode (Ray binds its GCS, raylet
+#: and agents to the loopback address, as it does on macOS and Windows) and token auth with
+#: a token made for this cluster
+_PRIVATE_ENV = ("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "RAY_AUTH_MODE", "RAY_AUTH_TOKEN")
+
+
+class _PrivateCluster:
+    """A cluster started by this command for this command: bound to 127.0.0.1, with token
+    authentication, and torn down with the command even when it is killed (a reaper,
+    :mod:`graphlake.cluster.reaper`, stops every process that inherited its mark)."""
+
+    def __init__(self, ray) -> None:
+        self.ray = ray
+        self.saved: dict[str, str | None] = {}
+        self.reaper: Any = None  # graphlake.cluster.reaper.Reaper while open
+        self.constant: bool | None = None
+
+    def open(self) -> None:
+        import secrets
+
+        from graphlake.cluster import reaper
+
+        values = ("0", "token", secrets.token_hex(32))
+        for name, value in zip(_PRIVATE_ENV, values, strict=True):
+            self.saved[name] = os.environ.get(name)
+            os.environ[name] = value
+        # ray read the first one when it was imported; its processes read the environment
+        constants = self.ray._private.ray_constants
+        self.constant = constants.ENABLE_RAY_CLUSTER
+        constants.ENABLE_RAY_CLUSTER = False
+        _reload_auth()
+        self.reaper = reaper.start()
+
+    def started(self) -> None:
+        """The cluster is up: tell the reaper its session folder and processes."""
+        import psutil
+
+        node = getattr(self.ray._private.worker, "_global_node", None)
+        session_dir = node.get_session_dir_path() if node is not None else None
+        children = [p.pid for p in psutil.Process().children(recursive=True)]
+        if self.reaper is not None:
+            self.reaper.announce(session_dir, children)
+
+    def close(self) -> None:
+        from graphlake.cluster import reaper
+
+        if self.reaper is not None:
+            self.reaper.release()
+            self.reaper = None
+        os.environ.pop(reaper.MARK, None)
+        for name, value in self.saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self.saved = {}
+        if self.constant is not None:
+            self.ray._private.ray_constants.ENABLE_RAY_CLUSTER = self.constant
+            self.constant = None
+        _reload_auth()
+
+
+def _reload_auth() -> None:
+    """Make this process's Ray read the auth settings of the environment again: its config
+    and token are read once and cached (as Ray's own tests reset them)."""
+    try:
+        from ray._raylet import AuthenticationTokenLoader, Config  # type: ignore[attr-defined]
+    except ImportError:  # a Ray without token auth: nothing cached
+        return
+    Config.initialize("")
+    AuthenticationTokenLoader.instance().reset_cache()
 
 
 #: how long the cluster's GCS port may take to accept a connection
