@@ -1172,6 +1172,12 @@ def serve(
         f"(docs at /docs{', token required' if token else ''})\n"
         f"workbench: http://{host}:{port}/{'?token=...' if token else ''}"
     )
+    ceiling = _cap_memory()
+    if ceiling:
+        err_console.print(
+            f"graphlake: each serving process is capped at {ceiling / (1 << 30):.1f} GiB of data "
+            "($GRAPHLAKE_SERVE_MEMORY_CEILING): a statement that needs more is stopped"
+        )
     try:
         uvicorn.run(
             "graphlake.server.main:app",
@@ -1185,6 +1191,25 @@ def serve(
     finally:
         if record is not None:
             record.unlink(missing_ok=True)
+
+
+def _cap_memory() -> int | None:
+    """Cap this process's data segment (RLIMIT_DATA; worker processes inherit it) at
+    :func:`graphlake.config.serve_memory_ceiling`, never raising a cap already lower."""
+    import resource
+
+    from graphlake.config import serve_memory_ceiling
+
+    ceiling = serve_memory_ceiling()
+    if ceiling is None:
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft != resource.RLIM_INFINITY and soft <= ceiling:
+        return soft
+    if hard != resource.RLIM_INFINITY:
+        ceiling = min(ceiling, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (ceiling, hard))
+    return ceiling
 
 
 def _check_port_free(host: str, port: int) -> None:

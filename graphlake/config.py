@@ -28,6 +28,37 @@ def temp_limit() -> str:
     return os.environ.get("GRAPHLAKE_TEMP_LIMIT", DEFAULT_TEMP_LIMIT)
 
 
+#: What a statement may allocate that DuckDB's memory limit does not see (a 4 GB string from
+#: ``repeat``, a sorted list of 200 million numbers: they grew a server to 3 GiB in 7 s and
+#: killed it): the serving process's data segment is capped at the memory limit plus this
+#: headroom for the process itself ($GRAPHLAKE_SERVE_MEMORY_CEILING overrides the total;
+#: ``off`` leaves the process uncapped). Past it an allocation fails, DuckDB stops the
+#: statement with an out-of-memory error, and the server answers it and lives on.
+SERVE_HEADROOM_BYTES = 1 << 30
+
+
+def size_bytes(text: str) -> int:
+    """``2GiB``, ``500MB``, ``1.5 GB``, ``4096`` as bytes (DuckDB's spelling of sizes)."""
+    import re
+
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(i?)B?\s*", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"{text!r} is not a size (e.g. 2GiB, 500MB)")
+    unit = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}[m.group(2).upper()]
+    base = 1024 if m.group(3) or not m.group(2) else 1000
+    return int(float(m.group(1)) * base**unit)
+
+
+def serve_memory_ceiling() -> int | None:
+    """The data-segment cap of a serving process in bytes, or None (``off``)."""
+    value = os.environ.get("GRAPHLAKE_SERVE_MEMORY_CEILING")
+    if value is not None and value.strip().lower() in ("off", "0", "none"):
+        return None
+    if value:
+        return size_bytes(value)
+    return size_bytes(memory_limit()) + SERVE_HEADROOM_BYTES
+
+
 #: The largest ``attrs`` (a record's fields without a column, as JSON) a row may carry; a
 #: record past it is a reject naming the limit. And the most characters of its raw record a
 #: reject keeps (past it, cut, with a note of the full length).

@@ -359,12 +359,25 @@ class LiveServer:
         self.thread.join(10)
 
 
+def _data_cap(limit: int):
+    def cap() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
+
+    return cap
+
+
 class ServeProcess:
     """``graphlake serve`` as a user starts it: the real command in its own process, on a free
     loopback port. ``ready()`` polls /health until it answers (the process dying, or 300 s on
     a loaded machine, fails the test); leaving the block stops the process."""
 
-    def __init__(self, lake: Path, *args: str, headers: dict | None = None):
+    def __init__(
+        self, lake: Path, *args: str, headers: dict | None = None, backstop: int | None = None
+    ):
+        """``backstop``: a data-segment cap (bytes) set on the process before it starts, for
+        tests that attack its memory (never unguarded on the shared machine)."""
         import socket
 
         with socket.socket() as sock:
@@ -387,6 +400,7 @@ class ServeProcess:
             env={**os.environ, **CLI_ENV},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
+            preexec_fn=None if backstop is None else _data_cap(backstop),
         )
 
     def health(self) -> dict:

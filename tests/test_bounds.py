@@ -419,6 +419,44 @@ def test_health_answers_while_long_statements_fill_the_sql_pool(hand_lake):
         assert [r.result().status_code for r in running] == [408, 408]
 
 
+@pytest.mark.subprocess
+def test_statements_whose_memory_duckdb_does_not_count_are_stopped_and_the_server_lives(
+    hand_lake,
+):
+    """A 4 GB string from repeat() and a sorted list of 200 million numbers passed the 2 GiB
+    memory limit (DuckDB does not count them) and grew a server to 3 GiB in 7 s, over /sql,
+    until it died. `graphlake serve` caps its data segment (memory limit + 1 GiB): the
+    allocation fails, the statement is an out-of-memory answer, and the server goes on.
+    The test's backstop is its own 8 GiB cap on the process, set before it starts (without
+    the server's cap the string is built, past the time limit: a 408)."""
+    import httpx
+
+    from conftest import ServeProcess
+
+    with ServeProcess(hand_lake, backstop=8 << 30) as srv:
+        srv.ready()
+        peak = 0
+        with httpx.Client(base_url=srv.url, timeout=300) as c:
+            for sql in (
+                "SELECT length(repeat('x', 4000000000)) AS n",
+                "SELECT len(list_sort(range(200000000))) AS n",
+            ):
+                r = c.post("/sql", json={"sql": sql})
+                assert r.status_code in (400, 413, 507), (sql, r.status_code, r.text[:300])
+                assert r.json()["error"]["code"] == "memory_limit", r.text[:300]
+                assert srv.proc.poll() is None  # alive
+                peak = max(peak, _vm_hwm(srv.proc.pid))
+            assert c.get("/health").json()["status"] == "ok"
+            ok = c.post("/sql", json={"sql": "SELECT count(*) AS n FROM nodes"})
+            assert ok.status_code == 200 and ok.json()["rows"][0][0] > 0
+        assert peak < 3_300 << 20, peak  # the cap (3 GiB), not the 4 GB the string wanted
+
+
+def _vm_hwm(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as f:
+        return next(int(line.split()[1]) << 10 for line in f if line.startswith("VmHWM:"))
+
+
 # ------------------------------------------------------------------ serialised payloads
 
 
