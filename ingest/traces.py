@@ -40,6 +40,17 @@ _LFS = b"version https://git-lfs.github.com/spec/"
 _SNIFF_BYTES = 64 << 10
 
 
+#: Spans one trace file may hold ($GRAPHLAKE_MAX_SPANS_PER_FILE): about 3 KB each while the
+#: file is read, so the default keeps a file under 1 GiB
+DEFAULT_MAX_SPANS = 300_000
+
+
+def max_spans() -> int:
+    from graphlake.config import int_env
+
+    return int_env("GRAPHLAKE_MAX_SPANS_PER_FILE", DEFAULT_MAX_SPANS)
+
+
 class _Read:
     """The spans of one file so far, and the annotations its format adds (scores)."""
 
@@ -49,7 +60,10 @@ class _Read:
         self.annotations: list[dict] = []
 
     def keep(self, items) -> None:
-        """Keep the spans; reject what could not be read, with its reason."""
+        """Keep the spans; reject what could not be read, with its reason. A file is read
+        whole before its traces are emitted (parents resolve across it), so its spans are
+        counted: past :func:`max_spans` the file is refused (1M spans took 3 GiB)."""
+        limit = max_spans()
         for item in items:
             if isinstance(item, SpanError):
                 self.out.reject(
@@ -62,6 +76,12 @@ class _Read:
                 )
             else:
                 self.spans.append(item)
+                if len(self.spans) > limit:
+                    raise InputLimitError(
+                        f"{Path(self.src).name} holds more than {limit:,} spans, the most one "
+                        "trace file is read with ($GRAPHLAKE_MAX_SPANS_PER_FILE; each span "
+                        "costs about 3 KB until its traces are written): split the file"
+                    )
 
     def bad_line(self, lineno: int, reason: str, raw: bytes) -> None:
         self.out.reject(

@@ -910,6 +910,51 @@ print(json.dumps({"sessions": stats.accepted.get("sessions", 0), "rejected": sta
 """
 
 
+_DEEP_OTHERS = """
+import json, sys
+from pathlib import Path
+from graphlake.pipeline import ingest_path
+kind, root = sys.argv[1], Path(sys.argv[2])
+deep = "[" * 100_000 + "]" * 100_000
+if kind == "coauthor":  # one event line of a session holds the deep value
+    from graphlake.demo.public_gen import write_coauthor_corpus
+    src = write_coauthor_corpus(root / "src", sessions=2, episodes=2, seed=1)
+    f = sorted(src.rglob("*.jsonl"))[0]
+    lines = f.read_text().splitlines()
+    lines[3] = lines[3][:-1] + ', "deep": ' + deep + "}"
+    f.write_text("\\n".join(lines) + "\\n")
+    stats, _ = ingest_path("coauthor", src, root / "lake", workers=1)
+else:  # a Langfuse export (one trace) holds it, beside the demo's other trace files
+    from graphlake.demo.traces import write_demo_traces
+    write_demo_traces(root / "src", seed=1)
+    f = sorted((root / "src").rglob("lf-trace-1.json"))[0]
+    text = f.read_text()
+    cut = text.rfind("}")
+    f.write_text(text[:cut] + ', "deep": ' + deep + text[cut:])
+    stats, _ = ingest_path("traces", root / "src", root / "lake", workers=1)
+print(json.dumps({"sessions": stats.accepted.get("sessions", 0), "rejected": stats.rejected}))
+"""
+
+
+@pytest.mark.parametrize("kind", ["coauthor", "langfuse"])
+def test_a_100000_deep_value_in_a_coauthor_line_or_a_langfuse_export_is_bounded(tmp_path, kind):
+    """100,000-deep CoAuthor and Langfuse inputs reached 3 GiB. Under a 2 GiB ceiling: the
+    CoAuthor line holding it is a reject and both sessions land; the Langfuse export is one
+    reject and the demo's other trace files land."""
+    from watchdog import run_bounded
+
+    script = tmp_path / "deep_other.py"
+    script.write_text(_DEEP_OTHERS)
+    run = run_bounded(script, kind, str(tmp_path))
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert sum(got["rejected"].values()) >= 1
+    if kind == "coauthor":
+        assert got["sessions"] == 2
+    else:  # the other demo traces: OTel, OpenInference, SWE-agent, OpenHands, inspect
+        assert got["sessions"] >= 4
+
+
 def test_a_kolab_graph_holding_a_100000_deep_value_is_one_reject_and_its_sibling_lands(tmp_path):
     """The structure sniffer streamed the file with ijson.parse, whose event prefixes grow
     with the depth: a 100,000-deep value took the ingest past its memory. Under a 2 GiB

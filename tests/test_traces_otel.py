@@ -471,3 +471,23 @@ def test_a_deep_chain_and_a_long_cycle_of_parents_resolve_in_one_pass(tmp_path, 
         assert got["rejected"] == 1
         [reason] = [r["reason"] for r in _rows(tmp_path / "lake", "SELECT reason FROM rejects")]
         assert "100,000 spans" in reason and "and 99,995 more" in reason and len(reason) < 400
+
+
+def test_a_trace_file_past_the_span_limit_is_refused_and_its_sibling_lands(tmp_path, monkeypatch):
+    """A file's spans are held until its traces are written (parents resolve across the
+    file): 1M spans in one file took 3 GiB. Past $GRAPHLAKE_MAX_SPANS_PER_FILE the file is
+    one reject naming the limit, and the other file of the folder lands."""
+    monkeypatch.setenv("GRAPHLAKE_MAX_SPANS_PER_FILE", "1000")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    lines = []
+    for k in range(15):  # 1,500 spans in 15 requests, one a line
+        spans = [_span(f"{k * 100 + i + 1:016x}") for i in range(100)]
+        lines.append(json.dumps(_request(spans)))
+    (folder / "many.otlp.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "few.otlp.json").write_text(json.dumps(_request([_span("00000000000000aa")])))
+    stats, _ = ingest_path("otel", folder, tmp_path / "lake", workers=1)
+    assert stats.accepted["nodes"] == 1
+    [reject] = _rows(tmp_path / "lake", "SELECT source_file, reason FROM rejects")
+    assert reject["source_file"].endswith("many.otlp.jsonl")
+    assert "GRAPHLAKE_MAX_SPANS_PER_FILE" in reject["reason"]
