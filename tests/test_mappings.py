@@ -440,3 +440,24 @@ def test_a_batch_that_fails_is_read_again_file_by_file_without_repeats(tmp_path,
     out = run_mapping(m, data)
     assert sorted(s["session_id"] for s in rows(out, "sessions")) == ["s1", "s2"]
     assert [r["source_file"].rsplit("/", 1)[-1] for r in rows(out, "rejects")] == ["c.txt"]
+
+
+def test_explain_reads_object_members_splits_and_fields_further_up():
+    """The MARBLE result-log mapping goes down object members (`$.*`), text splits and
+    `parent.parent.x`; explain names what each column reads and what stays in attrs."""
+    from pathlib import Path
+
+    from graphlake.ingest.mapping.draft import explain
+
+    root = Path(__file__).resolve().parent.parent
+    rows_ = explain(
+        load(root / "ingest" / "marble_results.yaml"),
+        [root / "tests" / "fixtures" / "marble" / "result_log.jsonl"],
+    )
+    left = {r[0]: r[2] for r in rows_ if r[1] == "-> attrs"}
+    steps = [r[2] for r in rows_ if r[0] == "events.step_id"]  # one row per events block
+    assert any("parent.parent.parent.iteration" in s for s in steps)
+    assert any("_value" in r[2] for r in rows_ if r[0] == "events.text")
+    assert left["session record"] == "final_output"
+    assert left["$.iterations[*]"] == "agent_kpis, continue_simulation, total_milestones"
+    assert left["$.iterations[*] / $.task_results[*]"].startswith("(nothing")

@@ -188,24 +188,22 @@ def explain(mapping, samples: list[Path]) -> list[tuple[str, str, str]]:
             compile_expression(v, refs)
             fields = []
             for scope, paths in refs.paths.items():
-                ctx = {"_item": levels, "_record": (), "_parent": levels[:-1]}[scope]
+                up = int(scope[len("_parent") :] or 1) if scope.startswith("_parent") else 0
+                ctx = () if scope == "_record" else levels[: len(levels) - up]
+                prefix = "session." if scope == "_record" and levels else "parent." * up
                 for p in paths:
-                    read[ctx].add(p[0])
-                    fields.append(
-                        (
-                            "session."
-                            if scope == "_record" and levels
-                            else "parent."
-                            if scope == "_parent"
-                            else ""
-                        )
-                        + ".".join(p)
-                    )
+                    if p:  # () is the item itself (_value)
+                        read[ctx].add(p[0])
+                    fields.append(prefix + (".".join(p) or "_value"))
             rows.append((f"{block.table}.{col}", str(v), ", ".join(sorted(fields)) or "(none)"))
         for i, lvl in enumerate(levels):
-            key = lvl[1:].removesuffix("[*]").strip(".").split(".")[0]
-            if key:
-                read[levels[:i]].add(key.strip('"'))
+            from graphlake.ingest.mapping.compile import level_path
+
+            path, kind = level_path(lvl)
+            if path:
+                read[levels[:i]].add(path[0])
+            elif kind == "OBJECT":  # `$.*`: every member of the item is an item of its own
+                read[levels[:i]].add("*")
     if samples:
         fmt = mapping.source["format"]
         for p in samples:
@@ -219,12 +217,15 @@ def explain(mapping, samples: list[Path]) -> list[tuple[str, str, str]]:
                 for block in mapping.blocks:
                     items = [r]
                     for i, lvl in enumerate(block.from_paths):
+                        if not isinstance(lvl, str):  # a split: its pieces are not fields
+                            break
                         items = [x for it in items for x in _walk(it, lvl)]
                         for it in items:
                             if isinstance(it, dict):
                                 contexts[tuple(block.from_paths[: i + 1])].update(it)
             for ctx, keys in sorted(contexts.items(), key=lambda kv: len(kv[0])):
-                left = sorted(keys - read.get(ctx, set()))
+                taken = read.get(ctx, set())
+                left = [] if "*" in taken else sorted(keys - taken)
                 where = "session record" if not ctx else " / ".join(ctx)
                 rows.append(
                     (where, "-> attrs", ", ".join(left) or "(nothing: every field has a column)")
@@ -233,10 +234,11 @@ def explain(mapping, samples: list[Path]) -> list[tuple[str, str, str]]:
 
 
 def _walk(value: Any, path: str) -> list[Any]:
-    """The values a simple JSON path (``$``, ``$.a.b``, ``$[*]``, ``$.a[*]``) finds."""
+    """The values a simple JSON path (``$``, ``$.a.b``, ``$[*]``, ``$.a[*]``, ``$.a.*``) finds."""
     body = path[1:]
     star = body.endswith("[*]")
-    body = body.removesuffix("[*]").strip(".")
+    members = body.endswith(".*") or body == "*"
+    body = body.removesuffix("[*]").removesuffix("*").strip(".")
     node = value
     for k in [x.strip('"') for x in body.split(".")] if body else []:
         if not isinstance(node, dict) or k not in node:
@@ -244,4 +246,6 @@ def _walk(value: Any, path: str) -> list[Any]:
         node = node[k]
     if star:
         return node if isinstance(node, list) else []
+    if members:
+        return list(node.values()) if isinstance(node, dict) else []
     return [] if node is None else [node]
