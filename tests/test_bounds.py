@@ -225,11 +225,38 @@ def test_the_sandbox_allows_only_the_snapshots_files(hand_lake, tmp_path):
             f"COPY (SELECT 1) TO '{hand_lake}/written.csv'",
             f"ATTACH '{hand_lake}/new.duckdb' AS x",
         ):
-            with pytest.raises(SqlError, match="disabled by configuration"):
+            with pytest.raises(SqlError, match="disabled by configuration|not run on a lake"):
                 con.execute(statement)
         assert con.sql("SELECT count(*) AS n FROM nodes").table.to_pylist()[0]["n"] > 0
     assert not (hand_lake / "written.csv").exists() and not (hand_lake / "new.duckdb").exists()
     assert not list((hand_lake / "_graphlake" / "tmp").iterdir())  # spill folders removed
+
+
+def test_no_statement_past_the_guard_writes_into_the_connections_temp_folder(hand_lake, tmp_path):
+    """DuckDB lets a sandboxed connection write its own temporary folder, and the spill cap
+    does not count COPY, ATTACH or EXPORT: 349 MB went past a 100 MiB cap. Statements that
+    write files are refused before they run, even past the guard, and nothing is written."""
+    import shutil
+
+    from graphlake.errors import SqlError
+    from graphlake.query.connection import Connection
+
+    lake = shutil.copytree(hand_lake, tmp_path / "lake")
+    with Connection(lake) as con:
+        temp = con.execute("SELECT current_setting('temp_directory') AS t").table.to_pylist()
+        folder = temp[0]["t"]
+        for statement in (
+            f"COPY (SELECT range AS x FROM range(1000000)) TO '{folder}/out.parquet'",
+            f"ATTACH '{folder}/x.duckdb' AS x",
+            f"EXPORT DATABASE '{folder}/dump'",
+            "SELECT 1; COPY (SELECT 1) TO 'elsewhere.csv'",
+            "LOAD json",
+        ):
+            with pytest.raises(SqlError, match="not run on a lake connection"):
+                con.execute(statement)
+        written = [p for p in Path(folder).rglob("*") if p.is_file()]
+        assert written == []
+        assert con.execute("SELECT 42 AS n").table.to_pylist() == [{"n": 42}]
 
 
 # ------------------------------------------------------------------ clients

@@ -29,6 +29,7 @@ replaced or closed catalog is closed, with its cursors, when its last statement 
 
 from __future__ import annotations
 
+import functools
 import os
 import socket
 import threading
@@ -117,6 +118,27 @@ def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
     con.execute("SET allowed_paths = $paths", {"paths": sorted(set(cat.files))})
     con.execute("SET enable_external_access = false")
     con.execute("SET lock_configuration = true")
+
+
+#: Statement kinds that write files (or load code): never run on a sandboxed connection
+_WRITING = frozenset({"COPY", "ATTACH", "DETACH", "EXPORT", "LOAD", "COPY_DATABASE"})
+
+
+@functools.lru_cache(maxsize=1024)
+def _writes_files(sql: str) -> str | None:
+    """The kind of the first statement in ``sql`` that would write a file, or None."""
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.Error:
+        return None  # not SQL DuckDB parses: running it fails with DuckDB's own message
+    for st in statements:
+        kind = st.type.name
+        if kind in _WRITING:
+            return kind
+        # COPY FROM DATABASE is parsed into a PRAGMA
+        if kind == "PRAGMA" and st.query.lstrip().upper().startswith("COPY"):
+            return "COPY"
+    return None
 
 
 def as_lake(lake) -> Lake:
@@ -417,7 +439,18 @@ class Connection:
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         _limit_s: float | None = None,
     ) -> QueryResult:
-        """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited)."""
+        """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited).
+        Statements that write files are refused here too (DuckDB's own parser says what a
+        statement is): with external access off, DuckDB still lets COPY, ATTACH and EXPORT
+        write into the connection's temporary folder, where the spill cap does not count
+        them (349 MB went past a 100 MiB cap)."""
+        refused = _writes_files(sql)
+        if refused:
+            raise SqlError(
+                f"{refused} statements are not run on a lake connection: it reads the lake and "
+                "writes nothing (write query results with `graphlake sql --format parquet`, "
+                "or `graphlake export`)"
+            )
         return self._on_pin(lambda pin: self._run(pin, sql, params, max_rows, timeout_s, _limit_s))
 
     def _on_pin(self, work):
