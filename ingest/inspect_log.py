@@ -116,19 +116,10 @@ def _read_archive(path: Path) -> dict:
     from graphlake.config import max_file_bytes
 
     limit = max_file_bytes()
-    try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        raise SpanError(f"not a readable .eval archive ({exc}): truncated or not a zip") from None
-    with zf:
+    with _open_archive(path) as zf:
         names = zf.namelist()
         if "header.json" not in names and "_journal/start.json" not in names:
             raise SpanError("not an inspect_ai .eval archive: no header.json")
-        if len(names) > MAX_MEMBERS:
-            raise InputLimitError(
-                f"{path.name} holds {len(names):,} members; an .eval archive is read with at "
-                f"most {MAX_MEMBERS:,}: split the evaluation"
-            )
         budget = [limit]  # all members together, not each alone
 
         def entry(name: str) -> bytes:
@@ -146,22 +137,29 @@ def _read_archive(path: Path) -> dict:
     return {**header, "samples": samples}
 
 
+def _open_archive(path: Path) -> zipfile.ZipFile:
+    """The archive, refused when it is not a zip or holds more than :data:`MAX_MEMBERS`."""
+    try:
+        zf = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as exc:
+        raise SpanError(f"not a readable .eval archive ({exc}): truncated or not a zip") from None
+    if len(zf.infolist()) > MAX_MEMBERS:
+        n = len(zf.infolist())
+        zf.close()
+        raise InputLimitError(
+            f"{path.name} holds {n:,} members; an .eval archive is read with at most "
+            f"{MAX_MEMBERS:,}: split the evaluation"
+        )
+    return zf
+
+
 def check_archive(path: Path, limit: int) -> None:
     """Refuse an archive with more than :data:`MAX_MEMBERS` members, or whose members inflate
     past ``limit`` bytes together: their declared sizes first, then each member streamed
     through its decompressor (a Zstandard frame may declare any size) a chunk at a time, so
     nothing is held but one chunk. The bytes it costs are a pass of decompression."""
-    try:
-        zf = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as exc:
-        raise SpanError(f"not a readable .eval archive ({exc}): truncated or not a zip") from None
-    with zf:
+    with _open_archive(path) as zf:
         infos = zf.infolist()
-        if len(infos) > MAX_MEMBERS:
-            raise InputLimitError(
-                f"{path.name} holds {len(infos):,} members; an .eval archive is read with at "
-                f"most {MAX_MEMBERS:,}: split the evaluation"
-            )
         declared = sum(i.file_size for i in infos)
         if declared > limit:
             raise InputLimitError(
