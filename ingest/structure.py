@@ -55,6 +55,19 @@ def _first_line(path: Path) -> bytes:
                 return line
 
 
+def first_line_record(path: Path, size: int) -> dict | None:
+    """The first line of ``path`` as a JSON object when it is one whole record with more of
+    the file after it (JSON Lines), however long the line; None for a one-line document."""
+    line = _first_line(path)
+    if not line.rstrip().endswith(b"}") or len(line) >= size - 1:
+        return None
+    try:
+        first = load_json(line)
+    except ValueError:
+        return None
+    return first if isinstance(first, dict) else None
+
+
 def shape(path: Path) -> Shape:
     """The shape of ``path`` (never more than the file limit read; ijson streams)."""
     path = Path(path)
@@ -66,14 +79,8 @@ def shape(path: Path) -> Shape:
         return Shape(None)
     if not start or size > max_file_bytes() * 4:
         return Shape(None)
-    line = _first_line(path)
-    if start[:1] == b"{" and line.rstrip().endswith(b"}") and len(line) < size - 1:
-        try:
-            first = load_json(line)
-        except ValueError:
-            first = None
-        if isinstance(first, dict):  # JSON Lines: a whole object on the first line
-            return Shape("lines", list(first), [], first)
+    if start[:1] == b"{" and (first := first_line_record(path, size)) is not None:
+        return Shape("lines", list(first), [], first)  # JSON Lines: a whole object on line 1
     if start[:1] == b"{":
         return _object(path)
     if start[:1] == b"[":

@@ -184,6 +184,16 @@ def sniff_structure(path: Path, families: tuple[str, ...]) -> tuple[str, str] | 
     return None
 
 
+def _otlp_lines_past_head(path: Path, found: tuple[str, str]) -> tuple[str, str]:
+    """An OTLP file whose first line is longer than the sniffed prefix: OTLP JSON Lines when
+    that line is one whole export request with more lines after it (a 1,000-span request is
+    300 KB), else the one document ``found`` says."""
+    from graphlake.ingest.structure import first_line_record
+
+    first = first_line_record(path, path.stat().st_size)
+    return ("otel", "otlp-lines") if first is not None and "resourceSpans" in first else found
+
+
 _READERS = {"otel": read_otel, "langfuse": read_langfuse}
 
 
@@ -214,6 +224,8 @@ class _TraceFiles(Ingestor):
             )
             return
         found = sniff(head, self.families) or sniff_structure(path, self.families)
+        if found == ("otel", "otlp") and b"\n" not in head.strip():
+            found = _otlp_lines_past_head(path, found)
         if found is None:
             reject_file(out, path, "sessions", self.unknown, head)
             return

@@ -491,3 +491,21 @@ def test_a_trace_file_past_the_span_limit_is_refused_and_its_sibling_lands(tmp_p
     [reject] = _rows(tmp_path / "lake", "SELECT source_file, reason FROM rejects")
     assert reject["source_file"].endswith("many.otlp.jsonl")
     assert "GRAPHLAKE_MAX_SPANS_PER_FILE" in reject["reason"]
+
+
+def test_json_lines_whose_first_request_is_longer_than_the_sniffed_prefix(traces, tmp_path):
+    """A collector writes one export request a line; a line of 1,000 spans is about 300 KB,
+    past the 64 KiB the sniffer reads. It is still JSON Lines (it was read as one document
+    and refused as "unexpected content after document")."""
+    lines = traces["otlp-lines"].read_text().splitlines()
+    first = json.loads(lines[0])
+    pad = {"key": "padding", "value": {"stringValue": "x" * (100 << 10)}}
+    first["resourceSpans"][0]["resource"].setdefault("attributes", []).append(pad)
+    long = tmp_path / "long" / "spans.jsonl"
+    long.parent.mkdir()
+    long.write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    stats, _ = ingest_path("otel", long.parent, tmp_path / "long_lake")
+    assert not stats.rejected, stats.rejected
+    plain, _ = ingest_path("otel", traces["otlp-lines"], tmp_path / "plain_lake")
+    for q in (_NODES, _EDGES, _EVENTS):
+        assert _rows(tmp_path / "long_lake", q) == _rows(tmp_path / "plain_lake", q)
