@@ -1,6 +1,6 @@
 """`python -m graphlake ...` runs the same CLI as the `graphlake` command."""
 
-from graphlake.cli import main
+from graphlake.cli_quick import main
 
 if __name__ == "__main__":
     main()

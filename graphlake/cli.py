@@ -144,10 +144,9 @@ def _emit(table, fmt: str, output: Path | None, truncated: bool, max_rows: int) 
         usage_error("parquet is binary: pass --output FILE or redirect stdout")
     write(table, fmt, output, console)
     if truncated:
-        err_console.print(
-            f"note: result cut at {max_rows} rows; raise --max-rows (0 for no cap) to see the rest",
-            style="yellow",
-        )
+        from graphlake.tabular import note_truncated
+
+        note_truncated(max_rows, err_console)
 
 
 # -- ingest ----------------------------------------------------------------------------------

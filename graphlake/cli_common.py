@@ -142,11 +142,9 @@ def print_error(message: str) -> None:
     """One ``error: ...`` line on stderr. The message is printed as it is: user text (a path
     like ``runs[old]/``, a statement with ``[/]``, an extra like ``graphlake[vision]``) is
     never read as Rich markup."""
-    from rich.text import Text
+    from graphlake.tabular import print_error as print_line
 
-    err_console.print(
-        Text.assemble(("error:", "bold red"), " ", message), highlight=False, soft_wrap=True
-    )
+    print_line(message, err_console)
 
 
 def _progress(*, transient: bool = False):

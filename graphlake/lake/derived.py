@@ -84,10 +84,16 @@ def input_versions(snap: Snapshot) -> str:
     return json.dumps({t: snap.table_versions.get(t) for t in inputs()}, sort_keys=True)
 
 
-def current_files(lake: Lake, name: str, snap: Snapshot) -> list[str] | None:
+def current_files(
+    lake: Lake, name: str, snap: Snapshot, *, use_manifest: bool = True
+) -> list[str] | None:
     """The files of materialized view ``name`` in ``snap``, or None when ``snap`` has no such
     table or it is stale: computed with another definition or from other input versions (then
-    compute the view instead)."""
+    compute the view instead). The newest version's manifest says so without opening the
+    table, while its view sources are unchanged (:mod:`graphlake.lake.current`)."""
+    if use_manifest and (found := lake.current_of(snap)) is not None and name in found.kept:
+        kept = found.kept[name]
+        return None if kept is None else list(kept)
     dt = lake.delta(name, snap)
     if dt is None:
         return None

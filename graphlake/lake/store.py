@@ -97,6 +97,7 @@ class Lake:
 
     def __init__(self, root: str | os.PathLike):
         self.root = Path(root).expanduser()
+        self._current = None  # the newest version's manifest, as last read (current())
 
     # -- paths -----------------------------------------------------------------------------
     @property
@@ -181,6 +182,8 @@ class Lake:
     def snapshot(self, version: int | None = None) -> Snapshot:
         """The snapshot at ``version`` (latest when None); the empty snapshot for a lake that
         exists but holds nothing yet."""
+        if version is None and (current := self.current()) is not None:
+            return current.snapshot
         snaps = self.snapshots()
         if version is None:
             return snaps[-1] if snaps else EMPTY
@@ -245,11 +248,36 @@ class Lake:
         os.replace(tmp, self.vacuum_path)
         return readable_from
 
-    def files(self, table: str, snap: Snapshot) -> list[str]:
+    def current(self):
+        """The newest version's manifest (:mod:`graphlake.lake.current`) when it is provably
+        current, else None; kept for :meth:`files` and the kept views of that version."""
+        if not self.exists():
+            return None
+        from graphlake.lake import current
+
+        self._current = current.read(self)
+        return self._current
+
+    def current_of(self, snap: Snapshot):
+        """The manifest last read, when it is ``snap``'s: the same version of the same tables
+        (a writer reads snapshots of its own making between commits, with the version number
+        of the one they follow)."""
+        found = self._current
+        if (
+            found is not None
+            and found.snapshot.lake_version == snap.lake_version
+            and found.snapshot.table_versions == snap.table_versions
+        ):
+            return found
+        return None
+
+    def files(self, table: str, snap: Snapshot, *, use_manifest: bool = True) -> list[str]:
         """Parquet files that make up ``table`` in ``snap`` (empty when it has none)."""
         v = snap.table_versions.get(table)
         if v is None:
             return []
+        if use_manifest and (found := self.current_of(snap)) is not None and table in found.files:
+            return list(found.files[table])
         return DeltaTable(str(self.table_path(table)), version=v).file_uris()
 
     def delta(self, table: str, snap: Snapshot) -> DeltaTable | None:
@@ -495,6 +523,9 @@ class Lake:
             schema=SNAPSHOT_SCHEMA,
         )
         write_deltalake(str(self._snapshots_path), row, mode="append")
+        from graphlake.lake import current
+
+        current.write(self, snap)  # after the log entry: a reader between the two goes the long way
         return snap
 
 

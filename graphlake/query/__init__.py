@@ -7,8 +7,9 @@ for it must not load them (0.3 s of a cold command).
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
+
+from graphlake.lazy import attributes
 
 # bound now, not on first use: the submodule of the same name, once imported, would shadow
 # a lazily resolved function (sqlglot only, which named queries load anyway)
@@ -29,11 +30,4 @@ _WHERE = {
 
 __all__ = ["Catalog", "QueryResult", "check", "open_catalog", "run_sql", "transpile"]
 
-
-def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'graphlake.query' has no attribute {name!r}")
-    value = getattr(import_module(f"graphlake.query.{module}"), name)
-    globals()[name] = value  # resolved once
-    return value
+__getattr__ = attributes(__name__, globals(), _WHERE)

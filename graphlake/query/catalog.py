@@ -21,6 +21,7 @@ from graphlake.schema.duckdb_views import (  # noqa: F401 - re-exported for call
     create_table_views,
     derived_schema,
     files_select,
+    typed_files_select,
 )
 from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED
 
@@ -75,11 +76,17 @@ def open_catalog(
     cat.files = [f for fs in files.values() for f in fs]
     cat.columns.update(create_table_views(con, files))
     create_macros(con)
+    found = lake.current_of(snap)  # the newest version's manifest, when it is that one
     for name, (sql, _doc) in DERIVED_VIEWS.items():
         kept = current_files(lake, name, snap) if name in MATERIALIZED else None
         if kept is not None:
             # kept in the lake by ingest (graphlake.lake.derived): read it, don't recompute
-            body = files_select(kept, derived_schema(name))
+            types = found.kept_types.get(name) if found is not None else None
+            body = (
+                typed_files_select(kept, types)
+                if types is not None
+                else files_select(kept, derived_schema(name))
+            )
             cat.files += kept
         else:  # computed from the canonical tables (older lake versions, other definitions)
             body = sql

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import functools
 import os
-import socket
 import threading
 import time
 import warnings
@@ -55,6 +54,7 @@ from graphlake.query.catalog import Catalog, hold_in_memory, open_catalog, snaps
 from graphlake.query.deadlines import DEADLINES
 from graphlake.query.guard import check, check_length, repeatable
 from graphlake.query.pattern import compile_patterns
+from graphlake.sandbox import confine
 
 #: What DuckDB raises when a file a view reads is gone: IO (not found) or, in the sandbox,
 #: permission (a path that no longer resolves is not among the allowed ones).
@@ -87,37 +87,8 @@ class QueryResult:
 
 
 def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
-    """Bound and confine ``cat``'s DuckDB for good (the configuration is locked after):
-
-    * memory: ``memory`` (default :func:`graphlake.config.memory_limit`, 2 GiB) for every
-      statement on the connection together, instead of DuckDB's 80% of RAM;
-    * spill: a temporary folder of its own under ``<lake>/_graphlake/tmp`` (the system's
-      when the lake is read-only), capped at :func:`graphlake.config.temp_limit`, removed
-      when the catalog closes; not ``.tmp`` in whatever folder the process started in;
-    * files: only the Parquet files of the snapshot's views can be read (``allowed_paths``);
-      DuckDB also allows its own temporary folder, which is why that folder is the lake's.
-    """
-    import tempfile
-
-    from graphlake.config import memory_limit, temp_limit
-
-    try:
-        parent = lake.meta_dir / "tmp"
-        parent.mkdir(parents=True, exist_ok=True)
-        # named for its process, so `lake repair` can remove what a killed reader left
-        cat.temp_dir = tempfile.mkdtemp(
-            prefix=f"duckdb-{os.getpid()}@{socket.gethostname()}-", dir=parent
-        )
-    except OSError:  # a lake on a read-only mount: spill to the system's temporary folder
-        cat.temp_dir = tempfile.mkdtemp(prefix="graphlake-duckdb-")
-    con = cat.con
-    con.execute("SET memory_limit = $m", {"m": memory or memory_limit()})
-    (cat.memory_limit,) = con.execute("SELECT current_setting('memory_limit')").fetchone() or ("?",)
-    con.execute("SET temp_directory = $t", {"t": cat.temp_dir})
-    con.execute("SET max_temp_directory_size = $s", {"s": temp_limit()})
-    con.execute("SET allowed_paths = $paths", {"paths": sorted(set(cat.files))})
-    con.execute("SET enable_external_access = false")
-    con.execute("SET lock_configuration = true")
+    """Bound and confine ``cat``'s DuckDB for good (:func:`graphlake.sandbox.confine`)."""
+    cat.temp_dir, cat.memory_limit = confine(cat.con, lake.meta_dir, cat.files, memory)
 
 
 #: Statement kinds that write files (or load code): never run on a sandboxed connection

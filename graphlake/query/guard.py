@@ -28,38 +28,9 @@ from sqlglot.errors import OptimizeError, ParseError, TokenError
 from sqlglot.optimizer.qualify import qualify
 
 from graphlake.errors import QueryTimeoutError, SqlError
+from graphlake.sandbox import FORBIDDEN_FUNCTIONS
 from graphlake.schema.graph_macros import MACROS, TABLE_MACROS
 
-#: Functions that read files, the environment or other databases: never on a public path.
-FORBIDDEN_FUNCTIONS = {
-    "read_csv",
-    "read_csv_auto",
-    "read_parquet",
-    "parquet_scan",
-    "read_json",
-    "read_json_auto",
-    "read_json_objects",
-    "read_ndjson",
-    "read_ndjson_auto",
-    "read_ndjson_objects",
-    "read_text",
-    "read_blob",
-    "glob",
-    "sniff_csv",
-    "delta_scan",
-    "iceberg_scan",
-    "sqlite_scan",
-    "postgres_scan",
-    "mysql_scan",
-    "getenv",
-    "parquet_metadata",
-    "parquet_schema",
-    "parquet_file_metadata",
-    "parquet_kv_metadata",
-    "read_xlsx",
-    "query_table",
-    "query",
-}
 #: Table functions that only compute values (no I/O): DuckDB's and graphlake's graph macros.
 SAFE_TABLE_FUNCTIONS = {"range", "generate_series", "unnest", *TABLE_MACROS}
 #: Longest statement accepted, in characters. Generated filters longer than this belong in a

@@ -12,83 +12,24 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
 from graphlake.config import OUTPUT_FORMATS
+from graphlake.tabular import json_bytes, print_rows, rows_table
 
 FORMATS = OUTPUT_FORMATS
 
 
-def _cell(v) -> Text:
-    """A cell as plain text: values such as "[mobile_data_issue]" are data, not Rich markup."""
-    if v is None:
-        return Text("∅", style="dim")
-    if isinstance(v, float):
-        return Text(f"{v:.4g}")
-    return Text(str(v))
-
-
-#: Columns a user copies into the next command: never cut (folded onto more lines instead).
-KEY_COLUMNS = frozenset(
-    {
-        "id",
-        "corpus",
-        "name",
-        "protocol",
-        "session",
-        "table",
-        "version",
-        "source",
-        "source_file",
-        "record_ref",
-        "uri",
-    }
-)
-
-
-def _is_key(name: str) -> bool:
-    return name in KEY_COLUMNS or name.endswith("_id")
+def _columns(table: pa.Table) -> tuple[list[str], list[bool], list[tuple]]:
+    """(names, which are numbers, rows as tuples) of an Arrow result, for
+    :mod:`graphlake.tabular`."""
+    numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
+    cols = [c.to_pylist() for c in table.columns]
+    return table.column_names, numeric, list(zip(*cols, strict=True)) if cols else []
 
 
 def rich_table(table: pa.Table, title: str | None = None, max_width: int = 60) -> Table:
-    out = Table(title=title, show_lines=False, header_style="bold")
-    for name in table.column_names:
-        numeric = pa.types.is_integer(table.schema.field(name).type) or pa.types.is_floating(
-            table.schema.field(name).type
-        )
-        key = _is_key(name)
-        out.add_column(
-            name,
-            justify="right" if numeric else "left",
-            max_width=None if key else max_width,
-            overflow="fold" if key else "ellipsis",
-            min_width=min(len(name), 12),
-        )
-    for row in table.to_pylist():
-        out.add_row(*(_cell(v) for v in row.values()))
-    return out
-
-
-def _needed_width(table: pa.Table, max_width: int = 60) -> int:
-    """The width the table needs with no cell cut: from the header and the first rows."""
-    total = 1
-    for name in table.column_names:
-        widths = [len(_cell(v).plain) for v in table.column(name).slice(0, 200).to_pylist()]
-        total += min(max([len(name), *widths]), max_width) + 3
-    return total
-
-
-def vertical_table(table: pa.Table) -> Table:
-    """One block per row, a line per column (as psql's expanded display): for results wider
-    than the terminal, where columns side by side would cut their values."""
-    out = Table(show_header=False, show_lines=True, box=None, padding=(0, 1))
-    out.add_column("column", style="bold", no_wrap=True)
-    out.add_column("value", overflow="fold")
-    for i, row in enumerate(table.to_pylist()):
-        out.add_row(Text(f"-[ row {i + 1} ]", style="dim"), Text(""))
-        for name, value in row.items():
-            out.add_row(Text(name), _cell(value))
-    return out
+    names, numeric, rows = _columns(table)
+    return rows_table(names, numeric, rows, title, max_width)
 
 
 def plain_numbers(table: pa.Table) -> pa.Table:
@@ -106,9 +47,8 @@ def plain_numbers(table: pa.Table) -> pa.Table:
 
 
 def to_json_bytes(table: pa.Table) -> bytes:
-    return orjson.dumps(
-        plain_numbers(table).to_pylist(), option=orjson.OPT_NON_STR_KEYS, default=str
-    )
+    names, _numeric, rows = _columns(plain_numbers(table))
+    return json_bytes(names, rows)
 
 
 def write(
@@ -118,17 +58,7 @@ def write(
     integers and rates as doubles in every format."""
     table = plain_numbers(table)
     if fmt == "table":
-        console = console or Console()
-        if table.num_columns > 1 and _needed_width(table) > console.width:
-            console.print(vertical_table(table))
-            Console(stderr=True).print(
-                "note: wider than the terminal, so one block per row; --format csv or json "
-                "for a flat file",
-                style="dim",
-                markup=False,
-            )
-        else:
-            console.print(rich_table(table))
+        print_rows(*_columns(table), console)
         return
     if fmt == "json":
         data = to_json_bytes(table) + b"\n"

@@ -1,35 +1,28 @@
-"""DuckDB views over lake files, and SQL literals built by sqlglot: what both the query
-catalog (:mod:`graphlake.query.catalog`) and the materialized-view refresh
-(:mod:`graphlake.lake.derived`) build on, kept below both so neither imports the other.
+"""DuckDB views over lake files: what both the query catalog (:mod:`graphlake.query.catalog`)
+and the materialized-view refresh (:mod:`graphlake.lake.derived`) build on, kept below both so
+neither imports the other.
 
 Every value pasted into generated SQL (a file path, a corpus, a session id) goes through
-:func:`string_literal` / :func:`string_list`, which sqlglot renders with its own quoting; where a
-statement can take bound parameters it does instead.
+:func:`string_literal` / :func:`string_list` (:mod:`graphlake.schema.files_sql`, the same
+quoting sqlglot writes for DuckDB); where a statement can take bound parameters it does
+instead.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from functools import cache
 
 import duckdb
 import pyarrow as pa
-from sqlglot import exp
 
+from graphlake.schema.files_sql import (  # noqa: F401 - re-exported
+    string_list,
+    string_literal,
+    typed_files_select,
+)
 from graphlake.schema.graph_macros import MACROS
 from graphlake.schema.tables import TABLES
 from graphlake.schema.views import DERIVED_VIEWS
-
-
-def string_literal(value: str) -> str:
-    """``value`` as a DuckDB string literal, quoted by sqlglot."""
-    return exp.Literal.string(value).sql("duckdb")
-
-
-def string_list(values: Iterable[str]) -> str:
-    """A DuckDB list literal of strings (``['a', 'b']``), quoted by sqlglot."""
-    return exp.Array(expressions=[exp.Literal.string(v) for v in values]).sql("duckdb")
-
 
 _DUCK_TYPES = {
     pa.string(): "VARCHAR",
@@ -42,18 +35,8 @@ _DUCK_TYPES = {
 }
 
 
-def _empty_select(schema: pa.Schema) -> str:
-    cols = ", ".join(f"CAST(NULL AS {_DUCK_TYPES[f.type]}) AS {f.name}" for f in schema)
-    return f"SELECT {cols} WHERE false"
-
-
 def files_select(files: list[str], schema: pa.Schema, where: str = "") -> str:
-    if not files:
-        return _empty_select(schema)
-    cols = ", ".join(schema.names)
-    return f"SELECT {cols} FROM read_parquet({string_list(files)}, union_by_name=true)" + (
-        f" WHERE {where}" if where else ""
-    )
+    return typed_files_select(files, [(f.name, _DUCK_TYPES[f.type]) for f in schema], where)
 
 
 def create_table_views(
