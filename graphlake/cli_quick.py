@@ -32,36 +32,6 @@ from dataclasses import dataclass
 MAX_QUICK_CHARS = 4_000
 #: Deepest brackets / CASE a quick statement may nest (the guard's own limit is 32)
 MAX_QUICK_NESTING = 16
-#: DuckDB types printed right-aligned as numbers (the Arrow path's integers and floats)
-_NUMERIC = frozenset(
-    {
-        "TINYINT",
-        "SMALLINT",
-        "INTEGER",
-        "BIGINT",
-        "HUGEINT",
-        "UTINYINT",
-        "USMALLINT",
-        "UINTEGER",
-        "UBIGINT",
-        "FLOAT",
-        "DOUBLE",
-    }
-)
-#: DuckDB types whose values print the same from DuckDB's rows as from Arrow's
-_PLAIN = _NUMERIC | {
-    '"NULL"',  # a column of NULL literals
-    "BOOLEAN",
-    "VARCHAR",
-    "DATE",
-    "TIMESTAMP",
-    "TIMESTAMP WITH TIME ZONE",
-    "VARCHAR[]",
-    "BIGINT[]",
-    "INTEGER[]",
-    "DOUBLE[]",
-}
-_INT64 = (-(1 << 63), (1 << 63) - 1)
 _SAFE_TABLE_FUNCTIONS = frozenset({"range", "generate_series", "unnest"})
 #: Exit status under GRAPHLAKE_QUICK=require when the full CLI would have run the command
 QUICK_REFUSED = 97
@@ -286,6 +256,8 @@ def _execute(con, line: _Line, memory: str):
 
     import duckdb
 
+    from graphlake.tabular import NotPlain, all_plain, numeric_columns, plain_rows
+
     timer = None
     fired = threading.Event()
     if line.timeout:
@@ -303,7 +275,7 @@ def _execute(con, line: _Line, memory: str):
         if desc is None:
             raise _NotQuick
         types = [str(d[1]) for d in desc]
-        if not all(t in _PLAIN or t.startswith("DECIMAL(") for t in types):
+        if not all_plain(types):
             raise _NotQuick
         rows = con.fetchmany(line.max_rows + 1) if line.max_rows else con.fetchall()
     except duckdb.InterruptException:
@@ -332,29 +304,11 @@ def _execute(con, line: _Line, memory: str):
     truncated = bool(line.max_rows) and len(rows) > line.max_rows
     if truncated:
         rows = rows[: line.max_rows]
-    # as the Arrow path prints them (query/output.py plain_numbers): HUGEINT (a sum) and
-    # DECIMAL reach Arrow as decimals, then become 64-bit integers (scale 0) or doubles
-    decimals = [t.startswith("DECIMAL(") or t == "HUGEINT" for t in types]
-    scale0 = [t.endswith(",0)") or t == "HUGEINT" for t in types]
-    if any(decimals):
-        rows = [
-            tuple(_plain(v, s) if d else v for v, d, s in zip(r, decimals, scale0, strict=True))
-            for r in rows
-        ]
-    numeric = [t in _NUMERIC or d for t, d in zip(types, decimals, strict=True)]
-    return [d[0] for d in desc], numeric, rows, truncated
-
-
-def _plain(value, scale0: bool):
-    """A DECIMAL value as the Arrow path makes it: scale 0 an integer, else a double."""
-    if value is None:
-        return None
-    if scale0:
-        n = int(value)
-        if not _INT64[0] <= n <= _INT64[1]:
-            raise _NotQuick  # printed as exact digits by the full path
-        return n
-    return float(value)
+    try:
+        rows = plain_rows(types, rows)
+    except NotPlain:
+        raise _NotQuick from None  # printed as exact digits by the full path
+    return [d[0] for d in desc], numeric_columns(types), rows, truncated
 
 
 def _finish(code: int) -> None:

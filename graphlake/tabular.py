@@ -10,6 +10,7 @@ orjson only: a cold ``graphlake sql`` must not pay for pyarrow (0.14 s) to print
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 
 import orjson
 from rich.console import Console
@@ -32,6 +33,81 @@ KEY_COLUMNS = frozenset(
         "uri",
     }
 )
+
+
+#: DuckDB types printed right-aligned as numbers (the Arrow path's integers and floats)
+NUMERIC_TYPES = frozenset(
+    {
+        "TINYINT",
+        "SMALLINT",
+        "INTEGER",
+        "BIGINT",
+        "HUGEINT",
+        "UTINYINT",
+        "USMALLINT",
+        "UINTEGER",
+        "UBIGINT",
+        "FLOAT",
+        "DOUBLE",
+    }
+)
+#: DuckDB types whose values, fetched as Python rows, print and encode as the same values
+#: fetched through Arrow do (plus DECIMAL(p,s), as :func:`plain_rows` makes them)
+PLAIN_TYPES = NUMERIC_TYPES | {
+    '"NULL"',  # a column of NULL literals
+    "BOOLEAN",
+    "VARCHAR",
+    "DATE",
+    "TIMESTAMP",
+    "TIMESTAMP WITH TIME ZONE",
+    "VARCHAR[]",
+    "BIGINT[]",
+    "INTEGER[]",
+    "DOUBLE[]",
+}
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+class NotPlain(ValueError):
+    """A value the row path cannot give as the Arrow path would: take the Arrow path."""
+
+
+def all_plain(types: Sequence[str]) -> bool:
+    """Whether every column (DuckDB type names, as ``str(description[i][1])``) is plain."""
+    return all(t in PLAIN_TYPES or t.startswith("DECIMAL(") for t in types)
+
+
+def numeric_columns(types: Sequence[str]) -> list[bool]:
+    return [t in NUMERIC_TYPES or t.startswith("DECIMAL(") for t in types]
+
+
+def plain_rows(types: Sequence[str], rows: list) -> list:
+    """``rows`` with DECIMAL and HUGEINT values as the Arrow path makes them (query/output.py
+    ``plain_numbers``): both reach Arrow as decimals, then become 64-bit integers (scale 0)
+    or doubles. :class:`NotPlain` for an integer past 64 bits (the Arrow path keeps its
+    digits as text)."""
+    kinds = [
+        "int"
+        if t == "HUGEINT" or (t.startswith("DECIMAL(") and t.endswith(",0)"))
+        else "float"
+        if t.startswith("DECIMAL(")
+        else None
+        for t in types
+    ]
+    if not any(kinds):
+        return rows
+    return [tuple(_plain(v, k) if k else v for v, k in zip(r, kinds, strict=True)) for r in rows]
+
+
+def _plain(value, kind: str):
+    if value is None:
+        return None
+    if kind == "int":
+        n = int(value)
+        if not _INT64[0] <= n <= _INT64[1]:
+            raise NotPlain(value)
+        return n
+    return float(value) if isinstance(value, Decimal | int) else value
 
 
 def is_key(name: str) -> bool:

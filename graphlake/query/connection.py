@@ -55,6 +55,7 @@ from graphlake.query.deadlines import DEADLINES
 from graphlake.query.guard import check, check_length, repeatable
 from graphlake.query.pattern import compile_patterns
 from graphlake.sandbox import confine
+from graphlake.tabular import NotPlain, all_plain, plain_rows
 
 #: What DuckDB raises when a file a view reads is gone: IO (not found) or, in the sandbox,
 #: permission (a path that no longer resolves is not among the allowed ones).
@@ -84,6 +85,17 @@ class QueryResult:
         self.table = table
         self.truncated = truncated
         self.snapshot = snapshot
+
+
+class RowsResult:
+    """An answer as Python rows (:meth:`Connection.sql_rows`): column names, DuckDB type
+    names, the rows, whether the row cap cut them, and the snapshot read."""
+
+    __slots__ = ("columns", "rows", "snapshot", "truncated", "types")
+
+    def __init__(self, columns, types, rows, truncated: bool, snapshot: Snapshot):
+        self.columns, self.types, self.rows = columns, types, rows
+        self.truncated, self.snapshot = truncated, snapshot
 
 
 def sandbox(cat: Catalog, lake: Lake, memory: str | None = None) -> None:
@@ -392,12 +404,30 @@ class Connection:
         ``timeout_s`` interrupts a statement that runs too long (None: no limit). The limit
         covers checking and running together: what the guard spends, the query cannot.
         """
+        result = self._sql(statement, params, max_rows, timeout_s, as_rows=False)
+        assert isinstance(result, QueryResult)
+        return result
+
+    def sql_rows(
+        self,
+        statement: str,
+        params: dict | None = None,
+        *,
+        max_rows: int | None = DEFAULT_MAX_ROWS,
+        timeout_s: float | None = DEFAULT_TIMEOUT_S,
+    ) -> QueryResult | RowsResult:
+        """:meth:`sql`, the answer as Python rows when every column is of a type they give
+        as Arrow would (:func:`graphlake.tabular.all_plain`), else as Arrow. For a JSON
+        answer: a point lookup's Arrow table costs as much as running it (0.9 ms of 2 ms)."""
+        return self._sql(statement, params, max_rows, timeout_s, as_rows=True)
+
+    def _sql(self, statement, params, max_rows, timeout_s, *, as_rows: bool):
         start = time.monotonic()
 
-        def work(pin: _Pinned) -> QueryResult:  # checked and run on one catalog
+        def work(pin: _Pinned) -> QueryResult | RowsResult:  # checked and run on one catalog
             sql = self._check(pin, statement, start + timeout_s if timeout_s else None)
             left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
-            return self._run(pin, sql, params, max_rows, left, timeout_s)
+            return self._run(pin, sql, params, max_rows, left, timeout_s, as_rows)
 
         return self._on_pin(work)
 
@@ -461,7 +491,8 @@ class Connection:
         max_rows: int | None,
         timeout_s: float | None,
         _limit_s: float | None,
-    ) -> QueryResult:
+        as_rows: bool = False,
+    ) -> QueryResult | RowsResult:
         snapshot = pin.cat.snapshot
         cur = self._cursor(pin)
         deadline = None
@@ -481,6 +512,15 @@ class Connection:
             cur.execute(sql, params or None)
             if cur.description is None:
                 raise SqlError("the statement returned no result set")
+            if as_rows and all_plain(types := [str(d[1]) for d in cur.description]):
+                got = cur.fetchmany(max_rows + 1) if max_rows is not None else cur.fetchall()
+                cut = max_rows is not None and len(got) > max_rows
+                try:  # as the Arrow path would give them, or that path after all
+                    plain = plain_rows(types, got[:max_rows] if cut else got)
+                except NotPlain:
+                    return self._run(pin, sql, params, max_rows, timeout_s, _limit_s)
+                names = [d[0] for d in cur.description]
+                return RowsResult(names, types, plain, cut, snapshot)
             reader = _arrow_reader(cur, 65_536)
             batches, rows, truncated = [], 0, False
             for batch in reader:
