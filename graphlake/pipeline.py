@@ -282,7 +282,7 @@ def _ingest(
                     f"rejected); its files look like {guess} data: try `graphlake ingest "
                     f"{guess} {path}`"
                 )
-        if kept and _collides(lake, corpus, summaries, kept):
+        if kept and _collides(lake, corpus, summaries, kept, run.staging):
             run.abort()  # a read unit claims a session of one not read: decide as a whole
             return ingest_path(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
@@ -290,6 +290,8 @@ def _ingest(
             )  # fmt: skip
         # whether the files are still as before the parse, checked while the commit runs
         unchanged = hasher.submit(_unchanged_since, files, before)
+        run.read_files = {str(p) for u in units for p in (u.path, *_files_of(u))}
+        run.found_files = {str(p) for u in (*units, *kept) for p in (u.path, *_files_of(u))}
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
         if only is None and any(sum(s.rejected.values()) for s in summaries):
@@ -361,31 +363,45 @@ def _files_of(unit: SourceUnit) -> list[Path]:
     return _files_in(list(unit.files()))
 
 
-def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit]) -> bool:
-    """Whether a session read now has the id of a session the lake holds from a unit that
-    was not read (two files with one session_id: only a whole read decides which is first)."""
+def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], staging: Path) -> bool:
+    """Whether a session (or a scenario) read now has the id of one the lake holds from a
+    unit that was not read (two files with one id: only a whole read decides which is
+    first)."""
     import duckdb
 
     from graphlake.schema.duckdb_views import string_list
 
-    sids = sorted({sid for s in summaries for sid, _unit, _src in s.sessions})
-    files = lake.files("sessions", lake.snapshot())
-    if not sids or not files:
-        return False
+    snap = lake.snapshot()
     kept_files = sorted({str(f) for u in kept for f in _files_of(u)})
+    claims = [
+        ("sessions", "session_id", sorted({sid for s in summaries for sid, _u, _f in s.sessions}))
+    ]
     con = duckdb.connect()
     try:
-        con.register("_sids", pa.table({"s": sids}))
         con.register("_kept", pa.table({"f": kept_files}))
-        [(n,)] = con.execute(
-            f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
-            "WHERE corpus = $c AND session_id IN (SELECT s FROM _sids) "
-            "AND source_file IN (SELECT f FROM _kept)",
-            {"c": corpus},
-        ).fetchall()
+        # a scenario is claimed by its id, as a session is
+        if scen := [str(p) for p in sorted(Path(staging, "scenarios").glob("*.parquet"))]:
+            ids = con.execute(
+                f"SELECT DISTINCT scenario_id FROM read_parquet({string_list(scen)}, "
+                "union_by_name=true)"
+            ).fetchall()
+            claims.append(("scenarios", "scenario_id", sorted(r[0] for r in ids)))
+        for table, key, ids in claims:
+            files = lake.files(table, snap)
+            if not ids or not files:
+                continue
+            con.register("_ids", pa.table({"s": ids}))
+            [(n,)] = con.execute(
+                f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
+                f"WHERE corpus = $c AND {key} IN (SELECT s FROM _ids) "
+                "AND source_file IN (SELECT f FROM _kept)",
+                {"c": corpus},
+            ).fetchall()
+            if n:
+                return True
     finally:
         con.close()
-    return n > 0
+    return False
 
 
 def _unchanged_since(files: list[Path], before: dict) -> bool:

@@ -64,6 +64,7 @@ class AlmanacIngestor(Ingestor):
     """Almanac sessions (JSON Lines) and maps (maps/<map_id>.json)."""
 
     name = "almanac"
+    independent_units = True  # a session file or a map file reads nothing else
     help = "Almanac: session .jsonl files (graphlake format) and map .json files, or a folder."
 
     def units(self, path: Path) -> list[SourceUnit]:

@@ -123,6 +123,7 @@ class CoAuthorIngestor(Ingestor):
     """CoAuthor keystroke logs (.jsonl, one session per file)."""
 
     name = "coauthor"
+    independent_units = True  # a CoAuthor log is one session and reads nothing else
     help = "CoAuthor keystroke logs: one .jsonl file per writing session, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:

@@ -88,6 +88,7 @@ class HasBenchIngestor(Ingestor):
     """HAS-Bench task YAML (B.3.2) and execution traces (graphlake JSON Lines)."""
 
     name = "hasbench"
+    independent_units = True  # a task file or a trace reads nothing else
     help = "HAS-Bench task .yaml files and .jsonl execution traces, or a folder of them."
 
     def units(self, path: Path) -> list[SourceUnit]:

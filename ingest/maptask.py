@@ -88,6 +88,7 @@ class MapTaskIngestor(Ingestor):
     """GMMT-annotated Map Task dialogues and landmark configurations."""
 
     name = "maptask"
+    independent_units = True  # a dialogue (its files), a landmarks CSV or a layer set: nothing else
     help = (
         "HCRC Map Task release (Data/timed-units, Data/moves NXT XML) and GMMT: "
         "<id>.reference_expressions.json (+ <id>.annotated.json), "

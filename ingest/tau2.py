@@ -133,6 +133,7 @@ class Tau2Ingestor(Ingestor):
     """tau2-bench results files (simulations, tasks, run info) and task files."""
 
     name = "tau2"
+    independent_units = True  # a results file, tasks file or run folder reads nothing else
     help = "tau2-bench results files ({info, tasks, simulations}) or task files ([task, ...])."
     _whole: dict | None = None  # the file being read, when it was small enough to parse once
     _events: TupleBatch

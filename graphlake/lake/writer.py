@@ -269,6 +269,11 @@ class LakeRun:
         self.source = source
         self.replace = replace
         self.prune = prune and replace
+        #: the files this run read (set by the pipeline): with ``replace``, what they held
+        #: before and no longer do is deleted, as a fresh ingest of them would not have it
+        self.read_files: set[str] | None = None
+        #: every file of the source this run found (set by the pipeline), for ``prune``
+        self.found_files: set[str] | None = None
         self.memory_limit = memory_limit
         lake.init()
         # owned by this process: a later writer removes it only once this process is gone
@@ -327,6 +332,11 @@ class LakeRun:
                         if self.prune
                         else set()
                     )
+                    if self.replace and self.read_files:  # gone from a file read again
+                        pruned |= (
+                            self._pruned(con, base, sources, keys_gone, files=self.read_files)
+                            - replaced
+                        )
                     stats.pruned_sessions = len(pruned)
                     for table in TABLES:
                         # frames come from the frames index, not from sources: a replaced
@@ -514,13 +524,28 @@ class LakeRun:
         compared by what they say (``SAME_REJECT``), not by their id, which hashes the
         file's path."""
         existing = self.lake.files("rejects", base)
-        if not existing or "sessions" not in sources:
+        if not existing or ("sessions" not in sources and not self.read_files):
             return {}
+        which = []
+        if "sessions" in sources:
+            which.append(
+                f"(session_id <> '' AND session_id IN (SELECT session_id FROM "
+                f"{sources['sessions'][0]}))"
+            )
+        if self.read_files:  # any reject of a file read again (a file's own, say)
+            con.register("_reread", pa.table({"f": sorted(self.read_files)}))
+            which.append("source_file IN (SELECT f FROM _reread)")
+        if self.prune and self.found_files is not None:  # of a file that is gone
+            root = self.source.rstrip("/")
+            con.register("_found", pa.table({"f": sorted(self.found_files)}))
+            which.append(
+                f"((source_file = {string_literal(root)} OR starts_with(source_file, "
+                f"{string_literal(root + '/')})) AND source_file NOT IN (SELECT f FROM _found))"
+            )
         lake_rejects = (
             f"(SELECT * FROM read_parquet({string_list(existing)}, "
             f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
-            f"session_id <> '' AND session_id IN (SELECT session_id FROM "
-            f"{sources['sessions'][0]}))"
+            f"({' OR '.join(which)}))"
         )
         again = (
             f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
@@ -548,29 +573,54 @@ class LakeRun:
         )
         return fresh, files, True  # filtered: its files cannot be adopted as they are
 
-    def _pruned(self, con, base: Snapshot, sources: dict, keys: dict) -> set[str]:
+    def _pruned(
+        self, con, base: Snapshot, sources: dict, keys: dict, files: set[str] | None = None
+    ) -> set[str]:
         """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
-        the ingested path that this run did not find: their sources are gone."""
+        the ingested path that this run did not find: their sources are gone. With
+        ``files`` (the files this run read), those read earlier from one of them that the
+        run no longer has: the file was read again and no longer holds them (taken out, or
+        now rejected whole), as a fresh ingest of it would not."""
         root = self.source.rstrip("/")
 
         def under(column: str) -> str:
+            if files is not None:
+                return f"{column} IN (SELECT f FROM _read_files)"
             return (
                 f"({column} = {string_literal(root)} OR starts_with({column}, "
                 f"{string_literal(root + '/')}))"
             )
 
+        if files is not None:
+            con.register("_read_files", pa.table({"f": sorted(files)}))
+        elif self.found_files is not None:
+            con.register("_found_files", pa.table({"f": sorted(self.found_files)}))
         found = {t: src for t, (src, _f, _l) in sources.items()}
         gone: set[str] = set()
-        for table, column, key in (
+        tables = [
             ("sessions", "source_file", "session_id"),
             ("scenarios", "source_file", "scenario_id"),
-            ("runs", "source", "run_id"),
-        ):
+        ]
+        if files is None:  # a run's source is the ingested path, not one of its files
+            tables.append(("runs", "source", "run_id"))
+        for table, column, key in tables:
             existing = self.lake.files(table, base)
             if not existing:
                 continue
             cond = under(column)
             seen = f" AND {key} NOT IN (SELECT {key} FROM {found[table]})" if table in found else ""
+            if (
+                files is None
+                and self.found_files is not None
+                and table in found
+                and table != "runs"
+            ):
+                # or read again from another file, the one it was read from gone: it is
+                # replaced, so that it names the file it now comes from
+                seen = (
+                    f" AND ({key} NOT IN (SELECT {key} FROM {found[table]}) OR "
+                    f"{column} NOT IN (SELECT f FROM _found_files))"
+                )
             rows = [
                 r[0]
                 for r in con.sql(
