@@ -25,6 +25,7 @@ goes). tests/test_cli_quick.py runs each statement both ways and compares the by
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -124,22 +125,21 @@ def _parse(argv: list[str]) -> _Line:
     return line
 
 
+_QUOTED = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"")
+_NEST = re.compile(r"[(\[{]|[)\]}]|\bcase\b|\bend\b", re.IGNORECASE)
+
+
 def _nesting(sql: str) -> int:
-    """The deepest bracket nesting outside quotes (CASE counted as a bracket too)."""
+    """The deepest nesting of brackets and CASE ... END outside quotes (what the guard
+    measures on its tokens; a comment's brackets count too, which only errs towards the
+    full path)."""
     depth = deepest = 0
-    quote = None
-    words = sql.upper()
-    for i, ch in enumerate(sql):
-        if quote:
-            if ch == quote:
-                quote = None
-            continue
-        if ch in "'\"":
-            quote = ch
-        elif ch in "([{" or (ch == "C" or ch == "c") and words.startswith("CASE", i):
+    for m in _NEST.finditer(_QUOTED.sub("''", sql)):
+        tok = m.group(0)
+        if tok in "([{" or tok.lower() == "case":
             depth += 1
             deepest = max(deepest, depth)
-        elif ch in ")]}" or (ch == "E" or ch == "e") and words.startswith("END", i):
+        else:
             depth = max(0, depth - 1)
     return deepest
 

@@ -379,13 +379,26 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], stagin
     con = duckdb.connect()
     try:
         con.register("_kept", pa.table({"f": kept_files}))
-        # a scenario is claimed by its id, as a session is
-        if scen := [str(p) for p in sorted(Path(staging, "scenarios").glob("*.parquet"))]:
-            ids = con.execute(
-                f"SELECT DISTINCT scenario_id FROM read_parquet({string_list(scen)}, "
-                "union_by_name=true)"
-            ).fetchall()
-            claims.append(("scenarios", "scenario_id", sorted(r[0] for r in ids)))
+        # a scenario is claimed by its id, as a session is; but tau2 results files each
+        # carry the tasks they ran: the same scenario, as it was, from a file that comes
+        # first is what a whole read keeps too, so only a different or an earlier one collides
+        scen = [str(p) for p in sorted(Path(staging, "scenarios").glob("*.parquet"))]
+        lake_scen = lake.files("scenarios", snap)
+        if scen and lake_scen:
+            from graphlake.lake.writer import WHERE_FROM
+            from graphlake.schema import TABLES
+
+            cols = [c for c in TABLES["scenarios"].columns if c not in WHERE_FROM]
+            same = " AND ".join(f"l.{c} IS NOT DISTINCT FROM s.{c}" for c in cols)
+            for lake_file, staged_file, equal in con.execute(
+                f"SELECT l.source_file, s.source_file, {same} FROM read_parquet("
+                f"{string_list(scen)}, union_by_name=true) s JOIN read_parquet("
+                f"{string_list(lake_scen)}, union_by_name=true) l USING (corpus, scenario_id) "
+                "WHERE l.corpus = $c AND l.source_file IN (SELECT f FROM _kept)",
+                {"c": corpus},
+            ).fetchall():
+                if not equal or Path(staged_file).parts < Path(lake_file).parts:
+                    return True
         for table, key, ids in claims:
             files = lake.files(table, snap)
             if not ids or not files:
