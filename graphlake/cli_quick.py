@@ -214,7 +214,7 @@ def _run(line: _Line) -> int:
         raise _NotQuick
     import duckdb
 
-    statements, files, views = current.catalog_statements(doc, root)
+    statements, files, views = current.catalog_statements(doc, root, line.statement)
     con = duckdb.connect()
     temp_dir = None
     try:

@@ -57,6 +57,11 @@ def _same(lake: Path, *args: str) -> subprocess.CompletedProcess:
         ("WITH x AS (SELECT * FROM edges) SELECT kind, count(*) FROM x GROUP BY 1 ORDER BY 1",),
         ("SELECT * FROM range(3) r(i)",),
         ("SELECT label, count(*) FROM adoptions GROUP BY 1 ORDER BY 1",),
+        # only what a statement names is made, and what that reads: a macro over edges, a
+        # view over other views, a kept view read from its files
+        ("SELECT * FROM descendants('kolab', 'hand-1', 'seg1a/n1', 3) ORDER BY ALL",),
+        ("SELECT * FROM session_metrics ORDER BY ALL", "-f", "json"),
+        ("SELECT count(*) AS n FROM adoption_chains",),
     ],
 )
 def test_the_quick_path_prints_what_the_full_cli_prints(hand_lake, args):
