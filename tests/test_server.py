@@ -222,6 +222,8 @@ def test_sql(http):
         "SELECT 1.5::DECIMAL(4,1) AS d, 12::DECIMAL(9,0) AS e, NULL AS n, true AS b, "
         "'nan'::DOUBLE AS f, DATE '2024-01-02' AS day, TIMESTAMP '2024-01-02 03:04:05' AS ts",
         "SELECT {'a': 1, 'b': ['x']} AS s",  # not plain: the Arrow way
+        # no JSON type: a decimal in a struct, bytes, an interval (each was a 500)
+        "SELECT {'a': 2.5::DECIMAL(4,1)} AS s, 'x'::BLOB AS b, INTERVAL '1 month 2 hours' AS i",
         "SELECT 170141183460469231731687303715884105727::HUGEINT AS big",  # past 64 bits
         "SELECT * FROM events ORDER BY session_id, event_id LIMIT 60",  # cut at the row limit
     ],
@@ -238,6 +240,8 @@ def test_a_json_answer_from_rows_is_the_answer_from_arrow(demo_server, sql):
         want = _encode(con.sql(sql, max_rows=50), "json").body
     assert json.loads(body) == json.loads(want)
     assert body == want
+    if "BLOB" in sql:
+        assert json.loads(body)["rows"] == [[{"a": 2.5}, "eA==", "P1M0DT7200S"]]
 
 
 def test_sql_repeats_are_answered_from_the_result_cache(http):

@@ -7,9 +7,12 @@ JSON by default (``{"columns", "rows", "truncated", "lake_version"}``); send
 
 from __future__ import annotations
 
+import base64
 import io
+from decimal import Decimal
 from typing import Annotated
 
+import orjson
 import pyarrow as pa
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, Request, Response
@@ -52,15 +55,31 @@ def _encode(result, fmt: str) -> CachedAnswer:
     cols = table.column_names
     data = table.to_pydict()
     rows = [list(r) for r in zip(*(data[c] for c in cols), strict=True)] if cols else []
-    body = json_response(
+    body = orjson.dumps(
         {
             "columns": cols,
             "rows": rows,
             "truncated": result.truncated,
             "lake_version": result.snapshot.lake_version,
-        }
-    ).body
-    return CachedAnswer(bytes(body), "application/json", headers)
+        },
+        option=orjson.OPT_NON_STR_KEYS,
+        default=_json_value,
+    )
+    return CachedAnswer(body, "application/json", headers)
+
+
+def _json_value(value):
+    """What JSON has no type for, as the text a client can read back: a decimal inside a
+    list or struct as a number, bytes as base64, an interval as ISO 8601 (``P1M3DT7200S``).
+    Without it such a column made the answer a 500."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, bytes | bytearray | memoryview):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, pa.MonthDayNano):
+        seconds = value.nanoseconds / 1e9
+        return f"P{value.months}M{value.days}DT{seconds:g}S"
+    raise TypeError(f"{type(value).__name__} has no JSON form")
 
 
 def _response(cached: CachedAnswer, cache: str | None = None) -> Response:
