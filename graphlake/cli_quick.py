@@ -219,11 +219,14 @@ def _run(line: _Line) -> int:
     temp_dir = None
     try:
         _admit(con, line.statement, views, set(doc["table_macros"]))
-        for stmt in statements:
-            con.execute(stmt)
         from graphlake.sandbox import confine
 
-        temp_dir, memory = confine(con, root / "_graphlake", files)
+        try:  # a file gone since (a vacuum), a folder not writable: the full path explains
+            for stmt in statements:
+                con.execute(stmt)
+            temp_dir, memory = confine(con, root / "_graphlake", files)
+        except (duckdb.Error, OSError):
+            raise _NotQuick from None
         names, numeric, rows, truncated = _execute(con, line, memory)
     finally:
         con.close()
