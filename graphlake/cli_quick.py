@@ -42,6 +42,10 @@ class _NotQuick(Exception):
     """The quick path cannot vouch for this command: the full CLI runs it."""
 
 
+class _Stopped(Exception):
+    """A limit stopped the statement: one ``error:`` line, as the full path prints."""
+
+
 @dataclass
 class _Line:
     statement: str
@@ -228,17 +232,17 @@ def _run(line: _Line) -> int:
         except (duckdb.Error, OSError):
             raise _NotQuick from None
         names, numeric, rows, truncated = _execute(con, line, memory)
+    except _Stopped as stop:  # the statement failed the way the full path reports it too
+        from graphlake.tabular import print_error
+
+        print_error(str(stop))
+        return 1
     finally:
         con.close()
         if temp_dir:
             import shutil
 
             shutil.rmtree(temp_dir, ignore_errors=True)
-    if isinstance(rows, str):  # the statement failed the way the full path reports it too
-        from graphlake.tabular import print_error
-
-        print_error(rows)
-        return 1
     from graphlake import tabular
 
     if line.fmt == "json":
@@ -254,7 +258,8 @@ def _run(line: _Line) -> int:
 
 
 def _execute(con, line: _Line, memory: str):
-    """(names, numeric flags, rows or an error message, truncated) of the statement."""
+    """(names, numeric flags, rows, truncated) of the statement; :class:`_Stopped` when
+    its time or memory limit stopped it."""
     import threading
 
     import duckdb
@@ -283,22 +288,16 @@ def _execute(con, line: _Line, memory: str):
         rows = con.fetchmany(line.max_rows + 1) if line.max_rows else con.fetchall()
     except duckdb.InterruptException:
         if fired.is_set():
-            return (
-                [],
-                [],
+            raise _Stopped(
                 f"query ran past its {line.timeout:g} s limit and was stopped; narrow it "
-                "(WHERE, LIMIT) or raise the time limit",
-                False,
-            )
+                "(WHERE, LIMIT) or raise the time limit"
+            ) from None
         raise
     except duckdb.OutOfMemoryException:
-        return (
-            [],
-            [],
+        raise _Stopped(
             f"query needed more than its memory limit ({memory}) and was stopped; narrow it "
-            "(WHERE, fewer columns, no huge lists) or raise $GRAPHLAKE_MEMORY_LIMIT",
-            False,
-        )
+            "(WHERE, fewer columns, no huge lists) or raise $GRAPHLAKE_MEMORY_LIMIT"
+        ) from None
     except duckdb.Error:
         raise _NotQuick from None  # the full path runs it again and explains
     finally:

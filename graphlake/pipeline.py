@@ -373,9 +373,7 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], stagin
 
     snap = lake.snapshot()
     kept_files = sorted({str(f) for u in kept for f in _files_of(u)})
-    claims = [
-        ("sessions", "session_id", sorted({sid for s in summaries for sid, _u, _f in s.sessions}))
-    ]
+    sids = sorted({sid for s in summaries for sid, _unit, _src in s.sessions})
     con = duckdb.connect()
     try:
         con.register("_kept", pa.table({"f": kept_files}))
@@ -399,22 +397,19 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], stagin
             ).fetchall():
                 if not equal or Path(staged_file).parts < Path(lake_file).parts:
                     return True
-        for table, key, ids in claims:
-            files = lake.files(table, snap)
-            if not ids or not files:
-                continue
-            con.register("_ids", pa.table({"s": ids}))
-            [(n,)] = con.execute(
-                f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
-                f"WHERE corpus = $c AND {key} IN (SELECT s FROM _ids) "
-                "AND source_file IN (SELECT f FROM _kept)",
-                {"c": corpus},
-            ).fetchall()
-            if n:
-                return True
+        files = lake.files("sessions", snap)
+        if not sids or not files:
+            return False
+        con.register("_sids", pa.table({"s": sids}))
+        [(n,)] = con.execute(
+            f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
+            "WHERE corpus = $c AND session_id IN (SELECT s FROM _sids) "
+            "AND source_file IN (SELECT f FROM _kept)",
+            {"c": corpus},
+        ).fetchall()
     finally:
         con.close()
-    return False
+    return n > 0
 
 
 def _unchanged_since(files: list[Path], before: dict) -> bool:

@@ -43,3 +43,25 @@ def test_lake_rows_validate_against_the_json_schemas(lake):
         for row in rows:
             row = {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in row.items()}
             jsonschema.validate(row, schema)
+
+
+def test_string_literals_read_back_as_the_text_they_quote():
+    """Every value pasted into generated SQL goes through one quoting function (no sqlglot,
+    so the quick CLI path can use it): DuckDB reads each literal back as the exact text, and
+    it is the literal sqlglot writes for DuckDB."""
+    import random
+
+    import duckdb
+    from sqlglot import exp
+
+    from graphlake.schema.files_sql import string_list, string_literal
+
+    rng = random.Random(0)
+    pieces = ["'", "''", '"', "\\", "\n", "\t", "\r", "é", "☃", "a", " ", "$1", "?", "--", "/*"]
+    texts = ["".join(rng.choice(pieces) for _ in range(rng.randrange(12))) for _ in range(500)]
+    con = duckdb.connect()
+    for text in texts:
+        lit = string_literal(text)
+        assert lit == exp.Literal.string(text).sql("duckdb")
+        assert con.execute(f"SELECT {lit}").fetchone()[0] == text
+    assert con.execute(f"SELECT {string_list(texts[:20])}").fetchone()[0] == texts[:20]

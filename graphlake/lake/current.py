@@ -39,12 +39,8 @@ class Manifest:
     kept_types: dict[str, list[tuple[str, str]]]
 
 
-def log_version(lake) -> int | None:
-    """The newest Delta log entry of the lake's snapshots table (None: no snapshot yet)."""
-    return _log_version(lake.meta_dir)
-
-
 def _log_version(meta: Path) -> int | None:
+    """The newest Delta log entry of the lake's snapshots table (None: no snapshot yet)."""
     try:
         names = os.listdir(meta / "snapshots" / "_delta_log")
     except OSError:
@@ -86,9 +82,10 @@ def write(lake, snap) -> None:
     from graphlake.schema.graph_macros import MACROS, TABLE_MACROS
     from graphlake.schema.views import DERIVED_VIEWS, MATERIALIZED
 
+    log = _log_version(lake.meta_dir)
     doc: dict = {
         "format": FORMAT,
-        "log_version": log_version(lake),
+        "log_version": log,
         "source_key": source_key(),
         "snapshot": {
             "lake_version": snap.lake_version,
@@ -100,9 +97,7 @@ def write(lake, snap) -> None:
             "rows_added": snap.rows_added,
             "rows_removed": snap.rows_removed,
         },
-        "files": {
-            name: _relative(lake, lake.files(name, snap, use_manifest=False)) for name in TABLES
-        },
+        "files": _table_files(lake, snap, log),
         # what a catalog is made of besides the files: each table's columns, the macros and
         # the derived views' SQL (graphlake.cli_quick makes a catalog from these alone)
         "columns": {
@@ -125,6 +120,35 @@ def write(lake, snap) -> None:
     tmp = path.with_name(f".{FILE}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(doc, sort_keys=True) + "\n")
     os.replace(tmp, path)
+
+
+def _table_files(lake, snap, log: int | None) -> dict[str, list[str]]:
+    """Each table's files in ``snap`` (relative to the lake). A table at the version the
+    previous manifest lists has those files still (a Delta version never changes), so only
+    the tables this commit wrote are opened; the previous manifest is used only when it was
+    the one just before: the previous log entry's, of the previous lake version."""
+    from graphlake.schema import TABLES
+
+    try:
+        prev = json.loads((lake.meta_dir / FILE).read_text())
+    except (OSError, ValueError):
+        prev = {}
+    if not (
+        prev.get("format") == FORMAT
+        and log is not None
+        and prev.get("log_version") == log - 1
+        and (prev.get("snapshot") or {}).get("lake_version") == snap.lake_version - 1
+    ):
+        prev = {}
+    before = (prev.get("snapshot") or {}).get("table_versions") or {}
+    out = {}
+    for name in TABLES:
+        v = snap.table_versions.get(name)
+        if v is not None and before.get(name) == v and name in prev.get("files", {}):
+            out[name] = prev["files"][name]
+        else:
+            out[name] = _relative(lake, lake.files(name, snap, use_manifest=False))
+    return out
 
 
 def read_doc(root: Path) -> dict | None:
@@ -161,10 +185,10 @@ def read(lake) -> Manifest | None:
         s.get("rows_removed") or {},
     )
     fresh = doc["fresh"]
-    kept = {n: None if f is None else _absolute(lake, f) for n, f in doc["kept"].items()}
+    kept = {n: None if f is None else absolute(lake.root, f) for n, f in doc["kept"].items()}
     return Manifest(
         snap,
-        {name: _absolute(lake, files) for name, files in doc["files"].items()},
+        {name: absolute(lake.root, files) for name, files in doc["files"].items()},
         kept if fresh else {},
         {n: [tuple(c) for c in cols] for n, cols in doc["kept_types"].items()} if fresh else {},
     )
@@ -185,10 +209,6 @@ def _relative(lake, files: list[str]) -> list[str]:
         path = f.removeprefix("file://")
         out.append(os.path.relpath(path, root) if path.startswith(root + os.sep) else f)
     return out
-
-
-def _absolute(lake, files: list[str]) -> list[str]:
-    return absolute(lake.root, files)
 
 
 _WORDS = re.compile(r"[a-z_][a-z0-9_]*")
@@ -213,36 +233,40 @@ def catalog_statements(
     from graphlake.schema.files_sql import typed_files_select
 
     bodies: dict[str, str] = {}
+    reads: dict[str, list[str]] = {}  # the files each view reads
     for name, columns in doc["columns"].items():
-        bodies[name] = typed_files_select(absolute(root, doc["files"].get(name, [])), columns)
+        reads[name] = absolute(root, doc["files"].get(name, []))
+        bodies[name] = typed_files_select(reads[name], columns)
     macros = {}
     for sql in doc["macros"]:
         m = _MACRO_NAME.search(sql)
         macros[m.group(1).lower() if m else sql] = sql
     for name, sql in doc["views"]:
         kept = doc["kept"].get(name) if doc["fresh"] else None
-        if kept is not None:
-            sql = typed_files_select(absolute(root, kept), doc["kept_types"][name])
-        bodies[name] = sql
+        reads[name] = [] if kept is None else absolute(root, kept)
+        bodies[name] = (
+            sql if kept is None else typed_files_select(reads[name], doc["kept_types"][name])
+        )
     views = set(bodies)
-    wanted = set(views) | set(macros)
+    names = views | set(macros)
+    wanted = names
     if statement is not None:
         texts = {**bodies, **macros}  # a kept view's body reads its files, not its inputs
-        wanted, todo = set(), list(_names(statement) & (views | set(macros)))
+        wanted, todo = set(), list(_names(statement) & names)
         while todo:
             name = todo.pop()
             if name not in wanted:
                 wanted.add(name)
-                todo += _names(texts.get(name, "")) & (views | set(macros))
+                todo += _names(texts[name]) & names
+    # in the order the full path makes them: tables, macros, derived views
+    order = [*doc["columns"], *macros, *(name for name, _ in doc["views"])]
     statements, files = [], []
-    for name in doc["columns"]:
-        if name in wanted:
+    for name in order:
+        if name not in wanted:
+            continue
+        if name in macros:
+            statements.append(macros[name])
+        else:
             statements.append(f"CREATE VIEW {name} AS {bodies[name]}")
-            files += absolute(root, doc["files"].get(name, []))
-    statements += [sql for name, sql in macros.items() if name in wanted]
-    for name, _sql in doc["views"]:
-        if name in wanted:
-            kept = doc["kept"].get(name) if doc["fresh"] else None
-            files += absolute(root, kept) if kept is not None else []
-            statements.append(f"CREATE VIEW {name} AS {bodies[name]}")
+            files += reads[name]
     return statements, files, views
