@@ -98,6 +98,51 @@ def test_taubench_v1_results_file():
     assert len(rows(out, "events")) == sum(len(r["traj"]) for r in results)
 
 
+def test_minisweagent_v2_trajectory_with_its_exit_message():
+    """mini-swe-agent 2.x: tool calls with ``extra.actions`` and the raw API response, tool
+    messages with their raw output, and a closing ``exit`` message (the harness's, not the
+    model's)."""
+    path = SAMPLES / "minisweagent" / "django__django-11099.excerpt.traj.json"
+    doc = json.loads(path.read_text())
+    messages = doc["messages"]
+    out = run_mapping("minisweagent", path)
+    assert not rows(out, "rejects")
+    [session] = rows(out, "sessions")
+    assert session["session_id"] == doc["instance_id"]
+    assert session["condition"] == doc["info"]["config"]["model"]["model_name"]
+    events = sorted(rows(out, "events"), key=lambda e: e["seq"])
+    assert [(e["actor"], e["text"]) for e in events] == [
+        (m["role"], m["content"]) for m in messages
+    ]
+    kinds = {"system": "instruction", "assistant": "message", "tool": "observation"}
+    expected_kinds = [
+        "control" if m["role"] == "exit" else "instruction" if i <= 1 else kinds[m["role"]]
+        for i, m in enumerate(messages)
+    ]
+    assert [e["kind"] for e in events] == expected_kinds
+    assert events[-1]["actor_type"] == "system"  # the harness's exit, not the model speaking
+    stamped = [(e["seq"], e["timestamp"].timestamp()) for e in events if e["timestamp"]]
+    assert stamped == [
+        (i, pytest.approx(m["extra"]["timestamp"]))
+        for i, m in enumerate(messages)
+        if "timestamp" in m.get("extra", {})
+    ]
+    calls = [json.loads(e["payload"]) for e in events if e["actor"] == "assistant"]
+    assert calls == [m["tool_calls"] for m in messages if m["role"] == "assistant"]
+    nodes = sorted(rows(out, "nodes"), key=lambda n: n["node_id"])
+    acting = [(i, m) for i, m in enumerate(messages) if i > 0 and m["role"] != "exit"]
+    assert len(nodes) == len(acting) and len(rows(out, "edges")) == len(acting) - 1
+    assert [n["label"] for n in nodes] == [
+        "instruction" if i == 1 else "action" if m["role"] == "assistant" else "observation"
+        for i, m in acting
+    ]
+    outcome = next(a for a in rows(out, "annotations") if a["kind"] == "outcome")
+    assert (outcome["label"], outcome["text"]) == (
+        doc["info"]["exit_status"],
+        doc["info"]["submission"],
+    )
+
+
 # -- documented shapes ------------------------------------------------------------------------
 
 
@@ -241,6 +286,7 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
         SAMPLES / "chatarena" / "umshini_debate0.json",
         SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl",
         SAMPLES / "taubench" / "tool-calling-deepseek-v3_range_0-1_error.json",
+        SAMPLES / "minisweagent" / "django__django-11099.excerpt.traj.json",
         *SHAPES.glob("*.json*"),
     ]:
         (tmp_path / src.name).write_bytes(src.read_bytes())
@@ -251,7 +297,10 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
         "agentbench": ["medagentbench_gemini-2.0_error.jsonl"],
         "chatarena": ["umshini_debate0.json"],
         "harbor_atif": ["harbor_trajectory.json"],
-        "minisweagent": ["astropy__astropy-12907.traj.json"],
+        "minisweagent": [
+            "astropy__astropy-12907.traj.json",
+            "django__django-11099.excerpt.traj.json",
+        ],
         "openhands_eval": ["openhands_output.jsonl"],
         "taubench": ["tool-calling-deepseek-v3_range_0-1_error.json"],
     }
