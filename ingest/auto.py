@@ -33,9 +33,15 @@ def _mapping_matches(detect: dict, path: Path, sh: Shape) -> bool:
     any_keys = detect.get("any_keys")
     if any_keys and not any(k in keys for k in any_keys):
         return False
-    for k, pattern in (detect.get("values") or {}).items():
+    for k, patterns in (detect.get("values") or {}).items():
         v = sh.value_at(k)
-        if v is _MISSING or not isinstance(v, str) or not fnmatch.fnmatchcase(v, pattern):
+        if isinstance(patterns, str):
+            patterns = [patterns]
+        if (
+            v is _MISSING
+            or not isinstance(v, str)
+            or not any(fnmatch.fnmatchcase(v, p) for p in patterns)
+        ):
             return False
     item_keys = detect.get("item_keys")
     if item_keys and not set(item_keys) <= set(sh.item_keys):

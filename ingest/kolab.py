@@ -32,6 +32,7 @@ from graphlake.ingest.base import (
     within,
 )
 from graphlake.ingest.kolab_graph import GraphParser, ParsedGraph
+from graphlake.ingest.sniff import is_atif
 from graphlake.ingest.vectorised import parse_batched
 
 GRAPH_FILE = "graph.json"
@@ -167,7 +168,7 @@ class KolabIngestor(Ingestor):
             if obj is None:
                 self.reject_file(out, path, f"not valid JSON ({exc}); fix the syntax and re-ingest")
                 return None
-        if isinstance(obj, dict) and str(obj.get("schema_version", "")).startswith("ATIF"):
+        if is_atif(obj):
             # Harbor's trajectories also have `steps` and `session_id`: not a Kolab graph
             self.reject_file(
                 out,

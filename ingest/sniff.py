@@ -20,6 +20,26 @@ _SAMPLE_FILES = 20
 _HEAD_BYTES = 64 << 10
 
 
+def is_atif(doc) -> bool:
+    """A Harbor ATIF trajectory (``schema_version`` "ATIF-v1.x"), or one from a writer that
+    spells its version "1.4" (OpenAgents' Terminal-Bench runs), whose steps are ATIF's
+    ``{step_id, source}``: it has ``steps`` and ``session_id`` like a Kolab graph, and is not
+    one."""
+    if not isinstance(doc, dict):
+        return False
+    version = str(doc.get("schema_version", ""))
+    if version.startswith("ATIF"):
+        return True
+    steps = doc.get("steps")
+    return (
+        re.fullmatch(r"v?1\.\d+", version) is not None
+        and isinstance(steps, list)
+        and bool(steps)
+        and isinstance(steps[0], dict)
+        and {"step_id", "source"} <= steps[0].keys()
+    )
+
+
 def is_non_data(path: Path) -> bool:
     return bool(NON_DATA.match(path.name)) and path.is_file()
 
@@ -70,7 +90,7 @@ def _looks_like(path: Path, sh=None) -> str | None:
     if not isinstance(value, dict):
         return None
     keys = set(value)
-    if str(value.get("schema_version", "")).startswith("ATIF"):
+    if is_atif(value):
         return "harbor_atif"  # Harbor's trajectory format also has steps and session_id
     if "simulations" in keys or "simulation_index" in keys:
         return "tau2"

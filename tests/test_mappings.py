@@ -143,6 +143,54 @@ def test_minisweagent_v2_trajectory_with_its_exit_message():
     )
 
 
+def test_atif_from_another_writer_results_as_their_own_steps(tmp_path):
+    """OpenAgents' ATIF (schema_version "1.4", agent.model, calls as {id, name, arguments},
+    each result its own system step naming its call): every call and result lands, paired."""
+    path = SAMPLES / "atif" / "tbench-regex-log.trajectory.json"
+    doc = json.loads(path.read_text())
+    out = run_mapping("harbor_atif", path)
+    assert not rows(out, "rejects")
+    [session] = rows(out, "sessions")
+    assert (session["session_id"], session["condition"]) == (
+        doc["session_id"],
+        doc["agent"]["model"],
+    )
+    events = rows(out, "events")
+    messages = sorted((e for e in events if e["kind"] == "message"), key=lambda e: e["seq"])
+    assert [(e["seq"], e["actor"], e["text"]) for e in messages] == [
+        (s["step_id"], s["source"], s["message"]) for s in doc["steps"]
+    ]
+    calls = {e["request_id"]: e for e in events if e["kind"] == "tool_call"}
+    doc_calls = {c["id"]: (s, c) for s in doc["steps"] for c in s.get("tool_calls", [])}
+    assert set(calls) == set(doc_calls)
+    for cid, (step, call) in doc_calls.items():
+        assert (calls[cid]["text"], calls[cid]["seq"]) == (call["name"], step["step_id"])
+        assert json.loads(calls[cid]["payload"]) == call["arguments"]
+    results = {e["request_id"]: e for e in events if e["kind"] == "tool_result"}
+    doc_results = {
+        s["message"].removeprefix("Tool result for "): s for s in doc["steps"] if "observation" in s
+    }
+    assert set(results) == set(doc_results) == set(doc_calls)  # every call answered
+    for cid, step in doc_results.items():
+        got = results[cid]
+        assert got["text"] == step["observation"]["content"]
+        assert got["status"] == (None if step["observation"]["result"]["success"] else "error")
+    [cost] = rows(out, "annotations")
+    assert cost["value"] == doc["final_metrics"]["total_cost_usd"]
+    # `ingest auto` takes it for this mapping, and the Kolab reader refuses it
+    from graphlake.ingest.auto import choose
+
+    (tmp_path / path.name).write_bytes(path.read_bytes())
+    assert {n: [p.name for p in f] for n, f in choose(tmp_path).by_ingestor.items()} == {
+        "harbor_atif": [path.name]
+    }
+    kolab = ingest.get("kolab")
+    refused = CollectingEmitter("kolab")
+    kolab.parse_many(kolab.units(tmp_path), 0, refused)
+    assert not rows(refused, "sessions")
+    assert "harbor_atif" in rows(refused, "rejects")[0]["reason"]
+
+
 # -- documented shapes ------------------------------------------------------------------------
 
 
