@@ -1175,7 +1175,8 @@ def serve(
     if ceiling:
         err_console.print(
             f"graphlake: each serving process is capped at {ceiling / (1 << 30):.1f} GiB of data "
-            "($GRAPHLAKE_SERVE_MEMORY_CEILING): a statement that needs more is stopped"
+            "($GRAPHLAKE_SERVE_MEMORY_CEILING), or 1 GiB above what it holds once it holds more: "
+            "a statement that needs more is stopped"
         )
     try:
         uvicorn.run(
@@ -1194,21 +1195,13 @@ def serve(
 
 def _cap_memory() -> int | None:
     """Cap this process's data segment (RLIMIT_DATA; worker processes inherit it) at
-    :func:`graphlake.config.serve_memory_ceiling`, never raising a cap already lower."""
-    import resource
-
+    :func:`graphlake.config.serve_memory_ceiling`, never raising a cap already lower; the
+    server's own builds make room above it (:mod:`graphlake.data_cap`)."""
     from graphlake.config import serve_memory_ceiling
+    from graphlake.data_cap import install
 
     ceiling = serve_memory_ceiling()
-    if ceiling is None:
-        return None
-    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-    if soft != resource.RLIM_INFINITY and soft <= ceiling:
-        return soft
-    if hard != resource.RLIM_INFINITY:
-        ceiling = min(ceiling, hard)
-    resource.setrlimit(resource.RLIMIT_DATA, (ceiling, hard))
-    return ceiling
+    return None if ceiling is None else install(ceiling)
 
 
 def _check_port_free(host: str, port: int) -> None:

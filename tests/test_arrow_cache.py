@@ -37,6 +37,22 @@ def test_built_once_then_mapped(lake):
     assert len(built) == 3
 
 
+def test_a_streamed_build_writes_every_reader_into_one_file(lake):
+    """A build handing over several readers (a corpus read range by range) gives one table,
+    the readers' batches in order, mapped from its file."""
+    parts = [_table(3), _table(3).slice(0, 0), pa.table({"id": ["z"], "corpus": ["k"]})]
+
+    def stream(write):
+        for t in parts:
+            write(pa.RecordBatchReader.from_batches(t.schema, t.to_batches()))
+
+    got = cached_table(lake, 1, "s", "r", stream=stream)
+    assert got.equals(pa.concat_tables(parts))
+    assert cached_table(lake, 1, "s", "r", stream=lambda write: None).equals(got)  # mapped
+    with pytest.raises(TypeError):
+        cached_table(lake, 1, "s", "r")
+
+
 def test_an_unreadable_file_is_built_again(lake):
     cached_table(lake, 1, "t", "r", _table)
     (path,) = (cache_dir(lake) / "v1").glob("t-*.arrow")

@@ -167,10 +167,14 @@ def test_errors_say_what_to_do(bench):
         bench.instances("kolab-1b", params={"bogus": 1})
 
 
-def test_corpus_slices_equal_point_queries(demo_lake):
-    """A session read from the whole-corpus tables is the session read by its own queries."""
-    from graphlake.protocols.session import SessionCache
+@pytest.mark.parametrize("per_read", [10_000, 7])
+def test_corpus_slices_equal_point_queries(demo_lake, monkeypatch, per_read):
+    """A session read from the whole-corpus tables is the session read by its own queries,
+    whether the tables were read in one statement or range by range (7 sessions a read:
+    every range boundary falls inside the corpus)."""
+    from graphlake.protocols.session import CorpusRows, SessionCache
 
+    monkeypatch.setattr(CorpusRows, "SESSIONS_PER_READ", per_read)
     with Connection(demo_lake) as con:
         whole, point = SessionCache(con), SessionCache(con, preload_rows=0)
         sessions = con.rows("SELECT corpus, session_id FROM sessions ORDER BY ALL")
@@ -180,6 +184,26 @@ def test_corpus_slices_equal_point_queries(demo_lake):
             assert a == b and a is not None
         assert point._corpora and all(v is None for v in point._corpora.values())
         assert whole.get("kolab", "no-such-session") is None
+
+
+def test_a_corpus_that_cannot_be_held_is_served_by_point_queries(demo_lake, monkeypatch, caplog):
+    """Holding a corpus that runs past the connection's memory limit (a large corpus in a
+    capped serving process) leaves the corpus to point queries, with one warning; the
+    server starts and answers."""
+    from graphlake.errors import QueryMemoryError
+    from graphlake.protocols import session
+
+    def too_large(con, corpus):
+        raise QueryMemoryError("query needed more than its memory limit (2.0 GiB)")
+
+    monkeypatch.setattr(session, "CorpusRows", too_large)
+    with Connection(demo_lake) as con:
+        cache = session.SessionCache(con)
+        assert cache.preload() == []
+        sid = con.rows("SELECT session_id FROM sessions WHERE corpus = 'kolab' LIMIT 1")[0]
+        got = cache.get("kolab", sid["session_id"])
+        assert got is not None and got == session.load_session(con, "kolab", sid["session_id"])
+    assert "served one session at a time" in caplog.text
 
 
 @pytest.fixture(scope="module")

@@ -25,10 +25,13 @@ import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import TypeAlias
 
 import pyarrow as pa
 
 import graphlake
+from graphlake.config import SERVE_HEADROOM_BYTES
+from graphlake.data_cap import room_for_build
 from graphlake.lake import Lake
 
 #: Bump when what is written changes without the SQL changing.
@@ -38,17 +41,33 @@ KEEP_VERSIONS = 3
 
 log = logging.getLogger(__name__)
 
+#: A build that streams: it calls its argument with readers of the table's batches (one or
+#: several, one after another, all of one schema), which are written to the file as they
+#: come: the table is never whole in memory
+Streamed: TypeAlias = Callable[[Callable[[pa.RecordBatchReader], None]], None]
+
 
 def cache_dir(lake: Lake) -> Path:
     return lake.meta_dir / "cache" / "arrow"
 
 
 def cached_table(
-    lake: Lake, version: int, name: str, recipe: str, build: Callable[[], pa.Table]
+    lake: Lake,
+    version: int,
+    name: str,
+    recipe: str,
+    build: Callable[[], pa.Table] | None = None,
+    *,
+    stream: Streamed | None = None,
 ) -> pa.Table:
     """``build()``'s table for ``version``, memory-mapped from its file when an earlier build
     (of this process or another) left one; ``recipe`` is everything the table depends on
-    besides the version (the SQL and its parameters)."""
+    besides the version (the SQL and its parameters). With ``stream`` instead of ``build``
+    the batches go to the file one by one: a serving process, whose data segment is capped,
+    builds a table larger than its cap allows in memory (100,000 Kolab sessions: 1.3 GiB of
+    rows, 3.3 GiB at the peak when built whole)."""
+    if (build is None) == (stream is None):
+        raise TypeError("cached_table takes one of build and stream")
     digest = hashlib.blake2b(
         f"{graphlake.__version__}\0{FORMAT}\0{recipe}".encode(), digest_size=12
     ).hexdigest()
@@ -61,21 +80,38 @@ def cached_table(
         folder.mkdir(parents=True, exist_ok=True)
         lock = open(folder / f".{name}-{digest}.lock", "w")  # noqa: SIM115 - held below
     except OSError:
-        return build()  # a read-only lake: no cache, as before
+        return _in_memory(build, stream)  # a read-only lake: no cache, as before
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one build; the others wait for its file
         table = _mapped(path)
         if table is not None:
             return table
-        table = build()
         try:
-            _write(path, table)
+            with room_for_build(SERVE_HEADROOM_BYTES):  # the server's own work, not a statement
+                if stream is not None:
+                    _write_stream(path, stream)
+                    table = None
+                else:
+                    assert build is not None
+                    table = build()
+                    _write(path, table)
         except OSError as exc:
             log.warning("could not keep %s in the lake's cache (%s): built in memory", name, exc)
-            return table
+            return table if table is not None else _in_memory(build, stream)
         _prune(cache_dir(lake), keep=version)
         mapped = _mapped(path)
-        return mapped if mapped is not None else table
+        if mapped is None:
+            return table if table is not None else _in_memory(build, stream)
+        return mapped
+
+
+def _in_memory(build: Callable[[], pa.Table] | None, stream: Streamed | None) -> pa.Table:
+    if build is not None:
+        return build()
+    got: list[pa.Table] = []
+    assert stream is not None
+    stream(lambda reader: got.append(reader.read_all()))
+    return pa.concat_tables(got)
 
 
 def _mapped(path: Path) -> pa.Table | None:
@@ -94,11 +130,38 @@ def _mapped(path: Path) -> pa.Table | None:
 
 
 def _write(path: Path, table: pa.Table) -> None:
-    """Written beside and renamed into place: a reader sees the whole file or none."""
+    """Written beside and renamed into place: a reader sees the whole file or none; the
+    table's chunks are written as they are (no copy into one)."""
+    _write_stream(
+        path,
+        lambda write: write(pa.RecordBatchReader.from_batches(table.schema, table.to_batches())),
+    )
+
+
+def _write_stream(path: Path, stream: Streamed) -> None:
+    """The batches of every reader ``stream`` hands over, in order, into one file written
+    beside ``path`` and renamed into place."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
-            writer.write_table(table.combine_chunks())
+        with pa.OSFile(str(tmp), "wb") as sink:
+            writer: pa.ipc.RecordBatchFileWriter | None = None
+            schema: pa.Schema | None = None
+
+            def write(reader: pa.RecordBatchReader) -> None:
+                nonlocal writer, schema
+                if writer is None:
+                    schema = reader.schema
+                    writer = pa.ipc.new_file(sink, schema)
+                for batch in reader:
+                    writer.write_batch(batch if batch.schema == schema else batch.cast(schema))
+
+            try:
+                stream(write)
+            finally:
+                if writer is not None:
+                    writer.close()
+            if writer is None:
+                raise OSError("the build handed over no rows, not even a schema")
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

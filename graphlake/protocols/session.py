@@ -11,6 +11,7 @@ output a question is about), which is named in the prompt anyway. The leakage pr
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
 from threading import Lock
 
@@ -18,8 +19,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from graphlake.errors import QueryMemoryError, QueryTimeoutError
 from graphlake.protocols.arrow_cache import cached_table
 from graphlake.query.connection import Connection
+
+log = logging.getLogger(__name__)
 
 #: What a context may need from a session: (table alias, columns, FROM, ORDER BY). Each runs
 #: either for one session or, sorted by session, for a whole corpus at once (``SessionStore``).
@@ -71,11 +75,15 @@ _PARTS = {
 _EXTRA_WHERE = {"edges": "e.level = 'action'", "mental_models": "a.kind = 'mental_model'"}
 
 
-def _part_sql(part: str, *, one_session: bool) -> str:
+def _part_sql(part: str, *, one_session: bool, session_range: bool = False) -> str:
+    """One part's SELECT for one session ($s) or a corpus ($c), sorted by session; with
+    ``session_range`` only the sessions in [$lo, $hi) ($hi NULL: no upper end)."""
     alias, cols, source, order = _PARTS[part]
     where = [f"{alias}.corpus = $c"]
     if one_session:
         where.append(f"{alias}.session_id = $s")
+    if session_range:
+        where.append(f"{alias}.session_id >= $lo AND ($hi IS NULL OR {alias}.session_id < $hi)")
     if part in _EXTRA_WHERE:
         where.append(_EXTRA_WHERE[part])
     sid = "" if one_session else f"{alias}.session_id AS _sid, "
@@ -230,16 +238,48 @@ class CorpusRows:
     """Every session of one corpus, each part an Arrow table sorted by session, with the row
     range of every session: a session's rows are a slice, found in a dict, not a query."""
 
+    #: sessions read by one statement of a build: each statement's join and sort stay far
+    #: below the connection's memory limit however large the corpus (at 100,000 Kolab
+    #: sessions one statement for the whole corpus needed more than 2 GiB)
+    SESSIONS_PER_READ = 10_000
+
     def __init__(self, con: Connection, corpus: str):
         self.tables, self.ranges = {}, {}
+        bounds: list[str] | None = None
+
+        def ranges() -> list[tuple[str, str | None]]:
+            nonlocal bounds
+            if bounds is None:  # every SESSIONS_PER_READ-th session id, in order
+                bounds = [
+                    r["session_id"]
+                    for r in con.rows(
+                        "SELECT session_id FROM (SELECT session_id, row_number() OVER "
+                        "(ORDER BY session_id) - 1 AS i FROM sessions WHERE corpus = $c) "
+                        f"WHERE i % {self.SESSIONS_PER_READ} = 0 ORDER BY session_id",
+                        {"c": corpus},
+                    )
+                ]
+            lows = [""] + bounds[1:]
+            return list(zip(lows, [*bounds[1:], None], strict=True))
+
         for name in _PARTS:
-            sql = _part_sql(name, one_session=False)
+            sql = _part_sql(name, one_session=False, session_range=True)
 
-            def build(sql: str = sql) -> pa.Table:
-                return con.execute(sql, {"c": corpus}, max_rows=None, timeout_s=None).table
+            def build(write, sql: str = sql) -> None:
+                for lo, hi in ranges():
+                    con.execute(
+                        sql,
+                        {"c": corpus, "lo": lo, "hi": hi},
+                        max_rows=None,
+                        timeout_s=None,
+                        consume=write,
+                    )
 
-            # built once per lake version, memory-mapped by every worker and every restart
-            table = cached_table(con.lake, con.version, f"rows-{name}", f"{sql}\0{corpus}", build)
+            # built once per lake version, streamed to its file range by range (never whole
+            # in memory: the serving process's data segment is capped), memory-mapped by
+            # every worker and every restart
+            recipe = f"{sql}\0{corpus}\0{self.SESSIONS_PER_READ}"
+            table = cached_table(con.lake, con.version, f"rows-{name}", recipe, stream=build)
             self.tables[name] = table.drop_columns(["_sid"])
             self.ranges[name] = _ranges(table.column("_sid"))
 
@@ -309,8 +349,22 @@ class SessionCache:
                     {"c": corpus},
                 )
                 fits = n[0]["n"] <= self.preload_rows
-                self._corpora[corpus] = CorpusRows(self.con, corpus) if fits else None
+                self._corpora[corpus] = self._hold(corpus) if fits else None
         return self._corpora[corpus]
+
+    def _hold(self, corpus: str) -> CorpusRows | None:
+        """The corpus held whole, or None (point queries) when reading it runs past the
+        connection's memory or time limits: a server that cannot hold a corpus still serves
+        it, one session at a time, and says so once."""
+        try:
+            return CorpusRows(self.con, corpus)
+        except (QueryMemoryError, QueryTimeoutError, MemoryError) as exc:
+            log.warning(
+                "corpus %s is served one session at a time: holding its rows failed (%s)",
+                corpus,
+                exc,
+            )
+            return None
 
     def get(self, corpus: str, session_id: str) -> SessionData | None:
         if self.con.version != self._version:  # the connection moved to another snapshot

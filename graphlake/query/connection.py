@@ -35,6 +35,7 @@ import threading
 import time
 import warnings
 from collections import OrderedDict
+from collections.abc import Callable
 
 import duckdb
 import pyarrow as pa
@@ -439,12 +440,16 @@ class Connection:
         max_rows: int | None = DEFAULT_MAX_ROWS,
         timeout_s: float | None = DEFAULT_TIMEOUT_S,
         _limit_s: float | None = None,
+        consume: Callable[[pa.RecordBatchReader], None] | None = None,
     ) -> QueryResult:
         """Run SQL graphlake itself built (no guard; still sandboxed, capped and limited).
         Statements that write files are refused here too (DuckDB's own parser says what a
         statement is): with external access off, DuckDB still lets COPY, ATTACH and EXPORT
         write into the connection's temporary folder, where the spill cap does not count
-        them (349 MB went past a 100 MiB cap)."""
+        them (349 MB went past a 100 MiB cap).
+
+        ``consume``: called with a reader of the result's batches instead of gathering them
+        (the result's table is then empty): a result larger than memory streams through."""
         refused = _writes_files(sql)
         if refused:
             raise SqlError(
@@ -452,7 +457,9 @@ class Connection:
                 "writes nothing (write query results with `graphlake sql --format parquet`, "
                 "or `graphlake export`)"
             )
-        return self._on_pin(lambda pin: self._run(pin, sql, params, max_rows, timeout_s, _limit_s))
+        return self._on_pin(
+            lambda pin: self._run(pin, sql, params, max_rows, timeout_s, _limit_s, consume=consume)
+        )
 
     def _on_pin(self, work):
         """``work(pin)`` on the current catalog, which stays open while it runs. When a vacuum
@@ -492,6 +499,7 @@ class Connection:
         timeout_s: float | None,
         _limit_s: float | None,
         as_rows: bool = False,
+        consume: Callable[[pa.RecordBatchReader], None] | None = None,
     ) -> QueryResult | RowsResult:
         snapshot = pin.cat.snapshot
         cur = self._cursor(pin)
@@ -523,6 +531,9 @@ class Connection:
                 return RowsResult(names, types, plain, cut, snapshot)
             reader = _arrow_reader(cur, 65_536)
             batches, rows, truncated = [], 0, False
+            if consume is not None:
+                consume(reader)
+                reader = pa.RecordBatchReader.from_batches(reader.schema, [])
             for batch in reader:
                 if max_rows is not None and rows + batch.num_rows > max_rows:
                     batches.append(batch.slice(0, max_rows - rows))

@@ -1,0 +1,80 @@
+"""The serving process's data-segment cap makes room for the server's own builds and keeps
+the same headroom above what the server holds after them. Each case runs in a child process:
+a cap on the test process itself would outlive the test."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+pytestmark = pytest.mark.subprocess
+
+SCRIPT = textwrap.dedent(
+    """
+    import resource
+    from graphlake import data_cap
+
+    MiB = 1 << 20
+    base = data_cap.data_bytes()
+    ceiling = data_cap.install(base + 200 * MiB)
+    assert resource.getrlimit(resource.RLIMIT_DATA)[0] == ceiling
+
+    try:  # a statement's allocation past the cap fails
+        big = bytearray(400 * MiB)
+        print("statement-allocated")
+    except MemoryError:
+        print("statement-stopped")
+
+    held = []
+    with data_cap.room_for_build(100 * MiB):  # the server's own build: past the ceiling
+        with data_cap.room_for_build(100 * MiB):  # a second build at the same time
+            held.append(bytearray(300 * MiB))
+        assert resource.getrlimit(resource.RLIMIT_DATA)[0] == resource.RLIM_INFINITY
+        held.append(bytearray(100 * MiB))
+    print("build-held", sum(len(b) for b in held) // MiB)
+    soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    print("headroom-ok", soft >= data_cap.data_bytes() + 90 * MiB and soft > ceiling)
+
+    try:  # above what the build holds, statements have the headroom and no more
+        more = bytearray(50 * MiB)
+        print("small-allocated")
+        more2 = bytearray(400 * MiB)
+        print("large-allocated")
+    except MemoryError:
+        print("large-stopped")
+    """
+)
+
+
+def test_builds_make_room_and_the_headroom_stays_above_what_they_hold():
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [
+        "statement-stopped",
+        "build-held",
+        "400",
+        "headroom-ok",
+        "True",
+        "small-allocated",
+        "large-stopped",
+    ]
+
+
+def test_without_a_cap_a_build_changes_nothing():
+    script = textwrap.dedent(
+        """
+        import resource
+        from graphlake import data_cap
+        before = resource.getrlimit(resource.RLIMIT_DATA)
+        with data_cap.room_for_build(1 << 20):
+            pass
+        print(resource.getrlimit(resource.RLIMIT_DATA) == before)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.stdout.strip() == "True", out.stderr
