@@ -24,7 +24,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "embeddings"})
+#: ``call_llm``: any-agent's name for a model call (its instrumentation, 2025)
+MODEL_OPS = frozenset({"chat", "text_completion", "generate_content", "embeddings", "call_llm"})
 AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
 TOOL_OPS = frozenset({"execute_tool"})
 #: OpenInference span kinds as GenAI operations (None: a step of the application itself)
@@ -113,6 +114,7 @@ def _genai(a: dict, events: list[dict]) -> Meaning:
         m.operation = (
             "execute_tool" if m.tool else "invoke_agent" if m.agent else "chat" if m.model else None
         )
+    _any_agent(a, m)
     for direction, key in (("in", "gen_ai.input.messages"), ("out", "gen_ai.output.messages")):
         for msg in _json_list(a.get(key)):
             m.messages.append((direction, str(msg.get("role") or "assistant"), msg))
@@ -133,6 +135,28 @@ def _genai(a: dict, events: list[dict]) -> Meaning:
             m.usage[key.removeprefix("gen_ai.usage.")] = n
             m.consumed.add(key)
     return m
+
+
+#: any-agent's own attributes (``any_agent/tracing``, 2025): a model call's output is
+#: ``genai.output`` (its text, or its tool calls as JSON, ``genai.output.type`` saying which), a
+#: tool's arguments ``gen_ai.tool.args`` (JSON text) and its result ``genai.output``; later
+#: releases spell the output ``gen_ai.output``
+_ANY_AGENT_OUTPUT = ("genai.output", "gen_ai.output")
+
+
+def _any_agent(a: dict, m: Meaning) -> None:
+    out_key = next((k for k in _ANY_AGENT_OUTPUT if k in a), None)
+    if m.operation in TOOL_OPS:
+        if m.arguments is None and "gen_ai.tool.args" in a:
+            m.arguments = a["gen_ai.tool.args"]
+            m.consumed.add("gen_ai.tool.args")
+        if not m.has_result and out_key is not None:
+            m.has_result, m.result = True, a[out_key]
+            m.consumed |= {out_key, f"{out_key}.type"}
+    elif m.operation in MODEL_OPS and out_key is not None and isinstance(a[out_key], str):
+        if not any(d == "out" for d, _, _ in m.messages):
+            m.messages.append(("out", "assistant", {"content": a[out_key]}))
+            m.consumed |= {out_key, f"{out_key}.type"}
 
 
 def _openinference(a: dict, name: str, kind: str) -> Meaning:

@@ -435,6 +435,56 @@ def test_an_any_agent_trace_lands_as_the_same_spans_printed(traces, tmp_path):
     assert any(k.get("any_agent.final_output") == "The ground floor plan." for k in kept)
 
 
+def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path):
+    """A real AgentTrace from any-agent's own test run (tests/fixtures/samples/any_agent): its
+    instrumentation names a model call ``call_llm`` and writes ``genai.output`` (the model's
+    text or its tool calls as JSON; a tool's result) and ``gen_ai.tool.args``. Each span is a
+    node of the right actor, each call's output a message, each tool's arguments and result
+    its call and result, each usage number an annotation, against the json module's parse."""
+    path = Path(__file__).parent / "fixtures" / "samples" / "any_agent" / "TINYAGENT_trace.json"
+    spans = json.loads(path.read_text())["spans"]
+    lake = tmp_path / "lake"
+    stats, _ = ingest_path("traces", path, lake)
+    assert not stats.rejected
+    nodes = {n["node_id"]: n for n in _rows(lake, "SELECT * FROM nodes")}
+    assert len(nodes) == len(spans)
+    for span in spans:
+        a = span["attributes"]
+        node = nodes[f"{span['context']['span_id']:016x}"]  # 64-bit ids as hex
+        op = a["gen_ai.operation.name"]
+        want = {
+            "call_llm": (a.get("gen_ai.response.model"), "ai"),
+            "execute_tool": (f"tool:{a.get('gen_ai.tool.name')}", "tool"),
+            "invoke_agent": (a.get("gen_ai.agent.name"), "ai"),
+        }[op]
+        assert (node["actor"], node["actor_type"]) == want, span["name"]
+    events = _rows(lake, "SELECT * FROM events ORDER BY seq, event_id")
+    said = sorted(e["text"] for e in events if e["kind"] == "message")
+    assert said == sorted(
+        s["attributes"]["genai.output"]
+        for s in spans
+        if s["attributes"]["gen_ai.operation.name"] == "call_llm"
+    )
+    tools = [s for s in spans if s["attributes"]["gen_ai.operation.name"] == "execute_tool"]
+    by_tool = {e["text"]: e for e in events if e["kind"] == "tool_call"}
+    got = {e["text"]: e for e in events if e["kind"] == "tool_result"}
+    for s in tools:
+        name, a = s["attributes"]["gen_ai.tool.name"], s["attributes"]
+        assert json.loads(by_tool[name]["payload"]) == json.loads(a["gen_ai.tool.args"])
+        assert json.loads(got[name]["payload"]) == json.loads(a["genai.output"])
+    usage = sorted(
+        (a["label"], a["value"]) for a in _rows(lake, "SELECT label, value FROM annotations")
+    )
+    assert usage == sorted(
+        (k.removeprefix("gen_ai.usage."), v)
+        for s in spans
+        for k, v in s["attributes"].items()
+        if k.startswith("gen_ai.usage.")
+    )
+    kept = json.dumps([n["attrs"] for n in nodes.values()])
+    assert "genai.output" not in kept and "gen_ai.tool.args" not in kept  # read, not left
+
+
 _DEEP = """
 import json, sys
 from graphlake.pipeline import ingest_path
