@@ -1175,7 +1175,7 @@ def serve(
     if ceiling:
         err_console.print(
             f"graphlake: each serving process is capped at {ceiling / (1 << 30):.1f} GiB of data "
-            "($GRAPHLAKE_SERVE_MEMORY_CEILING), or 1 GiB above what it holds once it holds more: "
+            "($GRAPHLAKE_SERVE_MEMORY_CEILING), or at what it holds + the memory limit + 1 GiB: "
             "a statement that needs more is stopped"
         )
     try:

@@ -49,6 +49,12 @@ def size_bytes(text: str) -> int:
     return int(float(m.group(1)) * base**unit)
 
 
+def serve_room_bytes() -> int:
+    """The room a serving process keeps for statements above what it holds itself: the
+    memory limit + :data:`SERVE_HEADROOM_BYTES` (:mod:`graphlake.data_cap`)."""
+    return size_bytes(memory_limit()) + SERVE_HEADROOM_BYTES
+
+
 def serve_memory_ceiling() -> int | None:
     """The data-segment cap of a serving process in bytes, or None (``off``)."""
     value = os.environ.get("GRAPHLAKE_SERVE_MEMORY_CEILING")

@@ -1,4 +1,4 @@
-"""The serving process's data-segment cap (``RLIMIT_DATA``), and the builds it makes room for.
+"""The serving process's data-segment cap (``RLIMIT_DATA``), and the room it leaves.
 
 A statement can allocate memory that DuckDB's memory limit does not count (a 4 GB string from
 ``repeat``, a sorted list of 200 million numbers), so ``graphlake serve`` caps each serving
@@ -6,15 +6,16 @@ process's data segment (:func:`install`; worker processes inherit it): past the 
 allocation fails, DuckDB stops the statement with an out-of-memory error and the server answers
 it and lives on.
 
-The server's own work is not a statement: it holds what it builds from the lake (a corpus's
-rows, the instance indexes) and what DuckDB keeps of its buffers after building them. At
-100,000 Kolab sessions that is over 2 GiB, and a fixed cap at the memory limit + 1 GiB made
-the next thread the server started fail. So a build of the server's own (:func:`room_for_build`)
-runs with the cap lifted to the hard limit, and when the last build in progress ends the cap
-is set again at the larger of the configured ceiling and what the process now holds plus the
-headroom: statements keep the same room above what the server holds, however much it holds.
-While a build runs (seconds, at startup and after a refresh) statements run under DuckDB's
-memory limit and their time limit only.
+What the server itself holds is not a statement's: the corpora and indexes it reads in, the
+buffers DuckDB keeps after its own queries, its threads' stacks. At 100,000 Kolab sessions that
+alone passed a fixed cap at the memory limit + 1 GiB: first the preload failed, then the next
+thread, then every read of a socket (the process died of ``MemoryError``). So the cap is set
+relative to what the server holds: when it is ready to serve (:func:`settle`) and after each of
+its own builds (:func:`room_for_build`, which runs with the cap lifted), the cap becomes the
+larger of the configured ceiling and what the process holds + the room (the memory limit + 1
+GiB): a statement always has that room above the server's own memory, and no more. While a
+build runs (seconds, at startup and after a refresh) statements run under DuckDB's memory limit
+and their time limit only.
 """
 
 from __future__ import annotations
@@ -60,19 +61,37 @@ def install(ceiling: int) -> int:
     return ceiling
 
 
+def settle(room: int) -> None:
+    """Cap at max(the cap in force, what the process holds + ``room``): the server calls it
+    when it is ready to serve. Nothing happens in a process without a cap."""
+    with _lock:
+        if _building == 0 and _soft() != resource.RLIM_INFINITY:
+            _recap(room)
+
+
+def _recap(room: int) -> None:
+    global _ceiling
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if _ceiling is None:  # inherited from the parent (uvicorn's worker processes)
+        _ceiling = soft
+    cap = max(_ceiling, data_bytes() + room)
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    _ceiling = cap  # never lower after: what the server held once, it may hold again
+
+
 @contextmanager
-def room_for_build(headroom: int) -> Iterator[None]:
+def room_for_build(room: int) -> Iterator[None]:
     """Run one of the server's own builds with the cap lifted; after the last concurrent one,
-    cap again at max(the ceiling, what the process holds + ``headroom``). Nothing happens in
+    cap again at max(the cap before, what the process holds + ``room``). Nothing happens in
     a process without a cap (the CLI, tests, notebooks)."""
     global _building, _ceiling
     with _lock:
         soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        if soft == resource.RLIM_INFINITY and _building == 0:
-            capped = False
-        else:
-            capped = True
-            if _ceiling is None:  # inherited from the parent (uvicorn's worker processes)
+        capped = soft != resource.RLIM_INFINITY or _building > 0
+        if capped:
+            if _ceiling is None:
                 _ceiling = soft
             if _building == 0:
                 resource.setrlimit(resource.RLIMIT_DATA, (hard, hard))
@@ -86,8 +105,4 @@ def room_for_build(headroom: int) -> Iterator[None]:
         with _lock:
             _building -= 1
             if _building == 0:
-                hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
-                cap = max(_ceiling or 0, data_bytes() + headroom)
-                if hard != resource.RLIM_INFINITY:
-                    cap = min(cap, hard)
-                resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+                _recap(room)

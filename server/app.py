@@ -11,6 +11,8 @@ from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
 import graphlake
+from graphlake.config import serve_room_bytes
+from graphlake.data_cap import settle
 from graphlake.query.connection import Connection
 from graphlake.server import errors
 from graphlake.server.middleware import GuardMiddleware
@@ -55,6 +57,7 @@ def create_app(settings: Settings, *, connection: Connection | None = None) -> F
         state.current.sessions.load()  # the sessions table in key order: a few MB
         if settings.preload_rows:  # before the first request, not during it
             state.current.bench.sessions.preload()
+        settle(serve_room_bytes())  # the data cap: room for statements above what is held
         state.warm_in_background()  # the instance indexes: requests wait for these builds
         yield
         state.stop_warming()

@@ -45,6 +45,16 @@ SCRIPT = textwrap.dedent(
         print("large-allocated")
     except MemoryError:
         print("large-stopped")
+
+    # ready to serve: the cap moves to what the process holds + the room, never lower
+    before = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    data_cap.settle(10 * MiB)
+    print("settle-never-lowers", resource.getrlimit(resource.RLIMIT_DATA)[0] == before)
+    del more
+    held.append(bytearray(60 * MiB))
+    data_cap.settle(200 * MiB)
+    soft = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    print("settle-room", soft >= data_cap.data_bytes() + 190 * MiB)
     """
 )
 
@@ -62,6 +72,10 @@ def test_builds_make_room_and_the_headroom_stays_above_what_they_hold():
         "True",
         "small-allocated",
         "large-stopped",
+        "settle-never-lowers",
+        "True",
+        "settle-room",
+        "True",
     ]
 
 

@@ -30,7 +30,7 @@ from typing import TypeAlias
 import pyarrow as pa
 
 import graphlake
-from graphlake.config import SERVE_HEADROOM_BYTES
+from graphlake.config import serve_room_bytes
 from graphlake.data_cap import room_for_build
 from graphlake.lake import Lake
 
@@ -87,7 +87,7 @@ def cached_table(
         if table is not None:
             return table
         try:
-            with room_for_build(SERVE_HEADROOM_BYTES):  # the server's own work, not a statement
+            with room_for_build(serve_room_bytes()):  # the server's own work, not a statement
                 if stream is not None:
                     _write_stream(path, stream)
                     table = None

@@ -39,6 +39,8 @@ class Catalog:
     temp_dir: str | None = None
     #: the memory limit the sandbox set, as DuckDB reports it (e.g. "2.0 GiB")
     memory_limit: str | None = None
+    #: the canonical tables copied into DuckDB's memory (:func:`hold_in_memory`)
+    held: frozenset[str] = frozenset()
 
     def close(self) -> None:
         self.con.close()
@@ -118,4 +120,5 @@ def hold_in_memory(cat: Catalog, lake: Lake, max_bytes: int) -> list[str]:
         )
         cat.con.execute(f"CREATE OR REPLACE VIEW {name} AS SELECT {cols} FROM _held_{name}")
         held.append(name)
+    cat.held = frozenset(held)
     return held

@@ -55,6 +55,7 @@ from graphlake.query.catalog import Catalog, hold_in_memory, open_catalog, snaps
 from graphlake.query.deadlines import DEADLINES
 from graphlake.query.guard import check, check_length, repeatable
 from graphlake.query.pattern import compile_patterns
+from graphlake.query.point_lookup import HeldIndexes, PointPlan, plan_of
 from graphlake.sandbox import confine
 from graphlake.tabular import NotPlain, all_plain, plain_rows
 
@@ -132,12 +133,13 @@ def as_lake(lake) -> Lake:
 class _Pinned:
     """A catalog and the statements running on it: closed once retired and idle."""
 
-    __slots__ = ("cat", "cursors", "generation", "retired", "users")
+    __slots__ = ("cat", "cursors", "generation", "indexes", "retired", "users")
 
     def __init__(self, cat: Catalog, generation: int):
         self.cat, self.generation = cat, generation
         self.users, self.retired = 0, False
         self.cursors: list[duckdb.DuckDBPyConnection] = []
+        self.indexes = HeldIndexes()  # point lookups of the held tables
 
     def close(self) -> None:
         for cur in self.cursors:
@@ -370,7 +372,7 @@ class Connection:
 
     def _checked_entry(
         self, pin: _Pinned, statement: str, deadline: float | None
-    ) -> tuple[str, bool]:
+    ) -> tuple[str, bool, PointPlan | None]:
         key = (pin.generation, statement)
         with self._lock:
             hit = self._checked.get(key)
@@ -384,7 +386,11 @@ class Connection:
             raise SqlError(
                 "statement is nested too deeply to check; flatten it, e.g. with a CTE"
             ) from None
-        entry = (sql, repeatable(check(sql, pin.cat.columns, deadline=deadline)))
+        entry = (
+            sql,
+            repeatable(check(sql, pin.cat.columns, deadline=deadline)),
+            plan_of(sql, pin.cat.held) if pin.cat.held else None,
+        )
         with self._lock:
             self._checked[key] = entry
             while len(self._checked) > 512:
@@ -426,11 +432,32 @@ class Connection:
         start = time.monotonic()
 
         def work(pin: _Pinned) -> QueryResult | RowsResult:  # checked and run on one catalog
-            sql = self._check(pin, statement, start + timeout_s if timeout_s else None)
+            sql, _, plan = self._checked_entry(
+                pin, statement, start + timeout_s if timeout_s else None
+            )
+            if plan is not None and (max_rows is None or max_rows >= 1):
+                found = self._point_lookup(pin, plan, params)
+                if found is not None:
+                    return found
             left = max(timeout_s - (time.monotonic() - start), 1e-3) if timeout_s else None
             return self._run(pin, sql, params, max_rows, left, timeout_s, as_rows)
 
         return self._on_pin(work)
+
+    def _point_lookup(self, pin: _Pinned, plan: PointPlan, params) -> QueryResult | None:
+        """A lookup by a held table's whole key, from its index (:mod:`.point_lookup`);
+        None when DuckDB must answer (the parameters are not what the plan takes)."""
+        key = plan.key(params)
+        if key is None:
+            return None
+
+        def fetch(sql: str) -> pa.Table:
+            return self._run(pin, sql, None, None, None, None).table  # type: ignore[union-attr]
+
+        idx = pin.indexes.get(plan.table, fetch)
+        if idx is None:
+            return None
+        return QueryResult(idx.answer(plan, key), False, pin.cat.snapshot)
 
     def execute(
         self,
