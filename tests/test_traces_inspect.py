@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
@@ -225,3 +226,40 @@ def test_members_each_under_the_limit_but_past_it_together_are_refused(logs, tmp
     stats, _ = ingest_path("traces", many, tmp_path / "lake")
     [reject] = connect(tmp_path / "lake").sql("SELECT reason FROM rejects").to_pylist()
     assert "GRAPHLAKE_MAX_FILE_BYTES" in reject["reason"]
+
+
+REAL_LOG = (
+    Path(__file__).parent
+    / "fixtures"
+    / "samples"
+    / "inspect"
+    / "2024-11-05T13-31-45-05-00_input-task_8zXjbRzCWrL9GXiXo2vus9.json"
+)
+
+
+@pytest.mark.parametrize("reader", ["inspect_ai", "fallback"])
+def test_a_real_log_from_inspect_s_own_tests(reader, tmp_path, monkeypatch):
+    """A log inspect itself wrote (its tests' fixture; JSON, ``version`` 2): a person typing
+    the question at an ``input_solver`` prompt, a model-graded ``C``. Its messages, score
+    (value_to_float: "C" is 1.0, as the log's own reduction says) and usage land, through
+    inspect's reader and through the fallback alike, against the json module's parse."""
+    if reader == "fallback":
+        monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    log = json.loads(REAL_LOG.read_text(encoding="utf-8"))
+    [sample] = log["samples"]
+    stats, _ = ingest_path("inspect", REAL_LOG, tmp_path / "lake")
+    assert not stats.rejected
+    con = connect(tmp_path / "lake")
+    events = con.sql("SELECT kind, actor_type, text FROM events ORDER BY seq").to_pylist()
+    roles = {"user": "human", "assistant": "ai"}
+    assert [(e["actor_type"], e["text"]) for e in events] == [
+        (roles[m["role"]], m["content"]) for m in sample["messages"]
+    ]
+    scores = con.sql("SELECT label, value FROM annotations WHERE kind = 'score'").to_pylist()
+    [reduced] = log["reductions"][0]["samples"]
+    assert scores == [{"label": "model_graded_fact", "value": reduced["value"]}]
+    usage = {
+        r["label"]: r["value"]
+        for r in con.sql("SELECT label, value FROM annotations WHERE kind = 'usage'").to_pylist()
+    }
+    assert usage == sample["model_usage"]["openai/gpt-4o-mini"]
