@@ -191,6 +191,38 @@ def test_atif_from_another_writer_results_as_their_own_steps(tmp_path):
     assert "harbor_atif" in rows(refused, "rejects")[0]["reason"]
 
 
+def test_openhands_2024_output_with_history_as_pairs():
+    """OpenHands before its event stream (2024, evaluation/gorilla): history as [action,
+    observation] pairs, "No observation" placeholders, instances keyed by question_id, the
+    benchmark's verdicts as booleans. Each action and real observation is one event; the
+    placeholders are none; the verdicts are outcome annotations."""
+    path = SAMPLES / "openhands" / "output_gpt-4o-2024-05-13_tf.first1.jsonl"
+    [line] = [json.loads(t) for t in path.read_text().splitlines()]
+    out = run_mapping("openhands_eval", path)
+    assert not rows(out, "rejects")
+    [session] = rows(out, "sessions")
+    assert session["session_id"] == str(line["question_id"])
+    assert session["condition"] == line["metadata"]["agent_class"]
+    said = [
+        step
+        for pair in line["history"]
+        for step in pair
+        if step.get("observation") != "null"  # OpenHands' NullObservation
+    ]
+    events = sorted(rows(out, "events"), key=lambda e: (e["seq"], e["event_id"]))
+    assert [(e["actor"], e["kind"], e["text"]) for e in events] == [
+        (s["source"], s["action"], s["message"]) for s in said
+    ]
+    assert len(rows(out, "nodes")) == len(said)
+    verdicts = {a["label"]: a["value"] for a in rows(out, "annotations")}
+    assert verdicts == {
+        "correct" if line["correct"] else "incorrect": float(line["correct"]),
+        "hallucination": float(line["hallucination"]),
+    }
+    attrs = json.loads(session["attrs"])
+    assert attrs["text"] == line["text"] and attrs["model_id"] == line["model_id"]
+
+
 # -- documented shapes ------------------------------------------------------------------------
 
 
@@ -335,6 +367,7 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
         SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl",
         SAMPLES / "taubench" / "tool-calling-deepseek-v3_range_0-1_error.json",
         SAMPLES / "minisweagent" / "django__django-11099.excerpt.traj.json",
+        SAMPLES / "openhands" / "output_gpt-4o-2024-05-13_tf.first1.jsonl",
         *SHAPES.glob("*.json*"),
     ]:
         (tmp_path / src.name).write_bytes(src.read_bytes())
@@ -349,7 +382,7 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
             "astropy__astropy-12907.traj.json",
             "django__django-11099.excerpt.traj.json",
         ],
-        "openhands_eval": ["openhands_output.jsonl"],
+        "openhands_eval": ["openhands_output.jsonl", "output_gpt-4o-2024-05-13_tf.first1.jsonl"],
         "taubench": ["tool-calling-deepseek-v3_range_0-1_error.json"],
     }
     assert [p.name for p in choice.unmatched] == ["notes.json"]
