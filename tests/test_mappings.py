@@ -317,6 +317,24 @@ def test_unmapped_fields_stay_in_attrs_and_bad_lines_are_rejects(tmp_path):
     assert "events.t (m.yaml:14)" in bad_time["reason"] and "soon" in bad_time["reason"]
 
 
+def test_a_field_read_below_another_leaves_what_is_not_an_object(tmp_path):
+    """A mapping reading ``meta.cost`` takes only that field out of attrs: a record whose
+    ``meta`` is a number keeps it, one without ``meta`` does not get an empty one, one whose
+    ``meta`` holds more keeps the rest (a merge patch alone turned the number into {})."""
+    m = write(tmp_path, BASE.replace("    title: title", "    title: title\n    goal: meta.cost"))
+    data = tmp_path / "logs.jsonl"
+    lines = [
+        {"sid": "a", "title": "t", "meta": 5, "turns": []},
+        {"sid": "b", "title": "t", "turns": []},
+        {"sid": "c", "title": "t", "meta": {"cost": "3", "by": "x"}, "turns": []},
+        {"sid": "d", "title": "t", "meta": {"cost": "4"}, "turns": []},
+    ]
+    data.write_text("".join(json.dumps(r) + "\n" for r in lines))
+    out = run_mapping(m, data)
+    attrs = {s["session_id"]: s["attrs"] and json.loads(s["attrs"]) for s in rows(out, "sessions")}
+    assert attrs == {"a": {"meta": 5}, "b": None, "c": {"meta": {"by": "x"}}, "d": {"meta": {}}}
+
+
 @pytest.mark.parametrize(
     ("change", "message"),
     [

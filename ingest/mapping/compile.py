@@ -236,7 +236,18 @@ def _patch(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scop
     """``scope`` minus the fields at ``paths`` (RFC 7396 merge patches with nulls: DuckDB's
     json_merge_patch), and minus each list at ``arrays`` when it is a list. One merge of the
     record: the patch for each combination of the lists being lists or not is a literal,
-    chosen by one ``json_type`` call over every list path."""
+    chosen by one ``json_type`` call over every list path.
+
+    A field read below another (``metrics.cost``) is taken out only where everything above
+    it is an object: a merge patch replaces whatever is not an object with one, so a record
+    whose ``metrics`` is ``5``, or has none, would keep ``{}`` instead (its value lost, or an
+    empty object it never had)."""
+    nested = sorted(p for p in paths if len(p) > 1 and p not in arrays)
+    dropped = {p for p in paths if len(p) == 1}
+    nested = [p for p in nested if not any(p[:k] in dropped for k in range(1, len(p)))]
+    if nested:
+        top = _patch({p for p in paths if p not in nested}, arrays, scope)
+        return _nested_patch(top, nested, scope)
     plain = sorted(p for p in paths if p and p not in arrays)
     lists = sorted(a for a in arrays if a)
     if not lists:
@@ -266,6 +277,29 @@ def _patch(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scop
         patch = sql(exp.Literal.string(_null_patch(plain + chosen))) if plain + chosen else "'{}'"
         case.append(f"WHEN {cond} THEN json_merge_patch({scope}, {patch})")
     return f"(CASE {' '.join(reversed(case))} END)"
+
+
+def _nested_patch(out: str, nested: list[tuple[str, ...]], scope: str) -> str:
+    """``out`` minus the ``nested`` fields of ``scope``: one constant merge when everything
+    above them is an object (the common case, one condition), else one merge of each path's
+    patch where its own chain is all objects (``'{}'``, no change, where it is not)."""
+
+    def objects(group) -> str:
+        above = sorted({q[:k] for q in group for k in range(1, len(q))})
+        return " AND ".join(
+            f"json_type({scope}, {sql(exp.Literal.string(json_path(q)))}) = 'OBJECT'" for q in above
+        )
+
+    every = sql(exp.Literal.string(_null_patch(nested)))
+    each = ", ".join(
+        f"CASE WHEN {objects([path])} THEN {sql(exp.Literal.string(_null_patch([path])))} "
+        "ELSE '{}' END"
+        for path in nested
+    )
+    return (
+        f"(CASE WHEN {objects(nested)} THEN json_merge_patch({out}, {every}) "
+        f"ELSE json_merge_patch({out}, {each}) END)"
+    )
 
 
 def _null_patch(paths: list[tuple[str, ...]]) -> str:
