@@ -53,6 +53,15 @@ def test_a_streamed_build_writes_every_reader_into_one_file(lake):
         cached_table(lake, 1, "s", "r")
 
 
+def test_a_built_table_is_mapped_as_one_chunk(lake):
+    """An index's columns are combined into one chunk each after mapping; written as one
+    batch, that is a view of the file, not a copy."""
+    got = cached_table(lake, 1, "c", "r", lambda: pa.concat_tables([_table(3), _table(2)]))
+    again = cached_table(lake, 1, "c", "r", lambda: _table(0))
+    assert got.num_rows == again.num_rows == 5
+    assert {c.num_chunks for c in again.columns} == {1}
+
+
 def test_an_unreadable_file_is_built_again(lake):
     cached_table(lake, 1, "t", "r", _table)
     (path,) = (cache_dir(lake) / "v1").glob("t-*.arrow")

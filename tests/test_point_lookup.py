@@ -75,14 +75,16 @@ def test_parameters_duckdb_must_judge_go_to_duckdb(both):
     assert plan is not None and plan.key({"s": sid["session_id"]}) == ("kolab", sid["session_id"])
     for params in ({}, {"s": 7}, {"s": sid["session_id"], "extra": 1}, None):
         assert plan.key(params) is None
-        for con in both:  # both raise, or both answer alike
-            try:
-                got = con.sql(sql, params).table
-            except GraphlakeError as exc:
-                got = type(exc)
-            if con is held:
-                first = got
-        assert first == got if isinstance(got, type) else first.equals(got)
+        a, b = (_answer(con, sql, params) for con in (held, plain))  # both raise, or alike
+        assert a == b if isinstance(a, type) else a.equals(b)
+
+
+def _answer(con, sql, params):
+    """The statement's table, or the type of the error it raised."""
+    try:
+        return con.sql(sql, params).table
+    except GraphlakeError as exc:
+        return type(exc)
 
 
 def test_over_http_a_lookup_answers_as_duckdb_does(demo_server):

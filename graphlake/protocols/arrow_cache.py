@@ -130,11 +130,13 @@ def _mapped(path: Path) -> pa.Table | None:
 
 
 def _write(path: Path, table: pa.Table) -> None:
-    """Written beside and renamed into place: a reader sees the whole file or none; the
-    table's chunks are written as they are (no copy into one)."""
+    """Written beside and renamed into place: a reader sees the whole file or none. A built
+    table is written as one batch: an instance index combines its mapped columns into one
+    chunk each, which is free for a file of one batch and a private copy in every worker
+    process otherwise."""
+    one = table.combine_chunks()
     _write_stream(
-        path,
-        lambda write: write(pa.RecordBatchReader.from_batches(table.schema, table.to_batches())),
+        path, lambda write: write(pa.RecordBatchReader.from_batches(one.schema, one.to_batches()))
     )
 
 
