@@ -205,6 +205,11 @@ def _ingest(
     skipped = [u.path for u, d in zip(units, data, strict=True) if not d]  # README, LICENSE, ...
     units = [u for u, d in zip(units, data, strict=True) if d]
     file_stats: dict[Path, os.stat_result] = {}
+    unit_files: dict[int, list[Path]] = {}
+
+    def files_of(unit: SourceUnit) -> list[Path]:  # each unit's files, listed once a run
+        return _files_of(unit, file_stats, unit_files)
+
     files = _files_in(sorted({p for u in units for p in u.files()}, key=path_order), file_stats)
     total = len(units)
     source = str(Path(path).resolve())
@@ -216,7 +221,11 @@ def _ingest(
             if manifest.unchanged(files, stats=file_stats):
                 return _nothing_read(lake, manifest, files, skipped, total)
             if ingestor.independent_units:
-                kept = [u for u in units if manifest.unchanged(_files_of(u), every=False)]
+                kept = [
+                    u
+                    for u in units
+                    if manifest.unchanged(files_of(u), every=False, stats=file_stats)
+                ]
                 if len(kept) == total:  # only files of the source are gone (--prune removes them)
                     return _nothing_read(lake, manifest, files, skipped, total)
                 kept_set = set(map(id, kept))
@@ -282,7 +291,7 @@ def _ingest(
                     f"rejected); its files look like {guess} data: try `graphlake ingest "
                     f"{guess} {path}`"
                 )
-        if kept and _collides(lake, corpus, summaries, kept, run.staging):
+        if kept and _collides(lake, corpus, summaries, kept, run.staging, files_of):
             run.abort()  # a read unit claims a session of one not read: decide as a whole
             return ingest_path(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
@@ -290,8 +299,8 @@ def _ingest(
             )  # fmt: skip
         # whether the files are still as before the parse, checked while the commit runs
         unchanged = hasher.submit(_unchanged_since, files, before)
-        run.read_files = {str(p) for u in units for p in (u.path, *_files_of(u))}
-        run.found_files = {str(p) for u in (*units, *kept) for p in (u.path, *_files_of(u))}
+        run.read_files = {str(p) for u in units for p in (u.path, *files_of(u))}
+        run.found_files = {str(p) for u in (*units, *kept) for p in (u.path, *files_of(u))}
         stats, snap = run.commit(summaries)
         stats.skipped = [str(p) for p in skipped]
         if only is None and any(sum(s.rejected.values()) for s in summaries):
@@ -346,6 +355,9 @@ def _files_in(paths: list[Path], stats: dict[Path, os.stat_result] | None = None
     unchanged files spends its time on stats."""
     out: list[Path] = []
     for p in paths:
+        if stats is not None and p in stats:  # a file the listing took already
+            out.append(p)
+            continue
         try:
             st = os.stat(p)
         except OSError:
@@ -359,11 +371,23 @@ def _files_in(paths: list[Path], stats: dict[Path, os.stat_result] | None = None
     return out
 
 
-def _files_of(unit: SourceUnit) -> list[Path]:
-    return _files_in(list(unit.files()))
+def _files_of(
+    unit: SourceUnit,
+    stats: dict[Path, os.stat_result] | None = None,
+    memo: dict[int, list[Path]] | None = None,
+) -> list[Path]:
+    """A unit's files (:func:`_files_in`); with ``memo``, listed once a run."""
+    if memo is None:
+        return _files_in(list(unit.files()), stats)
+    found = memo.get(id(unit))
+    if found is None:
+        found = memo[id(unit)] = _files_in(list(unit.files()), stats)
+    return found
 
 
-def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], staging: Path) -> bool:
+def _collides(
+    lake: Lake, corpus: str, summaries, kept: list[SourceUnit], staging: Path, files_of=_files_of
+) -> bool:
     """Whether a session (or a scenario) read now has the id of one the lake holds from a
     unit that was not read (two files with one id: only a whole read decides which is
     first)."""
@@ -372,7 +396,7 @@ def _collides(lake: Lake, corpus: str, summaries, kept: list[SourceUnit], stagin
     from graphlake.schema.duckdb_views import string_list
 
     snap = lake.snapshot()
-    kept_files = sorted({str(f) for u in kept for f in _files_of(u)})
+    kept_files = sorted({str(f) for u in kept for f in files_of(u)})
     sids = sorted({sid for s in summaries for sid, _unit, _src in s.sessions})
     con = duckdb.connect()
     try:

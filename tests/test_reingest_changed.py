@@ -190,3 +190,22 @@ def test_a_moved_corpus_is_not_a_changed_one(tmp_path):
     stats, snap = ingest_path("hasbench", moved, lake)
     assert snap is None and not stats.added and not stats.removed
     assert stats.replaced_sessions == 0
+
+
+def test_an_edited_scenario_replaces_its_row(tmp_path):
+    """A scenario is a session-less row, keyed by its own id: edited in its source, the lake
+    holds the new row alone, as a fresh ingest of the edited source does."""
+    src = tmp_path / "runs"
+    shutil.copytree(RUNS, src)
+    lake = tmp_path / "lake"
+    ingest_path("tau2", src, lake)
+    path = src / "voice_run" / "results.json"
+    doc = json.loads(path.read_text())
+    doc["tasks"][0]["user_scenario"]["instructions"] = "Ask about order W9 instead."
+    path.write_text(json.dumps(doc))
+    ingest_path("tau2", src, lake)
+    ingest_path("tau2", src, tmp_path / "fresh")
+    rows = "SELECT * EXCLUDE (attrs), attrs::VARCHAR AS attrs FROM scenarios ORDER BY ALL"
+    assert q(lake, rows) == q(tmp_path / "fresh", rows)
+    goal = "SELECT goal FROM scenarios WHERE scenario_id = 'mock/t1'"
+    assert q(lake, goal) == [{"goal": "Ask about order W9 instead."}]

@@ -73,9 +73,10 @@ def source_key() -> str:
     return h.hexdigest()[:16]
 
 
-def write(lake, snap) -> None:
+def write(lake, snap, known: dict[str, list[str]] | None = None) -> None:
     """Write the manifest of ``snap``, the version just committed (atomically; a failure
-    leaves the old one, which the log check then refuses)."""
+    leaves the old one, which the log check then refuses). ``known``: files of tables at
+    their version in ``snap`` that the committer already holds."""
     from graphlake.lake.derived import current_files
     from graphlake.schema import TABLES
     from graphlake.schema.duckdb_views import _DUCK_TYPES, derived_schema
@@ -97,7 +98,7 @@ def write(lake, snap) -> None:
             "rows_added": snap.rows_added,
             "rows_removed": snap.rows_removed,
         },
-        "files": _table_files(lake, snap, log),
+        "files": _table_files(lake, snap, log, known or {}),
         # what a catalog is made of besides the files: each table's columns, the macros and
         # the derived views' SQL (graphlake.cli_quick makes a catalog from these alone)
         "columns": {
@@ -122,7 +123,7 @@ def write(lake, snap) -> None:
     os.replace(tmp, path)
 
 
-def _table_files(lake, snap, log: int | None) -> dict[str, list[str]]:
+def _table_files(lake, snap, log: int | None, known: dict[str, list[str]]) -> dict[str, list[str]]:
     """Each table's files in ``snap`` (relative to the lake). A table at the version the
     previous manifest lists has those files still (a Delta version never changes), so only
     the tables this commit wrote are opened; the previous manifest is used only when it was
@@ -146,6 +147,8 @@ def _table_files(lake, snap, log: int | None) -> dict[str, list[str]]:
         v = snap.table_versions.get(name)
         if v is not None and before.get(name) == v and name in prev.get("files", {}):
             out[name] = prev["files"][name]
+        elif v is not None and name in known:
+            out[name] = _relative(lake, known[name])
         else:
             out[name] = _relative(lake, lake.files(name, snap, use_manifest=False))
     return out

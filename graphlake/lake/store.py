@@ -276,7 +276,16 @@ class Lake:
         v = snap.table_versions.get(table)
         if v is None:
             return []
-        if use_manifest and (found := self.current_of(snap)) is not None and table in found.files:
+        # a table version's files never change: the manifest last read answers for any
+        # snapshot that pins this table at the version it lists (a writer's snapshot after
+        # deleting from one table still reads the others' from it)
+        found = self._current
+        if (
+            use_manifest
+            and found is not None
+            and table in found.files
+            and found.snapshot.table_versions.get(table) == v
+        ):
             return list(found.files[table])
         return DeltaTable(str(self.table_path(table)), version=v).file_uris()
 
@@ -492,8 +501,11 @@ class Lake:
         table_versions: dict[str, int],
         rows_added: dict[str, int],
         rows_removed: dict[str, int] | None = None,
+        files: dict[str, list[str]] | None = None,
     ) -> Snapshot:
-        """Append the snapshot row that makes a run visible (the run's atomic commit)."""
+        """Append the snapshot row that makes a run visible (the run's atomic commit).
+        ``files``: tables whose files at their pinned version the caller already holds (a
+        writer's own commits), so that the manifest need not read their logs again."""
         prev = self.snapshot()
         snap = Snapshot(
             prev.lake_version + 1,
@@ -525,7 +537,8 @@ class Lake:
         write_deltalake(str(self._snapshots_path), row, mode="append")
         from graphlake.lake import current
 
-        current.write(self, snap)  # after the log entry: a reader between the two goes the long way
+        # after the log entry: a reader between the two goes the long way
+        current.write(self, snap, files)
         return snap
 
 

@@ -275,6 +275,10 @@ class LakeRun:
         #: every file of the source this run found (set by the pipeline), for ``prune``
         self.found_files: set[str] | None = None
         self.memory_limit = memory_limit
+        #: Delta tables this run opened, each at the version its last operation left: a
+        #: table's log is read once a run, not for every check and commit (3-5 ms each)
+        self._tables: dict[str, DeltaTable] = {}
+        self._losers: pa.Table | None = None  # rows a commit leaves out (see commit)
         lake.init()
         # owned by this process: a later writer removes it only once this process is gone
         self.staging = lake.new_staging("ingest")
@@ -286,6 +290,34 @@ class LakeRun:
     def abort(self) -> None:
         """Forget everything staged (nothing was committed), or what a commit left there."""
         self.lake.remove_staging(self.staging)
+
+    # -- the run's view of the Delta tables -----------------------------------------------
+    def _files(self, table: str, snap: Snapshot) -> list[str]:
+        """Parquet files of ``table`` in ``snap``, from the table this run holds open when it
+        is at that version (the run itself made it), else from the lake's manifest or log."""
+        dt = self._tables.get(table)
+        v = snap.table_versions.get(table)
+        if dt is not None and v is not None and dt.version() == v:
+            return dt.file_uris()
+        return self.lake.files(table, snap)
+
+    def _delta(self, table: str, version: int | None = None) -> DeltaTable:
+        """``table`` at ``version`` (None: the latest, which under the write lock is the
+        version this run's own last commit left), opened once a run."""
+        dt = self._tables.get(table)
+        if dt is None or (version is not None and dt.version() != version):
+            path = str(self.lake.table_path(table))
+            dt = DeltaTable(path) if version is None else DeltaTable(path, version=version)
+            self._tables[table] = dt
+        return dt
+
+    def _committed(self, table: str) -> int:
+        """The version of ``table`` after this run's commit to it."""
+        dt = self._tables.get(table)
+        if dt is None:
+            return self._delta(table).version()
+        dt.update_incremental()
+        return dt.version()
 
     # -- commit ----------------------------------------------------------------------------
     def commit(self, summaries: list[StagingSummary]) -> tuple[IngestStats, Snapshot | None]:
@@ -316,6 +348,7 @@ class LakeRun:
                 )
                 try:
                     losers_table = _losers_table(losers, len(lost)) if losers else None
+                    self._losers = losers_table
                     if losers_table is not None:
                         con.register("_losers", losers_table)
                     sources = {
@@ -338,13 +371,21 @@ class LakeRun:
                             - replaced
                         )
                     stats.pruned_sessions = len(pruned)
-                    for table in TABLES:
-                        # frames come from the frames index, not from sources: a replaced
-                        # session keeps them; a pruned one (its source is gone) does not
-                        gone = pruned if table in NOT_FROM_SOURCES else replaced | pruned
-                        removed, version = self._delete(
-                            con, table, base, gone, keys_gone.get(table, [])
-                        )
+                    # frames come from the frames index, not from sources: a replaced
+                    # session keeps them; a pruned one (its source is gone) does not
+                    gone_of = {
+                        t: pruned if t in NOT_FROM_SOURCES else replaced | pruned for t in TABLES
+                    }
+                    touched = [t for t in TABLES if gone_of[t] or keys_gone.get(t)]
+                    for table, (removed, version) in zip(
+                        touched,
+                        self._each_table(
+                            con,
+                            lambda _cur, t: self._delete(t, base, gone_of[t], keys_gone.get(t, [])),
+                            touched,
+                        ),
+                        strict=True,
+                    ):
                         if removed:
                             stats.removed[table] = removed
                             versions[table] = version
@@ -381,6 +422,11 @@ class LakeRun:
                         table_versions=versions,
                         rows_added=dict(stats.added),
                         rows_removed=dict(stats.removed),
+                        files={
+                            t: dt.file_uris()
+                            for t, dt in self._tables.items()
+                            if dt.version() == versions.get(t)
+                        },
                     )
         finally:
             self.abort()
@@ -447,7 +493,7 @@ class LakeRun:
     def _lake_rows(self, table: str, snap: Snapshot, source: str) -> str | None:
         """SQL of this corpus's lake rows that the staged rows could collide with: rows of
         the sessions they name, and session-less rows (scenarios, runs) with their keys."""
-        existing = self.lake.files(table, snap)
+        existing = self._files(table, snap)
         if not existing:
             return None
         spec = TABLES[table]
@@ -474,30 +520,34 @@ class LakeRun:
         """What re-ingesting changed: the sessions with a lake row that the run no longer
         has as it was (edited or gone), and per table the session-less keys likewise. Rows
         are compared without the columns that only say where they were read from."""
-        sessions: set[str] = set()
-        keys: dict[str, list[tuple]] = {}
-        for table, (source, _files, _losers) in sources.items():
-            if table == "rejects":  # ids hash the file path; a fixed or newly broken record
-                continue  # shows in the table its row belongs to anyway
+
+        def stale(cur, table: str) -> list[tuple]:
+            source = sources[table][0]
             lake_rows = self._lake_rows(table, base, source)
             if lake_rows is None:
-                continue
+                return []
             spec = TABLES[table]
             cols = ", ".join(c for c in spec.columns if c not in WHERE_FROM or c in spec.key)
-            stale = f"(SELECT {cols} FROM {lake_rows} EXCEPT SELECT {cols} FROM {source})"
-            sessions |= {
-                r[0]
-                for r in con.sql(
-                    f"SELECT DISTINCT session_id FROM {stale} WHERE session_id <> ''"
-                ).fetchall()
-            }
             own = [k for k in spec.key if k not in ("corpus", "session_id")]
-            if own:
-                gone = con.sql(
-                    f"SELECT DISTINCT {', '.join(own)} FROM {stale} WHERE session_id = ''"
-                ).fetchall()
-                if gone:
-                    keys[table] = gone
+            # one pass: the session of each stale row, or the keys of a session-less one
+            what = ", ".join(
+                ["session_id"] + [f"CASE WHEN session_id = '' THEN {k} END" for k in own]
+            )
+            return cur.sql(
+                f"SELECT DISTINCT {what} FROM (SELECT {cols} FROM {lake_rows} "
+                f"EXCEPT SELECT {cols} FROM {source})"
+            ).fetchall()
+
+        # rejects: ids hash the file path; a fixed or newly broken record shows in the table
+        # its row belongs to anyway
+        tables = [t for t in sources if t != "rejects"]
+        sessions: set[str] = set()
+        keys: dict[str, list[tuple]] = {}
+        for table, rows in zip(tables, self._each_table(con, stale, tables), strict=True):
+            sessions |= {r[0] for r in rows if r[0]}  # (not '' nor NULL)
+            gone = [r[1:] for r in rows if r[0] == ""]
+            if gone and len(gone[0]):
+                keys[table] = gone
         keys.update(self._stale_rejects(con, base, sources))
         return sessions, keys
 
@@ -506,7 +556,7 @@ class LakeRun:
         lake (as this run leaves it) belongs to it: a corpus re-read from another folder
         stages a new default run that no session takes (its sessions are unchanged, so they
         keep their run)."""
-        sessions = self.lake.files("sessions", snap)
+        sessions = self._files("sessions", snap)
         if not sessions:
             return staged
         source, files, _losers = staged
@@ -523,7 +573,7 @@ class LakeRun:
         was fixed (it lands now) or is gone, so the reject would only mislead. Rejects are
         compared by what they say (``SAME_REJECT``), not by their id, which hashes the
         file's path."""
-        existing = self.lake.files("rejects", base)
+        existing = self._files("rejects", base)
         if not existing or ("sessions" not in sources and not self.read_files):
             return {}
         which = []
@@ -561,7 +611,7 @@ class LakeRun:
     ) -> tuple[str, list, bool]:
         """Only rejects the lake does not hold yet, by what they say: the same bad record
         read again from a moved folder is not a new reject."""
-        existing = self.lake.files("rejects", snap)
+        existing = self._files("rejects", snap)
         if not existing:
             return staged
         source, files, _losers = staged
@@ -604,7 +654,7 @@ class LakeRun:
         if files is None:  # a run's source is the ingested path, not one of its files
             tables.append(("runs", "source", "run_id"))
         for table, column, key in tables:
-            existing = self.lake.files(table, base)
+            existing = self._files(table, base)
             if not existing:
                 continue
             cond = under(column)
@@ -636,11 +686,11 @@ class LakeRun:
         return gone
 
     def _delete(
-        self, con, table: str, base: Snapshot, sessions: set[str], keys: list[tuple]
+        self, table: str, base: Snapshot, sessions: set[str], keys: list[tuple]
     ) -> tuple[int, int | None]:
         """Delete this corpus's rows of ``sessions`` and the session-less ``keys`` from one
         table; return (rows deleted, new Delta version). No commit when none match."""
-        existing = self.lake.files(table, base)
+        existing = self._files(table, base)
         if not existing or not (sessions or keys):
             return 0, None
         own = [k for k in TABLES[table].key if k not in ("corpus", "session_id")]
@@ -665,26 +715,35 @@ class LakeRun:
         # deltalake prunes files by their statistics, rewrites those that hold a match and
         # commits nothing when none does (it says how many rows went): no count over every
         # file first. The rewrite of a large file for one session is what remains
-        dt = DeltaTable(str(self.lake.table_path(table)), version=base.table_versions[table])
+        dt = self._delta(table, base.table_versions[table])
         n = int(dt.delete(predicate).get("num_deleted_rows") or 0)
         if not n:
             return 0, None
-        return n, DeltaTable(str(self.lake.table_path(table))).version()
+        return n, dt.version()  # (a delete moves the table object to its own commit)
 
     def _append_each(
         self, con, tables: list[str], base: Snapshot, sources: dict, losers: pa.Table | None
     ) -> list[tuple[int, int | None]]:
-        """:meth:`_append` of each of ``tables``, side by side in threads, each on its own
-        cursor of ``con`` (one database: the memory limit holds for all of them)."""
-        if len(tables) < 2:
-            return [self._append(con, t, base, sources[t]) for t in tables]
+        """:meth:`_append` of each of ``tables``, side by side."""
+        return self._each_table(
+            con, lambda cur, t: self._append(cur, t, base, sources[t]), tables, losers
+        )
 
-        def one(table: str) -> tuple[int, int | None]:
+    def _each_table(self, con, work, tables: list[str], losers: pa.Table | None = None) -> list:
+        """``work(cursor, table)`` for each of ``tables``, side by side in threads, each on
+        its own cursor of ``con`` (one database: the memory limit holds for all of them).
+        DuckDB and delta-rs release the GIL, and a table's checks and commit are independent
+        of another's."""
+        if len(tables) < 2:
+            return [work(con, t) for t in tables]
+        losers = losers if losers is not None else self._losers
+
+        def one(table: str):
             cur = con.cursor()
             try:
                 if losers is not None:  # a registered table belongs to its connection
                     cur.register("_losers", losers)
-                return self._append(cur, table, base, sources[table])
+                return work(cur, table)
             finally:
                 cur.close()
 
@@ -713,7 +772,7 @@ class LakeRun:
                 f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
             ).fetchall()
         )
-        existing = self.lake.files(table, base)
+        existing = self._files(table, base)
         # only the sessions this run touches can collide: prune the scan to them
         in_lake = (
             (
@@ -746,10 +805,9 @@ class LakeRun:
         """Move staged files into the Delta table and commit them (no data rewritten)."""
         schema = TABLES[table].schema
         path = self.lake.table_path(table)
-        dt = None
-        if not DeltaTable.is_deltatable(str(path)):
+        if table not in self._tables and not DeltaTable.is_deltatable(str(path)):
             path.parent.mkdir(parents=True, exist_ok=True)
-            dt = DeltaTable.create(str(path), schema=schema)
+            self._tables[table] = DeltaTable.create(str(path), schema=schema)
         actions, rows = [], 0
         for f in files:
             n = pq.read_metadata(f).num_rows
@@ -771,9 +829,8 @@ class LakeRun:
             rows += n
         if not actions:
             return 0, None
-        dt = dt or DeltaTable(str(path))
-        dt.create_write_transaction(actions, mode="append", schema=schema)
-        return rows, DeltaTable(str(path)).version()
+        self._delta(table).create_write_transaction(actions, mode="append", schema=schema)
+        return rows, self._committed(table)
 
     def _write_stream(self, table: str, reader: pa.RecordBatchReader) -> tuple[int, int | None]:
         nonempty = (b for b in reader if b.num_rows)
@@ -794,4 +851,4 @@ class LakeRun:
         write_deltalake(
             str(path), pa.RecordBatchReader.from_batches(schema, batches()), mode="append"
         )
-        return counted, DeltaTable(str(path)).version()
+        return counted, self._committed(table)
