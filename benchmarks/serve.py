@@ -254,13 +254,75 @@ def soak(url: str, paths: list[str], pid: int, seconds: float) -> dict:
     }
 
 
+def make_cases(url: str, iids: list[str], sids: list[str]) -> tuple[dict, int]:
+    """The measured requests, by name (each a list of paths, a method and a body), and the
+    mean instance body size the ceiling returns. The repeated ``/sql`` ids are asked once
+    first, so that they are in the result cache."""
+    inst_paths = [f"/benchmarks/kolab-1b/instances/{i}?condition=graph-chat" for i in iids]
+    graph_paths = [f"/sessions/kolab/{s}/graph?format=text" for s in sids[:50_000]]
+    sizes = [len(httpx.get(url + p, timeout=60).content) for p in inst_paths[:200]]
+    size = int(sum(sizes) / len(sizes))
+    sql_body = json.dumps({"sql": POINT_SQL, "params": {"s": "%s"}})
+    # /sql misses: every run asks for ids no earlier request named (the result cache
+    # cannot help), taken from the back of the shuffled ids; hits: 1,000 ids asked before
+    fresh = sids[len(sids) // 2 :]
+    repeated = sids[:1_000]
+    for s in repeated:  # in the cache before the runs (the warm-up below adds none)
+        httpx.post(f"{url}/sql", json=json.loads(sql_body % s), timeout=60).raise_for_status()
+    cases = {
+        "ceiling: precomputed payload": dict(paths=[f"/health/payload?size={size}"]),
+        "kolab-1b graph-chat instance": dict(paths=inst_paths),
+        "graph rendering (text)": dict(paths=graph_paths),
+        "session row": dict(paths=[f"/sessions/kolab/{s}" for s in sids[:50_000]]),
+        "session list page (100 rows)": dict(paths=list_paths(sids[:50_000])),
+        SQL_REPEATED: dict(paths=repeated, method="POST", body=sql_body),
+        SQL_FRESH: dict(paths=fresh, method="POST", body=sql_body, fresh=True),
+    }
+    return cases, size
+
+
+def run_cases(url: str, cases: dict, connections, seconds: float) -> dict:
+    """Each case at each number of ``connections`` for ``seconds`` (after a warm-up of
+    those the result cache does not decide): ``{(name, clients): wrk's figures}``."""
+    for case in cases.values():  # warm up: first index build, thread pools
+        if not case.get("fresh"):
+            wrk(url, case["paths"], 8, 2, method=case.get("method", "GET"), body=case.get("body"))
+    results = {}
+    for name, case in cases.items():
+        for c in connections:
+            paths = case["paths"]
+            if case.get("fresh"):  # a slice no earlier run used (a small lake: all)
+                k = list(connections).index(c)
+                paths = paths[k * FRESH_PER_RUN : (k + 1) * FRESH_PER_RUN] or paths
+            r = wrk(url, paths, c, seconds, method=case.get("method", "GET"), body=case.get("body"))
+            if case.get("fresh") and r["requests"] > len(paths):
+                r["note"] = f"{r['requests'] - len(paths):,} repeats"
+            results[(name, c)] = r
+            print(
+                f"{name:32s} c={c:2d}  {r['rps']:8.0f} req/s  p50 {r['p50']:7.2f} ms  "
+                f"p99 {r['p99']:7.2f} ms  non-2xx {r['non2xx']} {r.get('note', '')}",
+                flush=True,
+            )
+    return results
+
+
 def compare_workers(lake: Path, one_url: str, cases: dict, n: int, seconds: float) -> str:
     """Three interleaved rounds of the running one-worker server against ``--workers n`` on
     the same lake, at 32 clients: the table, and the ratio of the medians."""
+    return workers_table(workers_medians(lake, one_url, cases, n, seconds), n, seconds)
+
+
+WORKER_CASES = ["kolab-1b graph-chat instance", "session row", SQL_REPEATED]
+
+
+def workers_medians(
+    lake: Path, one_url: str, cases: dict, n: int, seconds: float
+) -> dict[tuple[str, int], float]:
+    """req/s medians by (case, workers) of three interleaved rounds at 32 clients."""
     port = free_port()
     many = start_server(lake, port, workers=n)
     many_url = f"http://127.0.0.1:{port}"
-    names = ["kolab-1b graph-chat instance", "session row", SQL_REPEATED]
+    names = WORKER_CASES
     got: dict[tuple[str, int], list[float]] = {}
     try:
         for name in names:  # the workers warm up: each finds the indexes mapped, not built
@@ -289,7 +351,10 @@ def compare_workers(lake: Path, one_url: str, cases: dict, n: int, seconds: floa
     finally:
         many.terminate()
         many.wait(30)
-    med = {k: sorted(v)[1] for k, v in got.items()}
+    return {k: sorted(v)[1] for k, v in got.items()}
+
+
+def workers_table(med: dict[tuple[str, int], float], n: int, seconds: float) -> str:
     lines = [
         "",
         f"`--workers {n}` against one worker, 32 clients, medians of 3 interleaved {seconds:g} s "
@@ -298,7 +363,7 @@ def compare_workers(lake: Path, one_url: str, cases: dict, n: int, seconds: floa
         f"| endpoint | 1 worker req/s | {n} workers req/s | ratio |",
         "|---|---|---|---|",
     ]
-    for name in names:
+    for name in WORKER_CASES:
         a, b = med[(name, 1)], med[(name, n)]
         lines.append(f"| {name} | {a:,.0f} | {b:,.0f} | {b / a:.2f}x |")
     return "\n".join(lines) + "\n"
@@ -338,54 +403,9 @@ def main(argv: list[str] | None = None) -> int:
     url = f"http://127.0.0.1:{port}"
     server = start_server(lake, port)
     try:
-        inst_paths = [f"/benchmarks/kolab-1b/instances/{i}?condition=graph-chat" for i in iids]
-        graph_paths = [f"/sessions/kolab/{s}/graph?format=text" for s in sids[:50_000]]
-        sizes = [len(httpx.get(url + p, timeout=60).content) for p in inst_paths[:200]]
-        size = int(sum(sizes) / len(sizes))
-        sql_body = json.dumps({"sql": POINT_SQL, "params": {"s": "%s"}})
-        # /sql misses: every run asks for ids no earlier request named (the result cache
-        # cannot help), taken from the back of the shuffled ids; hits: 1,000 ids asked before
-        fresh = sids[len(sids) // 2 :]
-        repeated = sids[:1_000]
-        for s in repeated:  # in the cache before the runs (the warm-up below adds none)
-            httpx.post(f"{url}/sql", json=json.loads(sql_body % s), timeout=60).raise_for_status()
-        cases = {
-            "ceiling: precomputed payload": dict(paths=[f"/health/payload?size={size}"]),
-            "kolab-1b graph-chat instance": dict(paths=inst_paths),
-            "graph rendering (text)": dict(paths=graph_paths),
-            "session row": dict(paths=[f"/sessions/kolab/{s}" for s in sids[:50_000]]),
-            "session list page (100 rows)": dict(paths=list_paths(sids[:50_000])),
-            SQL_REPEATED: dict(paths=repeated, method="POST", body=sql_body),
-            SQL_FRESH: dict(paths=fresh, method="POST", body=sql_body, fresh=True),
-        }
-        for case in cases.values():  # warm up: first index build, thread pools
-            if not case.get("fresh"):
-                wrk(
-                    url,
-                    case["paths"],
-                    8,
-                    2,
-                    method=case.get("method", "GET"),
-                    body=case.get("body"),
-                )
-        results = {}
-        for name, case in cases.items():
-            for c in CONNECTIONS:
-                paths = case["paths"]
-                if case.get("fresh"):  # a slice no earlier run used (a small lake: all)
-                    k = CONNECTIONS.index(c)
-                    paths = paths[k * FRESH_PER_RUN : (k + 1) * FRESH_PER_RUN] or paths
-                r = wrk(
-                    url, paths, c, seconds, method=case.get("method", "GET"), body=case.get("body")
-                )
-                if case.get("fresh") and r["requests"] > len(paths):
-                    r["note"] = f"{r['requests'] - len(paths):,} repeats"
-                results[(name, c)] = r
-                print(
-                    f"{name:32s} c={c:2d}  {r['rps']:8.0f} req/s  p50 {r['p50']:7.2f} ms  "
-                    f"p99 {r['p99']:7.2f} ms  non-2xx {r['non2xx']} {r.get('note', '')}",
-                    flush=True,
-                )
+        cases, size = make_cases(url, iids, sids)
+        results = run_cases(url, cases, CONNECTIONS, seconds)
+        inst_paths = cases["kolab-1b graph-chat instance"]["paths"]
         soaked = soak(url, inst_paths, server.pid, soak_s) if soak_s else None
         if soaked:
             print(
