@@ -315,6 +315,8 @@ def test_unmapped_fields_stay_in_attrs_and_bad_lines_are_rejects(tmp_path):
     bad_time = next(r for r in rejects if r["session_id"] == "s2")
     # the reason names the mapping file and line of the column whose value did not convert
     assert "events.t (m.yaml:14)" in bad_time["reason"] and "soon" in bad_time["reason"]
+    # and it keeps the item as the source has it
+    assert json.loads(bad_time["raw"]) == {"who": "bot", "said": "yo", "at": "soon"}
 
 
 def test_a_field_read_below_another_leaves_what_is_not_an_object(tmp_path):

@@ -232,22 +232,51 @@ def _split_steps(scope: str, split: Split, rel: str) -> tuple[str, str]:
     return rel, items
 
 
+def _nested_fields(
+    paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str]
+) -> list[tuple[str, ...]]:
+    """The fields read below another (``metrics.cost``) that attrs must take out, less those
+    whose parent is dropped whole already."""
+    dropped = {p for p in paths if len(p) == 1}
+    return [
+        p
+        for p in sorted(p for p in paths if len(p) > 1 and p not in arrays)
+        if not any(p[:k] in dropped for k in range(1, len(p)))
+    ]
+
+
+def _typed_paths(
+    paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str]
+) -> list[tuple[str, ...]]:
+    """The paths whose JSON type the attrs expression asks, in the order of ``_lt`` (one
+    ``json_type`` call per row, :func:`_attr_helpers`): each list the blocks unnest, then
+    every field above a nested one read."""
+    lists = sorted(a for a in arrays if a)
+    above = sorted({q[:k] for q in _nested_fields(paths, arrays) for k in range(1, len(q))})
+    return lists + [a for a in above if a not in lists]
+
+
 def _patch(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scope: str) -> str:
     """``scope`` minus the fields at ``paths`` (RFC 7396 merge patches with nulls: DuckDB's
     json_merge_patch), and minus each list at ``arrays`` when it is a list. One merge of the
     record: the patch for each combination of the lists being lists or not is a literal,
-    chosen by one ``json_type`` call over every list path.
+    chosen by the types ``_lt`` holds (one ``json_type`` call over every path it needs).
 
     A field read below another (``metrics.cost``) is taken out only where everything above
     it is an object: a merge patch replaces whatever is not an object with one, so a record
     whose ``metrics`` is ``5``, or has none, would keep ``{}`` instead (its value lost, or an
-    empty object it never had)."""
-    nested = sorted(p for p in paths if len(p) > 1 and p not in arrays)
-    dropped = {p for p in paths if len(p) == 1}
-    nested = [p for p in nested if not any(p[:k] in dropped for k in range(1, len(p)))]
+    empty object it never had). Where everything above is an object (the common case) the
+    nested fields join the same literal patch: still one merge of the record."""
+    nested = _nested_fields(paths, arrays)
     if nested:
-        top = _patch({p for p in paths if p not in nested}, arrays, scope)
-        return _nested_patch(top, nested, scope)
+        top = _merged({p for p in paths if p not in nested}, arrays, scope)
+        every = _merged(paths, arrays, scope)  # the nested fields as any other: one merge
+        return _nested_patch(top, every, nested, _typed_paths(paths, arrays))
+    return _merged(paths, arrays, scope)
+
+
+def _merged(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scope: str) -> str:
+    """:func:`_patch` of fields whose parents are objects (or are not looked at)."""
     plain = sorted(p for p in paths if p and p not in arrays)
     lists = sorted(a for a in arrays if a)
     if not lists:
@@ -279,27 +308,23 @@ def _patch(paths: set[tuple[str, ...]], arrays: dict[tuple[str, ...], str], scop
     return f"(CASE {' '.join(reversed(case))} END)"
 
 
-def _nested_patch(out: str, nested: list[tuple[str, ...]], scope: str) -> str:
-    """``out`` minus the ``nested`` fields of ``scope``: one constant merge when everything
-    above them is an object (the common case, one condition), else one merge of each path's
+def _nested_patch(
+    top: str, every: str, nested: list[tuple[str, ...]], typed: list[tuple[str, ...]]
+) -> str:
+    """``every`` (one merge that takes out the ``nested`` fields too) when everything above
+    them is an object (one condition over ``_lt``), else ``top`` merged with each path's
     patch where its own chain is all objects (``'{}'``, no change, where it is not)."""
 
     def objects(group) -> str:
         above = sorted({q[:k] for q in group for k in range(1, len(q))})
-        return " AND ".join(
-            f"json_type({scope}, {sql(exp.Literal.string(json_path(q)))}) = 'OBJECT'" for q in above
-        )
+        return " AND ".join(f"_lt[{typed.index(q) + 1}] = 'OBJECT'" for q in above)
 
-    every = sql(exp.Literal.string(_null_patch(nested)))
     each = ", ".join(
         f"CASE WHEN {objects([path])} THEN {sql(exp.Literal.string(_null_patch([path])))} "
         "ELSE '{}' END"
         for path in nested
     )
-    return (
-        f"(CASE WHEN {objects(nested)} THEN json_merge_patch({out}, {every}) "
-        f"ELSE json_merge_patch({out}, {each}) END)"
-    )
+    return f"(CASE WHEN {objects(nested)} THEN {every} ELSE json_merge_patch({top}, {each}) END)"
 
 
 def _null_patch(paths: list[tuple[str, ...]]) -> str:
@@ -452,7 +477,8 @@ def compile_mapping(mapping: Mapping) -> Plan:
             numbered.setdefault(block.table, []).append(
                 f"SELECT {n} AS _b, {order} AS _o, _rid, _session_id, _ord FROM {items} {where}"
             )
-        compiled.append(_items_block(block, n, cols, extra, items, number))
+        repeats = not positional_ids(block.table, all_blocks[1:])
+        compiled.append(_items_block(block, n, cols, extra, items, number, repeats))
     for table, parts in numbered.items():
         setup.append(
             f"CREATE OR REPLACE TEMP TABLE m_num_{table} AS SELECT _b, _rid, "
@@ -528,14 +554,16 @@ def _checks(cols: list[Column], rules: list[tuple[str, str]] = ()) -> str:  # ty
 
 
 def _has_lists(levels: tuple, scopes: dict) -> bool:
-    return any(a for a in scopes.get(levels, {"lists": {}})["lists"])
+    """Whether the attrs expression of ``levels`` reads types from ``_lt``."""
+    s = scopes.get(levels, {"read": set(), "lists": {}})
+    return bool(_typed_paths(s["read"], s["lists"]))
 
 
 def _attr_helpers(levels: tuple, scopes: dict, scope: str) -> str:
     """Select-list items the attrs expression reads: the JSON type of ``scope`` and of each
-    list its blocks unnest, each computed once per row."""
+    path :func:`_typed_paths` names, each computed once per row."""
     s = scopes.get(levels, {"read": set(), "lists": {}})
-    lists = sorted(a for a in s["lists"] if a)
+    lists = _typed_paths(s["read"], s["lists"])
     # the JSON's kind from its first character: no parse (the text is valid JSON already)
     out = (
         f", CASE WHEN {scope} IS NULL THEN 'NULL' WHEN regexp_matches({scope}, '^\\s*\\{{') THEN 'OBJECT' "
@@ -712,7 +740,13 @@ def _items_relation(
 
 
 def _items_block(
-    block: Block, n: int, cols: list[Column], extra: dict, items: str, number: bool = False
+    block: Block,
+    n: int,
+    cols: list[Column],
+    extra: dict,
+    items: str,
+    number: bool = False,
+    ids_may_repeat: bool = True,
 ) -> CompiledBlock:
     levels = tuple(block.from_paths)
     where = f"WHERE ({extra['where']})" if "where" in extra else ""
@@ -745,11 +779,25 @@ def _items_block(
             select_cols.append("'action' AS level")
     attrs = _attrs_of(block, extra, "_attrs" if block.attrs else "NULL::VARCHAR")
     select = (
-        f"SELECT _unit, _file, _session_id, _line, _rec_index, _ord, _index, _item::VARCHAR AS _raw, "
+        f"SELECT _unit, _file, _session_id, _line, _rec_index, _ord, _index, _item, "
         f"{', '.join(select_cols)}{', ' if select_cols else ''}{_checks(cols, extra.get('rejects') or [])} AS _why, "
         f"{attrs} AS attrs FROM {items} {where}"
     )
+    # the item's text is what a reject of the row keeps: a row the block rejects, or (where
+    # ids can repeat) any row, since which repeat is rejected shows only once all are in.
+    # Copying every item's text into the block's table cost a third of it
+    raw = "_item" if ids_may_repeat else "CASE WHEN _why <> '' THEN _item END"
+    select = f"SELECT * EXCLUDE (_item), ({raw})::VARCHAR AS _raw FROM ({select})"
     return CompiledBlock(block, n, select, cols)
+
+
+def positional_ids(table: str, blocks: list[Block]) -> bool:
+    """Whether ``table``'s ids are unique by construction: made from positions, which carry
+    their block's number (no block of ``blocks`` that fills it names an ``id``; edges' ids
+    come from their ends)."""
+    return table != "edges" and all(
+        b.id is None for b in blocks if b.table == table and not b.derive
+    )
 
 
 def _scoped(refs: Refs, scope: str) -> Refs:

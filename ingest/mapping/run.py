@@ -9,7 +9,7 @@ import duckdb
 import pyarrow as pa
 from sqlglot import exp
 
-from graphlake.ingest.mapping.compile import CompiledBlock, Plan
+from graphlake.ingest.mapping.compile import CompiledBlock, Plan, positional_ids
 from graphlake.ingest.mapping.expressions import sql
 from graphlake.ingest.mapping.spec import ID_COLUMN
 
@@ -217,9 +217,8 @@ def _derived_participants(plan: Plan, b: CompiledBlock) -> str:
 
 
 def _unique_ids(plan: Plan, table: str) -> bool:
-    """Whether ``table``'s ids are unique by construction: made from positions, which carry
-    their block's number (no block names an ``id``; edges' ids come from their ends)."""
-    return table != "edges" and all(b.block.id is None for b in _blocks_of(plan, table))
+    """Whether ``table``'s ids are unique by construction (:func:`positional_ids`)."""
+    return positional_ids(table, [b.block for b in _blocks_of(plan, table)])
 
 
 def outputs(plan: Plan) -> dict[str, str]:
