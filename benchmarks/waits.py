@@ -18,7 +18,7 @@ docs/benchmarks.md.
 * **HAS-Bench ingest** against the json + pandas reader of the same rows
   (``benchmarks.formats``, three interleaved rounds). Goal: 1.5x.
 * **Serving** (``benchmarks.serve``'s lake and helpers, wrk on loopback, 32 clients, three
-  interleaved rounds): instance fetches against the server's own static ceiling on 30,000
+  interleaved 5 s rounds): instance fetches against the server's own static ceiling on 30,000
   sessions (goal 50%), ``/sql`` point lookups by ids no earlier request named (goal 1,000
   req/s), and ``--workers 2`` against one worker (goal: never slower). Needs wrk
   (``apt-get install wrk``); ``--no-http`` leaves it out.
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
     elif shutil.which("wrk") is None:
         text += "\n(Serving figures left out: wrk is not installed; `apt-get install wrk`.)\n"
     else:
-        text += http_report(http_figures(args.sessions_http or http_sessions, 3.0, 3))
+        text += http_report(http_figures(args.sessions_http or http_sessions, 5.0, 3))
     publish(text, write=not args.no_write)
     return 0
 

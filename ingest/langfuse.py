@@ -69,22 +69,46 @@ def exports(doc: Any) -> list[tuple[dict, list, list]]:
     return out
 
 
+#: how deep :func:`deep_parse` follows text holding JSON holding text (Langfuse's own has no
+#: bound; a hostile file must not recurse without end)
+_DEEP_PARSE_DEPTH = 32
+
+
+def deep_parse(value: Any, depth: int = 0) -> Any:
+    """``value`` as Langfuse's UI shows it (``deepParseJson``, packages/shared/src/utils/json.ts):
+    text that parses as JSON is replaced by what it holds, again and again (the Python SDK of
+    2024 sent a trace's input and output JSON-encoded twice), except a number, which stays the
+    text it was; lists and objects are decoded member by member."""
+    if depth >= _DEEP_PARSE_DEPTH:
+        return value
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parsed, int | float) and not isinstance(parsed, bool):
+            return value
+        return deep_parse(parsed, depth + 1)
+    if isinstance(value, list):
+        return [deep_parse(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {k: deep_parse(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _shown(key: str, value: Any) -> Any:
+    """A field kept in the attributes: ``metadata`` decoded as Langfuse's UI decodes it (the
+    API often returns it as JSON text), every other field as it is."""
+    return deep_parse(value) if key == "metadata" else value
+
+
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
-    message object, or plain content."""
+    message object, or plain content, after decoding JSON held in text as Langfuse's UI does
+    (:func:`deep_parse`)."""
+    value = deep_parse(value)
     if value is None:
         return []
-    if isinstance(value, str) and value.lstrip()[:1] in ("[", "{"):
-        # the SDKs send a message list serialised as text; Langfuse's own UI decodes it
-        # (deep JSON parsing of input and output), and so does this reader
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            decoded = None
-        if isinstance(decoded, list | dict) and _messages(decoded, default_role) != [
-            {"role": default_role, "content": json.dumps(decoded, sort_keys=True)}
-        ]:
-            return _messages(decoded, default_role)
     if isinstance(value, list) and all(isinstance(m, dict) and "role" in m for m in value):
         return value
     if isinstance(value, dict) and "role" in value:
@@ -115,7 +139,9 @@ def trace_spans(trace: dict, observations: list, ref: str) -> list[Span | SpanEr
     }
     if trace.get("sessionId"):
         root_attrs["gen_ai.conversation.id"] = trace["sessionId"]
-    root_attrs.update({f"langfuse.{k}": v for k, v in trace.items() if k not in _TRACE_READ})
+    root_attrs.update(
+        {f"langfuse.{k}": _shown(k, v) for k, v in trace.items() if k not in _TRACE_READ}
+    )
     out.append(
         Span(
             trace_id=tid,
@@ -167,16 +193,16 @@ def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
     if kind == "TOOL":
         a["gen_ai.tool.name"] = o.get("name") or "tool"
         if o.get("input") is not None:
-            a["gen_ai.tool.call.arguments"] = json.dumps(o["input"], sort_keys=True)
+            a["gen_ai.tool.call.arguments"] = json.dumps(deep_parse(o["input"]), sort_keys=True)
         if o.get("output") is not None:
-            a["gen_ai.tool.call.result"] = json.dumps(o["output"], sort_keys=True)
+            a["gen_ai.tool.call.result"] = json.dumps(deep_parse(o["output"]), sort_keys=True)
     elif kind in ("GENERATION", "EMBEDDING"):
         a["gen_ai.input.messages"] = json.dumps(_messages(o.get("input"), "user"))
         a["gen_ai.output.messages"] = json.dumps(_messages(o.get("output"), "assistant"))
     else:  # the application's own step: what went in and out is kept as it is
         for key in ("input", "output"):
             if o.get(key) is not None:
-                a[f"langfuse.{key}"] = o[key]
+                a[f"langfuse.{key}"] = deep_parse(o[key])
     usage = o.get("usageDetails") or o.get("usage") or {}
     for key, value in usage.items() if isinstance(usage, dict) else []:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -184,7 +210,8 @@ def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
     for key, value in (o.get("costDetails") or {}).items():
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             a[f"gen_ai.usage.cost_{key}"] = value
-    a.update({f"langfuse.{k}": v for k, v in o.items() if k not in _OBS_READ and v is not None})
+    kept = {k: v for k, v in o.items() if k not in _OBS_READ and v is not None}
+    a.update({f"langfuse.{k}": _shown(k, v) for k, v in kept.items()})
     start = time_ns(o.get("startTime"), "startTime")
     level = o.get("level")
     return Span(

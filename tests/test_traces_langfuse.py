@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 
+from conftest import FIXTURES
 from graphlake.api import connect
 from graphlake.demo.trace_shapes import OBSERVATIONS, SCORES, TRACE
 from graphlake.pipeline import ingest_path
@@ -135,3 +136,75 @@ def test_messages_sent_as_json_text_read_as_the_messages(tmp_path):
         )
     assert got["text"] == got["json"]
     assert not any(e["text"] and e["text"].startswith('[{"') for e in got["text"])
+
+
+REAL = FIXTURES / "samples" / "langfuse" / "openai-assistants-2024-05-29.json"
+
+
+def _deep_parse_json(value):
+    """Langfuse's own ``deepParseJson`` (packages/shared/src/utils/json.ts), written again
+    here from its source for the independent parse: text that parses is replaced by what it
+    holds, recursively, except a number."""
+    if isinstance(value, str):
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return value
+        return value if type(parsed) in (int, float) else _deep_parse_json(parsed)
+    if isinstance(value, list):
+        return [_deep_parse_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _deep_parse_json(v) for k, v in value.items()}
+    return value
+
+
+def test_a_real_export_with_json_encoded_twice_reads_as_langfuse_shows_it(tmp_path):
+    """A real Langfuse export (the seeder's OpenAI Assistants trace, Python SDK of May 2024):
+    the trace's input and output are JSON text holding JSON text, ``metadata`` is JSON text.
+    Each lands as Langfuse's UI decodes it, equal to an independent parse of the file."""
+    doc = json.loads(REAL.read_text())
+    trace, observations = doc["trace"], doc["observations"]
+    ingest_path("traces", REAL, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    [session] = _rows(lake, "SELECT session_id FROM sessions")
+    assert session["session_id"] == trace["id"]
+    nodes = _rows(lake, "SELECT node_id FROM nodes WHERE node_id <> 'user message'")
+    assert {o["id"] for o in observations} <= {n["node_id"] for n in nodes}
+    # the trace's turns: the question as the person asked it, the answer as text
+    asked = _deep_parse_json(trace["input"])
+    answer = _deep_parse_json(trace["output"])
+    assert asked == {"args": [observations[0]["input"][1]["content"]], "kwargs": {}}
+    texts = [e["text"] for e in _rows(lake, "SELECT text FROM events WHERE kind = 'message'")]
+    assert json.dumps(asked, sort_keys=True) in texts and answer in texts
+    assert not any(t.startswith('"') for t in texts), texts
+    # the generation's own messages, as sent
+    gen = observations[0]
+    for m in gen["input"]:
+        assert m["content"] in texts
+    assert texts.count(gen["output"]) == 2  # the generation's answer and the trace's
+    # metadata held as JSON text is kept decoded; usage and cost as the API gives them
+    attrs = {
+        n["node_id"]: json.loads(n["attrs"])
+        for n in _rows(lake, "SELECT node_id, attrs FROM nodes WHERE attrs IS NOT NULL")
+    }
+    assert attrs[trace["id"]]["langfuse.metadata"] == _deep_parse_json(trace["metadata"]) == {}
+    assert attrs[observations[1]["id"]]["langfuse.input"] == observations[1]["input"]
+    usage = {
+        a["label"]: a["value"]
+        for a in _rows(
+            lake,
+            f"SELECT label, value FROM annotations WHERE kind = 'usage' "
+            f"AND target_id = '{gen['id']}'",
+        )  # fmt: skip
+    }
+    assert usage["input_tokens"] == gen["usageDetails"]["input"]
+    assert usage["cost_total"] == gen["costDetails"]["total"]
+
+
+def test_text_is_decoded_as_langfuse_decodes_it():
+    from graphlake.ingest.langfuse import deep_parse
+
+    for value in ["42", "4.5", '"42"', '"\\"hi\\""', '{"n": "7", "m": "[1, 2]"}', "not json",
+                  '[true, null, "x"]', {"a": '{"b": "3"}'}, ["[]", "{}"]]:  # fmt: skip
+        assert deep_parse(value) == _deep_parse_json(value), value
+    assert deep_parse("42") == "42" and deep_parse('"\\"hi\\""') == "hi"
