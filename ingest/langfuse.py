@@ -102,6 +102,13 @@ def _shown(key: str, value: Any) -> Any:
     return deep_parse(value) if key == "metadata" else value
 
 
+def _is_message(value: Any) -> bool:
+    """A chat message (``{role, content}``), or a GenAI ``gen_ai.choice`` event as the OTel
+    SDKs write a model's answer (``{index, message: {role, content}, ...}``: pydantic-ai's
+    generations in Langfuse); the spans reader reads the text of either, and keeps it whole."""
+    return isinstance(value, dict) and ("role" in value or isinstance(value.get("message"), dict))
+
+
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
     message object, or plain content, after decoding JSON held in text as Langfuse's UI does
@@ -109,9 +116,9 @@ def _messages(value: Any, default_role: str) -> list[dict]:
     value = deep_parse(value)
     if value is None:
         return []
-    if isinstance(value, list) and all(isinstance(m, dict) and "role" in m for m in value):
+    if isinstance(value, list) and value and all(_is_message(m) for m in value):
         return value
-    if isinstance(value, dict) and "role" in value:
+    if _is_message(value):
         return [value]
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         return _messages(value["messages"], default_role)

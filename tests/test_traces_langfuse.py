@@ -208,3 +208,33 @@ def test_text_is_decoded_as_langfuse_decodes_it():
                   '[true, null, "x"]', {"a": '{"b": "3"}'}, ["[]", "{}"]]:  # fmt: skip
         assert deep_parse(value) == _deep_parse_json(value), value
     assert deep_parse("42") == "42" and deep_parse('"\\"hi\\""') == "hi"
+
+
+def test_a_real_pydantic_ai_export_reads_its_generation_answer(tmp_path):
+    """A real Langfuse export of a pydantic-ai run (the seeder's, OTel through Langfuse's SDK
+    3.0): the generation's ``output`` is a GenAI ``gen_ai.choice`` event (``{index, message:
+    {role, content}}``), the trace's input and output are JSON text, its ``metadata`` too. The
+    answer lands as the model's message, equal to an independent parse."""
+    path = REAL.with_name("pydantic-ai-trace-2025-06-06.json")
+    doc = json.loads(path.read_text())
+    trace, observations = doc["trace"], doc["observations"]
+    gen = next(o for o in observations if o["type"] == "GENERATION")
+    ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    said = _rows(lake, f"SELECT actor, actor_type, channel, text, payload FROM events "
+                       f"WHERE node_id = '{gen['id']}' ORDER BY seq")  # fmt: skip
+    assert [(e["actor_type"], e["text"]) for e in said] == [
+        *[(("human" if m["role"] == "user" else m["role"]), m["content"]) for m in gen["input"]],
+        ("ai", gen["output"]["message"]["content"]),
+    ]
+    assert said[-1]["actor"] == gen["model"] and said[-1]["channel"] == "output"
+    assert json.loads(said[-1]["payload"]) == gen["output"]  # the whole choice is kept
+    texts = {e["text"] for e in _rows(lake, "SELECT text FROM events WHERE kind = 'message'")}
+    assert {_deep_parse_json(trace["input"]), _deep_parse_json(trace["output"])} <= texts
+    root = json.loads(
+        _rows(lake, f"SELECT attrs FROM nodes WHERE node_id = '{trace['id']}'")[0]["attrs"]
+    )
+    assert root["langfuse.metadata"] == _deep_parse_json(trace["metadata"])
+    assert root["langfuse.userId"] == trace["userId"] and root["langfuse.tags"] == trace["tags"]
+    [session] = _rows(lake, "SELECT attrs FROM sessions")
+    assert json.loads(session["attrs"])["conversation_id"] == trace["sessionId"]
