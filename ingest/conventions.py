@@ -224,6 +224,11 @@ def _indexed(a: dict, prefix: str) -> tuple[dict[int, dict], set[str]]:
     return out, keys
 
 
+#: content parts that are text: GenAI's and OpenAI Chat's ``text``, the Responses API's
+#: ``input_text`` / ``output_text``
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+
+
 def message_text(m: dict) -> str | None:
     """The text of a message: its ``content`` (text, or the text parts of a list), the text
     parts of ``parts``, or a ``gen_ai.choice`` event's ``message``."""
@@ -240,7 +245,7 @@ def message_text(m: dict) -> str | None:
         texts = [
             t
             for p in parts
-            if isinstance(p, dict) and p.get("type", "text") == "text"
+            if isinstance(p, dict) and p.get("type", "text") in _TEXT_PARTS
             for t in [p.get("content") or p.get("text")]
             if isinstance(t, str)
         ]

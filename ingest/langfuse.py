@@ -109,6 +109,56 @@ def _is_message(value: Any) -> bool:
     return isinstance(value, dict) and ("role" in value or isinstance(value.get("message"), dict))
 
 
+#: OpenAI Responses API items without a role of their own (the OpenAI Agents SDK's model
+#: input and output, as OpenInference records them), and the role each speaks in
+_RESPONSE_ITEM_ROLES = {
+    "message": "assistant",
+    "reasoning": "assistant",
+    "function_call": "assistant",
+    "function_call_output": "tool",
+    "computer_call": "assistant",
+    "computer_call_output": "tool",
+    "web_search_call": "assistant",
+    "file_search_call": "assistant",
+}
+
+
+def _response_item(item: Any) -> dict | None:
+    """One Responses API item as a message (every field kept): a message as it is, a call
+    spoken by the assistant, a call's output spoken by the tool (its ``output`` the text);
+    None when ``item`` is neither."""
+    if not isinstance(item, dict):
+        return None
+    if "role" in item:
+        return item
+    role = _RESPONSE_ITEM_ROLES.get(str(item.get("type")))
+    if role is None:
+        return None
+    out = {"role": role, **item}
+    if role == "tool" and "content" not in item:
+        out["content"] = item.get("output")
+    return out
+
+
+def _response_messages(value: Any) -> list[dict] | None:
+    """A model call's input or output in the OpenAI Responses API's shape: a list of items,
+    or a ``response`` object whose ``output`` is (the response's other fields ride on its
+    first message); None when ``value`` is not one."""
+    items = value
+    rest = None
+    if isinstance(value, dict) and value.get("object") == "response":
+        items, rest = value.get("output"), {k: v for k, v in value.items() if k != "output"}
+    if not isinstance(items, list) or not items:
+        return None
+    found = [_response_item(i) for i in items]
+    if not all(found):
+        return None
+    out = [m for m in found if m is not None]
+    if rest is not None:
+        out[0] = {**out[0], "response": rest}
+    return out
+
+
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
     message object, or plain content, after decoding JSON held in text as Langfuse's UI does
@@ -120,6 +170,8 @@ def _messages(value: Any, default_role: str) -> list[dict]:
         return value
     if _is_message(value):
         return [value]
+    if (responses := _response_messages(value)) is not None:
+        return responses
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         return _messages(value["messages"], default_role)
     content = value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -238,3 +238,46 @@ def test_a_real_pydantic_ai_export_reads_its_generation_answer(tmp_path):
     assert root["langfuse.userId"] == trace["userId"] and root["langfuse.tags"] == trace["tags"]
     [session] = _rows(lake, "SELECT attrs FROM sessions")
     assert json.loads(session["attrs"])["conversation_id"] == trace["sessionId"]
+
+
+def test_a_real_openai_agents_export_reads_responses_api_items(tmp_path):
+    """A real Langfuse export of an OpenAI Agents SDK run (OpenInference 1.3.0, September
+    2025): each generation's ``input`` is a list of Responses API items (a user message, a
+    ``function_call``, its ``function_call_output``) and its ``output`` a ``response`` object
+    whose ``output`` holds a ``message`` with ``output_text`` parts, or a ``function_call``.
+    Each item is a message of its speaker, equal to an independent parse; the evaluator's
+    scores are the session's."""
+    path = REAL.with_name("openai-agents-2025-09-30.json")
+    doc = json.loads(path.read_text())
+    trace, observations = doc["trace"], doc["observations"]
+    ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    speaker = {"user": "human", "assistant": "ai", "tool": "tool"}
+
+    def expected(item, role=None):
+        kind = item.get("type")
+        role = item.get("role") or ("tool" if kind == "function_call_output" else "assistant")
+        if kind == "function_call_output":
+            text = item["output"]
+        elif isinstance(item.get("content"), list):
+            text = "\n".join(p["text"] for p in item["content"] if p["type"] == "output_text")
+        else:
+            text = item.get("content")
+        return speaker[role], text
+
+    for gen in (o for o in observations if o["type"] == "GENERATION"):
+        said = _rows(lake, f"SELECT actor_type, channel, text FROM events WHERE node_id LIKE "
+                           f"'{gen['id']}%' AND kind = 'message' ORDER BY seq")  # fmt: skip
+        want = [(*expected(i), "input") for i in gen["input"]]
+        want += [(*expected(i), "output") for i in gen["output"]["output"]]
+        assert [(e["actor_type"], e["text"], e["channel"]) for e in said] == want
+    [tool] = [o for o in observations if o["type"] == "TOOL"]
+    [result] = _rows(lake, f"SELECT payload FROM events WHERE kind = 'tool_result' "
+                           f"AND node_id = '{tool['id']}'")  # fmt: skip
+    assert json.loads(result["payload"]) == tool["output"]
+    scores = _rows(lake, "SELECT target_kind, label, value, text FROM annotations "
+                         "WHERE kind = 'score' ORDER BY label")  # fmt: skip
+    assert scores == [
+        {"target_kind": "session", "label": s["name"], "value": s["value"], "text": s["comment"]}
+        for s in sorted(trace["scores"], key=lambda s: s["name"])
+    ]
