@@ -81,18 +81,28 @@ def deep_parse(value: Any, depth: int = 0) -> Any:
     text it was; lists and objects are decoded member by member."""
     if depth >= _DEEP_PARSE_DEPTH:
         return value
-    if isinstance(value, str):
+    value = _unwrapped(value)
+    if isinstance(value, list):
+        return [deep_parse(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {k: deep_parse(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _unwrapped(value: Any) -> Any:
+    """``value`` with the JSON text around it decoded, layer after layer (:func:`deep_parse`
+    at its top); what it holds is left as it is, so a message whose content is JSON text
+    keeps that text (it is what was said)."""
+    for _ in range(_DEEP_PARSE_DEPTH):
+        if not isinstance(value, str):
+            return value
         try:
             parsed = json.loads(value)
         except ValueError:
             return value
         if isinstance(parsed, int | float) and not isinstance(parsed, bool):
             return value
-        return deep_parse(parsed, depth + 1)
-    if isinstance(value, list):
-        return [deep_parse(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {k: deep_parse(v, depth + 1) for k, v in value.items()}
+        value = parsed
     return value
 
 
@@ -161,9 +171,9 @@ def _response_messages(value: Any) -> list[dict] | None:
 
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
-    message object, or plain content, after decoding JSON held in text as Langfuse's UI does
-    (:func:`deep_parse`)."""
-    value = deep_parse(value)
+    message object, or plain content, after decoding the JSON text around them as Langfuse's
+    UI does (:func:`_unwrapped`)."""
+    value = _unwrapped(value)
     if value is None:
         return []
     if isinstance(value, list) and value and all(_is_message(m) for m in value):

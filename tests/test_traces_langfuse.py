@@ -281,3 +281,15 @@ def test_a_real_openai_agents_export_reads_responses_api_items(tmp_path):
         {"target_kind": "session", "label": s["name"], "value": s["value"], "text": s["comment"]}
         for s in sorted(trace["scores"], key=lambda s: s["name"])
     ]
+
+
+def test_a_message_whose_content_is_json_text_keeps_its_text(tmp_path):
+    """Only the text around a generation's messages is decoded: a user who asked in JSON is
+    quoted as they typed it, not turned into an object with no text."""
+    asked = '{"query": "plotter queue", "limit": 3}'
+    gen = {**OBSERVATIONS[1], "input": json.dumps([{"role": "user", "content": asked}])}
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({**TRACE, "observations": [gen]}))
+    ingest_path("traces", path, tmp_path / "lake")
+    said = _rows(tmp_path / "lake", "SELECT text FROM events WHERE channel = 'input'")
+    assert asked in [e["text"] for e in said]  # (beside the trace's own question)

@@ -347,10 +347,9 @@ class LakeRun:
                     }
                 )
                 try:
-                    losers_table = _losers_table(losers, len(lost)) if losers else None
-                    self._losers = losers_table
-                    if losers_table is not None:
-                        con.register("_losers", losers_table)
+                    self._losers = _losers_table(losers, len(lost)) if losers else None
+                    if self._losers is not None:
+                        con.register("_losers", self._losers)
                     sources = {
                         t: self._source(con, t, bool(losers), stats)
                         for t in TABLES
@@ -398,7 +397,9 @@ class LakeRun:
                     first = [t for t in sources if t != "runs"]
                     for table, (added, version) in zip(
                         first,
-                        self._append_each(con, first, after, sources, losers_table),
+                        self._each_table(
+                            con, lambda cur, t: self._append(cur, t, after, sources[t]), first
+                        ),
                         strict=True,
                     ):
                         if added:
@@ -721,28 +722,19 @@ class LakeRun:
             return 0, None
         return n, dt.version()  # (a delete moves the table object to its own commit)
 
-    def _append_each(
-        self, con, tables: list[str], base: Snapshot, sources: dict, losers: pa.Table | None
-    ) -> list[tuple[int, int | None]]:
-        """:meth:`_append` of each of ``tables``, side by side."""
-        return self._each_table(
-            con, lambda cur, t: self._append(cur, t, base, sources[t]), tables, losers
-        )
-
-    def _each_table(self, con, work, tables: list[str], losers: pa.Table | None = None) -> list:
+    def _each_table(self, con, work, tables: list[str]) -> list:
         """``work(cursor, table)`` for each of ``tables``, side by side in threads, each on
         its own cursor of ``con`` (one database: the memory limit holds for all of them).
         DuckDB and delta-rs release the GIL, and a table's checks and commit are independent
         of another's."""
         if len(tables) < 2:
             return [work(con, t) for t in tables]
-        losers = losers if losers is not None else self._losers
 
         def one(table: str):
             cur = con.cursor()
             try:
-                if losers is not None:  # a registered table belongs to its connection
-                    cur.register("_losers", losers)
+                if self._losers is not None:  # a registered table belongs to its connection
+                    cur.register("_losers", self._losers)
                 return work(cur, table)
             finally:
                 cur.close()
