@@ -6,6 +6,7 @@ from __future__ import annotations
 import gc
 import os
 import sys
+import threading
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
@@ -30,13 +31,22 @@ from graphlake.workers import worker_context
 #: graphlake, DuckDB and every reader again (about 0.3-0.5 s on 2 cores).
 PARALLEL_MIN_UNITS = 400
 PARALLEL_MIN_BYTES = 32 << 20
+#: bytes from which an ingestor that parses in threads (Ingestor.parse_in_threads) uses them
+THREADS_MIN_BYTES = 4 << 20
+#: bytes a thread parses before its input is cut into more runs than threads (thread_chunks)
+THREAD_CHUNK_BYTES = 64 << 20
 
 #: where units are parsed: worker processes on this machine, or Ray tasks
 ENGINES = ("local", "ray")
 
 
-def default_workers(units: list[SourceUnit]) -> int:
+def default_workers(units: list[SourceUnit], threads: bool = False) -> int:
+    """Parsers for ``units``: one per core for large inputs (``threads``: the ingestor
+    parses in threads, which start in microseconds, so two files of a few MiB are enough)."""
     cores = max(1, min(os.cpu_count() or 1, 8))
+    if threads:
+        big = len(units) >= 2 and sum(_bytes(u) for u in units) >= THREADS_MIN_BYTES
+        return cores if big else 1
     if len(units) >= PARALLEL_MIN_UNITS:
         return cores
     if len(units) < 4:
@@ -87,6 +97,57 @@ def _gc_paused():
     finally:
         if was_enabled:
             gc.enable()
+
+
+def _parse_in_threads(
+    corpus: str,
+    run: LakeRun,
+    units: list[SourceUnit],
+    threads: int,
+    flush_rows: int,
+    tick: Callable[[SourceUnit, int], None],
+) -> list[StagingSummary]:
+    """``units`` in chunks over ``threads`` threads of this process, each chunk staged by its
+    own emitter (as a worker process would stage it); for ingestors whose parse releases the
+    GIL (Ingestor.parse_in_threads). Progress is told as each batch of a chunk is done."""
+    lock = threading.Lock()
+
+    def told(unit: SourceUnit, n: int) -> None:
+        with lock:
+            tick(unit, n)
+
+    with ThreadPoolExecutor(threads, thread_name_prefix="graphlake-parse") as pool:
+        futures = [
+            pool.submit(
+                _parse_units,
+                corpus,
+                run.emitter(f"u{start:09d}", flush_rows),
+                start,
+                units[start:end],
+                told,
+            )
+            for start, end in thread_chunks(units, threads)
+        ]
+        return [fut.result() for fut in futures]
+
+
+def thread_chunks(units: list[SourceUnit], threads: int) -> list[tuple[int, int]]:
+    """(start, end) of contiguous runs of ``units`` with about equal bytes: ``threads`` of
+    them, or a multiple (up to four each) for inputs past THREAD_CHUNK_BYTES a thread, so that
+    one slow run does not leave the other threads idle. Fewer, larger runs than a process
+    pool's: each run pays the plan's fixed cost once per batch, and threads start at once."""
+    sizes = [_bytes(u) for u in units]
+    total = sum(sizes) or 1
+    pieces = min(len(units), threads * max(1, min(4, total // (threads * THREAD_CHUNK_BYTES))))
+    bounds: list[tuple[int, int]] = []
+    start = acc = 0
+    for i, size in enumerate(sizes):
+        acc += size
+        if i + 1 < len(units) and acc * pieces >= total * (len(bounds) + 1):
+            bounds.append((start, i + 1))
+            start = i + 1
+    bounds.append((start, len(units)))
+    return bounds
 
 
 def _worker(
@@ -239,7 +300,8 @@ def _ingest(
     hasher = ThreadPoolExecutor(1, thread_name_prefix="graphlake-manifest")
     fingerprints = hasher.submit(manifest.record, files)
     run = LakeRun(lake, corpus, source, replace=True, prune=prune)
-    local_workers = default_workers(units) if workers is None else workers
+    threads = ingestor.parse_in_threads
+    local_workers = default_workers(units, threads) if workers is None else workers
     done, reading = 0, len(units)
 
     def tick(unit: SourceUnit, n: int = 1) -> None:
@@ -260,6 +322,8 @@ def _ingest(
             )  # fmt: skip
         elif local_workers <= 1 or reading < 2:
             summaries = [_parse_units(corpus, run.emitter("u0", flush_rows), 0, units, tick)]
+        elif threads:
+            summaries = _parse_in_threads(corpus, run, units, local_workers, flush_rows, tick)
         else:
             summaries = []
             chunk = chunk_size(reading, local_workers)

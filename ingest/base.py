@@ -303,6 +303,12 @@ class Ingestor(abc.ABC):
     #: reads only the units whose files changed (graphlake.lake.manifest). Off by default:
     #: a unit may read another's files (a task list beside its traces).
     independent_units: bool = False
+    #: Whether ``parse_many`` spends its time in native code that releases the GIL (a
+    #: compiled mapping runs in DuckDB): then the units of one ingest are parsed by threads
+    #: of this process, with no worker process to start and no rows to pickle back. Such an
+    #: ingestor keeps no per-call state on itself and gets its DuckDB connection from
+    #: :func:`graphlake.ingest.vectorised.connection`, which is per thread.
+    parse_in_threads: bool = False
 
     @abc.abstractmethod
     def units(self, path: Path) -> list[SourceUnit]:

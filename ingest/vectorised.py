@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 from collections.abc import Callable
 
 import duckdb
@@ -70,20 +71,22 @@ def read_records(
     return pa.concat_tables(good), sorted(bad)
 
 
-_CONNECTIONS: dict[tuple[int, str], duckdb.DuckDBPyConnection] = {}
+_LOCAL = threading.local()
 
 
 def connection(setup_sql: str = "") -> duckdb.DuckDBPyConnection:
-    """One single-threaded DuckDB per process and setup (its macros), reused across batches:
+    """One single-threaded DuckDB per thread and setup (its macros), reused across batches:
     setting one up costs more than converting a small batch. Parallelism comes from worker
-    processes; a connection inherited through fork is never reused."""
+    processes or threads (a DuckDB connection is not shared between threads; each thread's
+    go when it ends); a connection inherited through fork is never reused."""
+    cons: dict[tuple[int, str], duckdb.DuckDBPyConnection] = _LOCAL.__dict__.setdefault("cons", {})
     key = (os.getpid(), setup_sql)
-    con = _CONNECTIONS.get(key)
+    con = cons.get(key)
     if con is None:
         con = duckdb.connect(config={"threads": 1})
         if setup_sql:
             con.execute(setup_sql)
-        _CONNECTIONS[key] = con
+        cons[key] = con
     return con
 
 

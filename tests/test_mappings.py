@@ -611,3 +611,51 @@ def test_explain_reads_object_members_splits_and_fields_further_up():
     assert left["session record"] == "final_output"
     assert left["$.iterations[*]"] == "agent_kpis, continue_simulation, total_milestones"
     assert left["$.iterations[*] / $.task_results[*]"].startswith("(nothing")
+
+
+def test_threads_parse_a_mapping_corpus_into_the_lake_one_thread_makes(tmp_path):
+    """A mapping's plan runs in DuckDB, which releases the GIL, so the pipeline parses its
+    files in threads of this process (Ingestor.parse_in_threads), each chunk staged by its own
+    emitter: the lake they make is the one a single thread makes, rejects included."""
+    import threading
+
+    from graphlake.lake import Lake
+    from graphlake.lake.fingerprint import fingerprint
+    from graphlake.pipeline import ingest_path
+
+    sample = (SAMPLES / "agentbench" / "medagentbench_gemini-2.0_error.jsonl").read_text()
+    corpus = tmp_path / "outputs" / "run"
+    for k in range(7):
+        folder = corpus / f"model{k}" / "task"
+        folder.mkdir(parents=True)
+        (folder / "runs.jsonl").write_text(sample + ("{not json\n" if k == 3 else ""))
+    names: set[str] = set()
+
+    def seen(done: int, total: int, path: Path) -> None:
+        names.add(threading.current_thread().name)
+
+    one, _ = ingest_path("agentbench", corpus, tmp_path / "one", workers=1, on_unit=seen)
+    assert not any(n.startswith("graphlake-parse") for n in names)
+    three, _ = ingest_path("agentbench", corpus, tmp_path / "three", workers=3, on_unit=seen)
+    assert any(n.startswith("graphlake-parse") for n in names)
+    assert one.accepted == three.accepted and one.rejected == three.rejected
+    assert one.rejected["sessions"] == 1 and one.accepted["sessions"] == 7 * len(
+        sample.splitlines()
+    )
+    assert fingerprint(Lake(tmp_path / "one")) == fingerprint(Lake(tmp_path / "three"))
+
+
+def test_thread_chunks_are_contiguous_and_about_equal_in_bytes(tmp_path):
+    from graphlake.ingest.base import SourceUnit
+    from graphlake.pipeline import thread_chunks
+
+    sizes = [5, 1, 1, 1, 1, 1, 10, 10, 2, 8]
+    units = []
+    for k, size in enumerate(sizes):
+        (tmp_path / f"{k}.jsonl").write_bytes(b"x" * size)
+        units.append(SourceUnit(tmp_path / f"{k}.jsonl", "jsonl"))
+    chunks = thread_chunks(units, 2)
+    assert chunks[0][0] == 0 and chunks[-1][1] == len(units)
+    assert all(a[1] == b[0] for a, b in zip(chunks, chunks[1:], strict=False))
+    assert [sum(sizes[s:e]) for s, e in chunks] == [20, 20]
+    assert thread_chunks(units[:1], 4) == [(0, 1)]

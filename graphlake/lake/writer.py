@@ -74,6 +74,9 @@ class StagingSummary:
     failed_units: list[int] = field(default_factory=list)  # their rows are dropped at commit
     #: (session_id, unit) of sessions whose own row was rejected: dropped at commit, rejects kept
     lost_sessions: list[tuple[str, int]] = field(default_factory=list)
+    #: whether the emitter staged the run's default ``runs`` row (every parallel emitter
+    #: stages its own copy; the commit keeps one, and counts one)
+    default_run_row: bool = False
 
 
 class StagingEmitter(EmitterBase):
@@ -232,6 +235,7 @@ class StagingEmitter(EmitterBase):
             self.sessions,
             list(self.failed_units),
             list(self.lost_sessions),
+            self._default_run_emitted,
         )
 
 
@@ -328,6 +332,9 @@ class LakeRun:
             stats.accepted.update(s.accepted)
             stats.rejected.update(s.rejected)
             failed.update(s.failed_units)
+        copies = sum(s.default_run_row for s in summaries)
+        if copies > 1:  # one run, staged by each parallel emitter
+            stats.accepted["runs"] -= copies - 1
         for s in summaries:  # a failed unit's sessions are dropped with it: no duplicates
             sessions.extend(x for x in s.sessions if x[1] not in failed)
         losers = self._reject_duplicate_sessions(sessions, stats)

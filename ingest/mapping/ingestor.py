@@ -55,6 +55,7 @@ class MappingIngestor(Ingestor):
     """Reads the files of one mapping's format into the canonical tables."""
 
     independent_units = True
+    parse_in_threads = True  # the plan runs in DuckDB, which releases the GIL
 
     def __init__(self, mapping: Mapping):
         self.mapping = mapping
