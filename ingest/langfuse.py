@@ -50,8 +50,14 @@ def sniff_langfuse(head: bytes) -> bool:
     )
 
 
-def exports(doc: Any) -> list[tuple[dict, list, list]]:
-    """(trace, observations, scores) of each export in a parsed file."""
+def exports(doc: Any) -> tuple[list[tuple[dict, list, list]], list[tuple[int, dict]]]:
+    """(trace, observations, scores) of each export in a parsed file: one export
+    (``{trace, observations}`` or a trace holding its observations), a list of them, or
+    ``{traces: [...], observations: [...]}`` with each observation and score finding its trace
+    by ``traceId``; and (position, observation) of each observation of that last shape whose
+    ``traceId`` names no trace of the file (each is a reject)."""
+    if isinstance(doc, dict) and isinstance(doc.get("traces"), list) and "trace" not in doc:
+        return _by_trace_id(doc)
     items = doc if isinstance(doc, list) else [doc]
     out: list[tuple[dict, list, list]] = []
     for item in items:
@@ -66,7 +72,51 @@ def exports(doc: Any) -> list[tuple[dict, list, list]]:
         if not trace.get("id") or not isinstance(observations, list):
             raise SpanError("not a Langfuse export: no trace id or no observations list")
         out.append((trace, observations, scores))
-    return out
+    return out, []
+
+
+def _by_trace_id(doc: dict) -> tuple[list[tuple[dict, list, list]], list[tuple[int, dict]]]:
+    """``{traces, observations, scores}``: the observations and scores of each trace, found by
+    ``traceId`` (an observation without one belongs to the file's only trace)."""
+    traces = doc["traces"]
+    if not traces or not all(isinstance(t, dict) and t.get("id") for t in traces):
+        raise SpanError("not a Langfuse export: 'traces' holds a trace without an id")
+    observations = doc.get("observations") or []
+    if not isinstance(observations, list):
+        raise SpanError("not a Langfuse export: 'observations' is not a list")
+    ids = {str(t["id"]) for t in traces}
+    only = str(traces[0]["id"]) if len(traces) == 1 else None
+    mine: dict[str, list] = {i: [] for i in ids}
+    orphans: list[tuple[int, dict]] = []
+    for k, o in enumerate(observations):
+        tid = o.get("traceId") if isinstance(o, dict) else None
+        tid = only if tid is None else str(tid)
+        if tid in mine:
+            mine[tid].append(o)
+        else:
+            orphans.append((k, o))
+    scores: dict[str, list] = {i: [] for i in ids}
+    for sc in doc.get("scores") or [] if isinstance(doc.get("scores"), list) else []:
+        tid = sc.get("traceId") if isinstance(sc, dict) else None
+        tid = only if tid is None else str(tid)
+        if tid in scores:
+            scores[tid].append(sc)
+    out = [
+        (
+            t,
+            [*_objects(t, "observations"), *mine[str(t["id"])]],
+            [*_objects(t, "scores"), *scores[str(t["id"])]],
+        )
+        for t in traces
+    ]
+    return out, orphans
+
+
+def _objects(trace: dict, key: str) -> list[dict]:
+    """The objects a trace of a ``traces`` list holds under ``key`` itself (the API's list of
+    traces gives ids there instead, which are not observations)."""
+    held = trace.get(key)
+    return [o for o in held if isinstance(o, dict)] if isinstance(held, list) else []
 
 
 #: how deep :func:`deep_parse` follows text holding JSON holding text (Langfuse's own has no
@@ -169,6 +219,60 @@ def _response_messages(value: Any) -> list[dict] | None:
     return out
 
 
+#: LangChain's serialised message types (langchain_core.messages ``_message_from_dict``, a
+#: chunk as its message) and the chat role each speaks in (``convert_to_openai_messages``);
+#: ``chat`` messages carry their own role
+_LANGCHAIN_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "function",
+    "HumanMessageChunk": "user",
+    "AIMessageChunk": "assistant",
+    "SystemMessageChunk": "system",
+    "ToolMessageChunk": "tool",
+    "FunctionMessageChunk": "function",
+}
+
+
+def _langchain_message(value: Any) -> dict | None:
+    """A LangChain message as Langfuse's LangChain integration records it (the message's
+    fields with its ``type``: ``{content, type: "human", additional_kwargs, ...}``, or
+    ``messages_to_dict``'s ``{type, data}``) as a chat message of its role, every field kept;
+    None when ``value`` is not one."""
+    if not isinstance(value, dict) or "role" in value:
+        return None
+    kind = value.get("type")
+    data = value.get("data")
+    fields = data if isinstance(data, dict) and set(value) == {"type", "data"} else value
+    if not isinstance(kind, str) or "content" not in fields:
+        return None
+    role = (
+        fields.get("role") if kind in ("chat", "ChatMessageChunk") else _LANGCHAIN_ROLES.get(kind)
+    )
+    if not isinstance(role, str) or not role:
+        return None
+    return {"role": role, **fields, "type": kind}
+
+
+def _chat_messages(value: Any) -> list[dict] | None:
+    """``value`` as chat messages when it is a list of them (``{role, content}``, GenAI
+    choices, LangChain messages) or one; None otherwise."""
+    items = value if isinstance(value, list) else [value]
+    if not items:
+        return None
+    out = []
+    for m in items:
+        if _is_message(m):
+            out.append(m)
+        elif (lc := _langchain_message(m)) is not None:
+            out.append(lc)
+        else:
+            return None
+    return out
+
+
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
     message object, or plain content, after decoding the JSON text around them as Langfuse's
@@ -176,10 +280,8 @@ def _messages(value: Any, default_role: str) -> list[dict]:
     value = _unwrapped(value)
     if value is None:
         return []
-    if isinstance(value, list) and value and all(_is_message(m) for m in value):
-        return value
-    if _is_message(value):
-        return [value]
+    if (chat := _chat_messages(value)) is not None:
+        return chat
     if (responses := _response_messages(value)) is not None:
         return responses
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
@@ -272,11 +374,12 @@ def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
         for key in ("input", "output"):
             if o.get(key) is not None:
                 a[f"langfuse.{key}"] = deep_parse(o[key])
-    usage = o.get("usageDetails") or o.get("usage") or {}
+    usage = o.get("usageDetails") or o.get("usage") or _flat(o, "Usage") or {}
     for key, value in usage.items() if isinstance(usage, dict) else []:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             a[f"gen_ai.usage.{_TOKENS.get(key, key)}"] = value
-    for key, value in (o.get("costDetails") or {}).items():
+    costs = o.get("costDetails") or _flat(o, "Cost") or _flat(o, "Cost", "calculated") or {}
+    for key, value in costs.items() if isinstance(costs, dict) else []:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             a[f"gen_ai.usage.cost_{key}"] = value
     kept = {k: v for k, v in o.items() if k not in _OBS_READ and v is not None}
@@ -302,6 +405,19 @@ def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
         ref=where,
         raw=o,
     )
+
+
+def _flat(o: dict, what: str, prefix: str = "") -> dict:
+    """The API's flat usage or cost fields (``inputUsage``, ``outputUsage``, ``totalUsage``;
+    ``inputCost`` ... or ``calculatedInputCost`` ...) as ``usageDetails`` / ``costDetails``
+    would hold them, for an observation that has no details object (Langfuse fills both)."""
+    out = {}
+    for key in ("input", "output", "total"):
+        name = f"{prefix}{key.title()}{what}" if prefix else f"{key}{what}"
+        value = o.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value:
+            out[key] = value
+    return out
 
 
 _TOKENS = {"input": "input_tokens", "output": "output_tokens", "total": "total_tokens"}

@@ -18,6 +18,12 @@ def _rows(lake, sql):
     return connect(lake).sql(sql).to_pylist()
 
 
+def _usage(lake, node_id: str) -> dict[str, float]:
+    """label -> value of the usage annotations of one node."""
+    q = f"SELECT label, value FROM annotations WHERE kind = 'usage' AND target_id = '{node_id}'"
+    return {a["label"]: a["value"] for a in _rows(lake, q)}
+
+
 def test_an_api_trace_with_observations_and_scores_lands_whole(tmp_path):
     path = tmp_path / "trace.json"
     path.write_text(json.dumps({**TRACE, "observations": OBSERVATIONS, "scores": SCORES}))
@@ -189,14 +195,7 @@ def test_a_real_export_with_json_encoded_twice_reads_as_langfuse_shows_it(tmp_pa
     }
     assert attrs[trace["id"]]["langfuse.metadata"] == _deep_parse_json(trace["metadata"]) == {}
     assert attrs[observations[1]["id"]]["langfuse.input"] == observations[1]["input"]
-    usage = {
-        a["label"]: a["value"]
-        for a in _rows(
-            lake,
-            f"SELECT label, value FROM annotations WHERE kind = 'usage' "
-            f"AND target_id = '{gen['id']}'",
-        )  # fmt: skip
-    }
+    usage = _usage(lake, gen["id"])
     assert usage["input_tokens"] == gen["usageDetails"]["input"]
     assert usage["cost_total"] == gen["costDetails"]["total"]
 
@@ -293,3 +292,108 @@ def test_a_message_whose_content_is_json_text_keeps_its_text(tmp_path):
     ingest_path("traces", path, tmp_path / "lake")
     said = _rows(tmp_path / "lake", "SELECT text FROM events WHERE channel = 'input'")
     assert asked in [e["text"] for e in said]  # (beside the trace's own question)
+
+
+#: LangChain's message types and the chat role of each, written again here from
+#: langchain_core.messages (``_message_from_dict``, ``convert_to_openai_messages``)
+_LANGCHAIN = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool",
+              "AIMessageChunk": "assistant", "HumanMessageChunk": "user"}  # fmt: skip
+_SPEAKER = {"user": "human", "assistant": "ai", "system": "system", "tool": "tool"}
+
+
+def _said(message: dict) -> tuple[str, str | None]:
+    """(actor type, text) of one chat or LangChain message, parsed independently."""
+    role = message.get("role") or _LANGCHAIN[message["type"]]
+    content = message.get("content")
+    if isinstance(content, list):
+        content = "\n".join(p["text"] for p in content if p.get("type") == "text")
+    return _SPEAKER[role], content if isinstance(content, str) else None
+
+
+def test_a_real_langchain_generation_answers_with_its_message_chunk(tmp_path):
+    """A real Langfuse export of a LangChain call to Gemini on Vertex AI (Langfuse SDK 3.3.4,
+    September 2025): the generation's ``output`` is LangChain's ``AIMessageChunk`` as its
+    fields (``{content, type, additional_kwargs, response_metadata, ...}``, no ``role``). It
+    landed as an answer of raw JSON; now it is the model's message, the chunk kept whole, and
+    every message equals an independent parse."""
+    path = REAL.with_name("google-vertex-tools-langchain-2025-09-19.json")
+    [gen] = json.loads(path.read_text())["observations"]
+    ingest_path("traces", path, tmp_path / "lake")
+    q = "SELECT actor, actor_type, channel, text, payload FROM events WHERE node_id LIKE "
+    said = _rows(tmp_path / "lake", f"{q}'{gen['id']}%' ORDER BY seq")
+    want = [(*_said(m), "input") for m in gen["input"]] + [(*_said(gen["output"]), "output")]
+    assert [(e["actor_type"], e["text"], e["channel"]) for e in said] == want
+    assert said[-1]["text"] == gen["output"]["content"] and said[-1]["actor"] == gen["model"]
+    kept = json.loads(said[-1]["payload"])
+    assert {k: v for k, v in kept.items() if k != "role"} == gen["output"]
+    # no usageDetails / costDetails here: the API's flat fields say the same
+    assert _usage(tmp_path / "lake", gen["id"]) == {
+        "input_tokens": gen["inputUsage"], "output_tokens": gen["outputUsage"],
+        "total_tokens": gen["totalUsage"], "cost_input": gen["inputCost"],
+        "cost_output": gen["outputCost"], "cost_total": gen["totalCost"],
+    }  # fmt: skip
+
+
+def test_a_real_export_of_a_traces_list_reads_as_the_single_trace_export(tmp_path):
+    """The same Vertex AI trace exported as ``{traces: [...], observations: [...]}`` (each
+    observation naming its trace by ``traceId``) was rejected whole as "not a Langfuse
+    export"; now it lands with the rows of the ``{trace, observations}`` export of it."""
+    ingest_path("traces", REAL.with_name("google-vertex-tools-2025-09-19.json"), tmp_path / "a")
+    ingest_path(
+        "traces", REAL.with_name("google-vertex-tools-langchain-2025-09-19.json"), tmp_path / "b"
+    )
+    for q in (
+        "SELECT node_id, actor_type, actor, label, t_start, t_end FROM nodes ORDER BY node_id",
+        "SELECT event_id, actor_type, kind, text, payload FROM events ORDER BY event_id",
+        "SELECT session_id, started_at, duration_s FROM sessions",
+        "SELECT target_id, label, value FROM annotations ORDER BY target_id, label",
+    ):
+        assert _rows(tmp_path / "a", q) == _rows(tmp_path / "b", q) != []
+    assert not _rows(tmp_path / "a", "SELECT * FROM rejects")
+
+
+def test_an_observation_of_no_trace_in_a_traces_list_is_a_reject(tmp_path):
+    doc = json.loads(REAL.with_name("google-vertex-tools-2025-09-19.json").read_text())
+    stray = {**doc["observations"][0], "id": "stray", "traceId": "no-such-trace"}
+    doc["observations"].append(stray)
+    path = tmp_path / "traces.json"
+    path.write_text(json.dumps(doc))
+    ingest_path("traces", path, tmp_path / "lake")
+    [reject] = _rows(tmp_path / "lake", "SELECT record_ref, reason, raw FROM rejects")
+    assert reject["record_ref"] == "observations[1]" and "names no trace" in reject["reason"]
+    assert json.loads(reject["raw"])["id"] == "stray"
+    assert len(_rows(tmp_path / "lake", "SELECT * FROM sessions")) == 1
+
+
+def test_a_real_llamaindex_export_reads_its_question_and_answer(tmp_path):
+    """A real Langfuse export of a LlamaIndex query (OpenInference llama_index 4.3.0 through
+    Langfuse's SDK 3.0, June 2025): the trace's input and output are JSON string literals,
+    its metadata JSON text; the generation's input is ``{args: [question]}`` and its output
+    the answer as text; usage details carry dotted keys. Equal to an independent parse."""
+    path = REAL.with_name("llamaindex-2025-06-05.json")
+    doc = json.loads(path.read_text())
+    trace, observations = doc["trace"], doc["observations"]
+    gen = next(o for o in observations if o["type"] == "GENERATION")
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    assert not stats.rejected
+    nodes = {n["node_id"] for n in _rows(lake, "SELECT node_id FROM nodes")}
+    assert {trace["id"], *(o["id"] for o in observations)} <= nodes
+    said = _rows(lake, "SELECT node_id, actor_type, text FROM events ORDER BY seq")
+    question, answer = _deep_parse_json(trace["input"]), _deep_parse_json(trace["output"])
+    assert question == "What is Langfuse?" and answer == gen["output"]
+    assert [(e["actor_type"], e["text"]) for e in said] == [
+        ("human", question),
+        ("human", json.dumps(gen["input"], sort_keys=True)),  # as Langfuse shows it: JSON
+        ("ai", gen["output"]),
+        ("ai", answer),
+    ]
+    usage = _usage(lake, gen["id"])
+    assert usage["input_tokens"] == gen["usageDetails"]["input"]
+    assert usage["output_tokens"] == gen["usageDetails"]["output"]
+    assert usage["cost_total"] == gen["costDetails"]["total"]
+    root = json.loads(
+        _rows(lake, f"SELECT attrs FROM nodes WHERE node_id = '{trace['id']}'")[0]["attrs"]
+    )
+    assert root["langfuse.metadata"] == _deep_parse_json(trace["metadata"])
+    assert root["langfuse.metadata"]["email"] == "user@langfuse.com"
