@@ -231,7 +231,8 @@ _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 def message_text(m: dict) -> str | None:
     """The text of a message: its ``content`` (text, or the text parts of a list), the text
-    parts of ``parts``, or a ``gen_ai.choice`` event's ``message``."""
+    parts of ``parts`` (a tool's ``tool_call_response`` included), or a ``gen_ai.choice``
+    event's ``message``."""
     content = m.get("content")
     if isinstance(content, str):
         return content
@@ -242,12 +243,19 @@ def message_text(m: dict) -> str | None:
         return inner if isinstance(inner, str) else None
     parts = m.get("parts") if content is None else content
     if isinstance(parts, list):
-        texts = [
-            t
-            for p in parts
-            if isinstance(p, dict) and p.get("type", "text") in _TEXT_PARTS
-            for t in [p.get("content") or p.get("text")]
-            if isinstance(t, str)
-        ]
+        texts = [t for p in parts if isinstance(p, dict) for t in [_part_text(p)] if t is not None]
         return "\n".join(texts) if texts else None
+    return None
+
+
+def _part_text(part: dict) -> str | None:
+    """A content part's text: a text part's, or what a tool returned in a GenAI
+    ``tool_call_response`` part (its ``response``: text as it is, anything else as JSON)."""
+    kind = part.get("type", "text")
+    if kind in _TEXT_PARTS:
+        t = part.get("content") or part.get("text")
+        return t if isinstance(t, str) else None
+    if kind == "tool_call_response" and part.get("response") is not None:
+        r = part["response"]
+        return r if isinstance(r, str) else json.dumps(r, sort_keys=True)
     return None

@@ -397,3 +397,52 @@ def test_a_real_llamaindex_export_reads_its_question_and_answer(tmp_path):
     )
     assert root["langfuse.metadata"] == _deep_parse_json(trace["metadata"])
     assert root["langfuse.metadata"]["email"] == "user@langfuse.com"
+
+
+def _genai_said(message: dict) -> tuple[str, str | None]:
+    """(actor type, text) of a GenAI semconv message (``{role, parts}``), parsed
+    independently: text parts' ``content``, a ``tool_call_response``'s ``response``."""
+    texts = [
+        p["content"] if p["type"] == "text" else p["response"]
+        for p in message["parts"]
+        if p["type"] in ("text", "tool_call_response")
+    ]
+    return _SPEAKER[message["role"]], "\n".join(texts) if texts else None
+
+
+def test_a_real_microsoft_agent_framework_export_reads_genai_parts(tmp_path):
+    """A real Langfuse export of a Microsoft Agent Framework run (OpenTelemetry GenAI
+    semantic conventions, agent_framework 1.0.0b251007, October 2025): messages are
+    ``{role, parts}`` with ``text``, ``tool_call`` and ``tool_call_response`` parts. The tool's
+    answer (a ``tool_call_response``'s ``response``) landed as a tool message with no text;
+    now it is the text, and every generation's messages equal an independent parse."""
+    path = REAL.with_name("microsoft-agent-2025-10-14.json")
+    doc = json.loads(path.read_text())
+    trace, observations = doc["trace"], doc["observations"]
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    lake = tmp_path / "lake"
+    assert not stats.rejected
+    for gen in (o for o in observations if o["type"] == "GENERATION"):
+        q = "SELECT actor_type, channel, text FROM events WHERE kind = 'message' AND node_id LIKE "
+        said = _rows(lake, f"{q}'{gen['id']}%' ORDER BY seq")
+        want = [(*_genai_said(m), "input") for m in gen["input"]]
+        want += [(*_genai_said(m), "output") for m in gen["output"]]
+        assert [(e["actor_type"], e["text"], e["channel"]) for e in said] == want
+        assert _usage(lake, gen["id"])["cost_total"] == gen["costDetails"]["total"]
+    [tool] = [o for o in observations if o["type"] == "TOOL"]
+    calls = _rows(lake, f"SELECT kind, payload FROM events WHERE node_id = '{tool['id']}' "
+                        "AND kind IN ('tool_call', 'tool_result') ORDER BY seq")  # fmt: skip
+    assert [(c["kind"], json.loads(c["payload"])) for c in calls] == [
+        ("tool_call", tool["input"]),
+        ("tool_result", tool["output"]),
+    ]
+    # the trace's own input and output: GenAI messages in JSON text in JSON text
+    asked = _deep_parse_json(trace["input"])[0]["parts"][0]["content"]
+    humans = _rows(lake, "SELECT detail FROM nodes WHERE actor_type = 'human'")
+    assert [h["detail"] for h in humans] == [asked] == ["What's the weather like in Portland?"]
+    scores = _rows(lake, "SELECT label, value, text FROM annotations WHERE kind = 'score' "
+                         "ORDER BY label")  # fmt: skip
+    assert scores == [
+        {"label": s["name"], "value": s["value"], "text": s["comment"]}
+        for s in sorted(trace["scores"], key=lambda s: s["name"])
+    ]
