@@ -230,9 +230,9 @@ _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 
 
 def message_text(m: dict) -> str | None:
-    """The text of a message: its ``content`` (text, or the text parts of a list), the text
-    parts of ``parts`` (a tool's ``tool_call_response`` included), or a ``gen_ai.choice``
-    event's ``message``."""
+    """The text of a message: its ``content`` (text, the text parts of a list, or a value that
+    is not parts, such as a tool's result, as JSON), the text parts of ``parts`` (a tool's
+    ``tool_call_response`` included), or a ``gen_ai.choice`` event's ``message``."""
     content = m.get("content")
     if isinstance(content, str):
         return content
@@ -241,10 +241,16 @@ def message_text(m: dict) -> str | None:
         if isinstance(inner, dict):
             return message_text(inner)
         return inner if isinstance(inner, str) else None
+    if isinstance(content, dict):  # a value, not parts (a tool's result, a definition)
+        return json.dumps(content, sort_keys=True, ensure_ascii=False)
     parts = m.get("parts") if content is None else content
     if isinstance(parts, list):
         texts = [t for p in parts if isinstance(p, dict) for t in [_part_text(p)] if t is not None]
-        return "\n".join(texts) if texts else None
+        if texts:
+            return "\n".join(texts)
+        if content is not None and not any(isinstance(p, dict) and "type" in p for p in parts):
+            # a list of values, not of typed parts: what a tool returned, as JSON
+            return json.dumps(content, sort_keys=True, ensure_ascii=False) if content else None
     return None
 
 

@@ -302,12 +302,16 @@ _SPEAKER = {"user": "human", "assistant": "ai", "system": "system", "tool": "too
 
 
 def _said(message: dict) -> tuple[str, str | None]:
-    """(actor type, text) of one chat or LangChain message, parsed independently."""
+    """(actor type, text) of one chat or LangChain message, parsed independently: text, the
+    text parts of a list, or a value that is not text (a tool's result or definition) as the
+    JSON Langfuse shows."""
     role = message.get("role") or _LANGCHAIN[message["type"]]
     content = message.get("content")
-    if isinstance(content, list):
+    if isinstance(content, list) and all("type" in p for p in content):
         content = "\n".join(p["text"] for p in content if p.get("type") == "text")
-    return _SPEAKER[role], content if isinstance(content, str) else None
+    elif isinstance(content, list | dict):
+        content = json.dumps(content, sort_keys=True, ensure_ascii=False)
+    return _SPEAKER[role], content
 
 
 def test_a_real_langchain_generation_answers_with_its_message_chunk(tmp_path):
@@ -399,6 +403,21 @@ def test_a_real_llamaindex_export_reads_its_question_and_answer(tmp_path):
     assert root["langfuse.metadata"]["email"] == "user@langfuse.com"
 
 
+def _ingested_clean(name: str, tmp_path):
+    """(trace, observations, lake) of one real export ingested alone, with no reject."""
+    path = REAL.with_name(name)
+    doc = json.loads(path.read_text())
+    stats, _ = ingest_path("traces", path, tmp_path / "lake")
+    assert not stats.rejected
+    return doc["trace"], doc["observations"], tmp_path / "lake"
+
+
+def _messages_of(lake, node_id: str) -> list[dict]:
+    """The message events of a node and its human turns, in order."""
+    q = "SELECT actor_type, channel, text FROM events WHERE kind = 'message' AND node_id LIKE "
+    return _rows(lake, f"{q}'{node_id}%' ORDER BY seq")
+
+
 def _genai_said(message: dict) -> tuple[str, str | None]:
     """(actor type, text) of a GenAI semconv message (``{role, parts}``), parsed
     independently: text parts' ``content``, a ``tool_call_response``'s ``response``."""
@@ -416,15 +435,9 @@ def test_a_real_microsoft_agent_framework_export_reads_genai_parts(tmp_path):
     ``{role, parts}`` with ``text``, ``tool_call`` and ``tool_call_response`` parts. The tool's
     answer (a ``tool_call_response``'s ``response``) landed as a tool message with no text;
     now it is the text, and every generation's messages equal an independent parse."""
-    path = REAL.with_name("microsoft-agent-2025-10-14.json")
-    doc = json.loads(path.read_text())
-    trace, observations = doc["trace"], doc["observations"]
-    stats, _ = ingest_path("traces", path, tmp_path / "lake")
-    lake = tmp_path / "lake"
-    assert not stats.rejected
+    trace, observations, lake = _ingested_clean("microsoft-agent-2025-10-14.json", tmp_path)
     for gen in (o for o in observations if o["type"] == "GENERATION"):
-        q = "SELECT actor_type, channel, text FROM events WHERE kind = 'message' AND node_id LIKE "
-        said = _rows(lake, f"{q}'{gen['id']}%' ORDER BY seq")
+        said = _messages_of(lake, gen["id"])
         want = [(*_genai_said(m), "input") for m in gen["input"]]
         want += [(*_genai_said(m), "output") for m in gen["output"]]
         assert [(e["actor_type"], e["text"], e["channel"]) for e in said] == want
@@ -440,6 +453,46 @@ def test_a_real_microsoft_agent_framework_export_reads_genai_parts(tmp_path):
     asked = _deep_parse_json(trace["input"])[0]["parts"][0]["content"]
     humans = _rows(lake, "SELECT detail FROM nodes WHERE actor_type = 'human'")
     assert [h["detail"] for h in humans] == [asked] == ["What's the weather like in Portland?"]
+    scores = _rows(lake, "SELECT label, value, text FROM annotations WHERE kind = 'score' "
+                         "ORDER BY label")  # fmt: skip
+    assert scores == [
+        {"label": s["name"], "value": s["value"], "text": s["comment"]}
+        for s in sorted(trace["scores"], key=lambda s: s["name"])
+    ]
+
+
+def test_a_real_langgraph_export_reads_langchain_messages_everywhere(tmp_path):
+    """A real Langfuse export of a LangGraph agent (Langfuse SDK 3.3.0, August 2025): the
+    trace's input and output are ``{messages: [...]}`` of LangChain messages (``type`` human,
+    ai with ``tool_calls``, tool) in JSON text in JSON text, and each graph step's span holds
+    them too. The trace's messages landed as one assistant message of raw JSON; now each is a
+    message of its role. The generations' messages, the scores and the steps' kept input
+    equal an independent parse."""
+    trace, observations, lake = _ingested_clean("langgraph-2025-08-22.json", tmp_path)
+    said = _messages_of(lake, trace["id"])
+    # two layers of JSON text around the messages; a message's own content is as it was said
+    # (the tool's result is JSON text, and stays that text)
+    asked = json.loads(json.loads(trace["input"]))["messages"]
+    answered = json.loads(json.loads(trace["output"]))["messages"]
+    assert [(e["actor_type"], e["text"], e["channel"]) for e in said] == [
+        *[(*_said(m), "input") for m in asked],
+        *[(*_said(m), "output") for m in answered],
+    ]
+    assert [_LANGCHAIN[m["type"]] for m in answered] == ["user", "assistant", "tool", "assistant"]
+    assert not any(e["text"] and e["text"].startswith('{"messages"') for e in said)
+    for gen in (o for o in observations if o["type"] == "GENERATION"):
+        got = _messages_of(lake, gen["id"])
+        want = [(*_said(m), "input") for m in gen["input"]] + [(*_said(gen["output"]), "output")]
+        assert [(e["actor_type"], e["text"], e["channel"]) for e in got] == want
+        assert _usage(lake, gen["id"])["total_tokens"] == gen["usageDetails"]["total"]
+    steps = {
+        n["node_id"]: json.loads(n["attrs"])
+        for n in _rows(lake, "SELECT node_id, attrs FROM nodes WHERE actor_type = 'system'")
+    }
+    for o in observations:
+        if o["type"] == "SPAN":
+            assert steps[o["id"]]["langfuse.input"] == _deep_parse_json(o["input"])
+            assert steps[o["id"]]["langfuse.metadata"] == o["metadata"]
     scores = _rows(lake, "SELECT label, value, text FROM annotations WHERE kind = 'score' "
                          "ORDER BY label")  # fmt: skip
     assert scores == [
