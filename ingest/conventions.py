@@ -256,12 +256,17 @@ def message_text(m: dict) -> str | None:
 
 def _part_text(part: dict) -> str | None:
     """A content part's text: a text part's, or what a tool returned in a GenAI
-    ``tool_call_response`` part (its ``response``: text as it is, anything else as JSON)."""
+    ``tool_call_response`` part or a Gemini ``function_response`` (its ``response``: text as
+    it is, anything else as JSON)."""
     kind = part.get("type", "text")
-    if kind in _TEXT_PARTS:
-        t = part.get("content") or part.get("text")
-        return t if isinstance(t, str) else None
+    if kind in _TEXT_PARTS and isinstance(t := part.get("content") or part.get("text"), str):
+        return t
     if kind == "tool_call_response" and part.get("response") is not None:
         r = part["response"]
-        return r if isinstance(r, str) else json.dumps(r, sort_keys=True)
-    return None
+    elif isinstance(part.get("function_response"), dict):  # Gemini's Part
+        r = part["function_response"].get("response")
+    else:
+        return None
+    if r is None:
+        return None
+    return r if isinstance(r, str) else json.dumps(r, sort_keys=True, ensure_ascii=False)

@@ -273,6 +273,49 @@ def _chat_messages(value: Any) -> list[dict] | None:
     return out
 
 
+def _gemini_content(value: Any) -> dict | None:
+    """A Gemini ``Content`` (``{parts, role}``: google-genai's types, as Google ADK records a
+    model call) as a message of its role (``model`` is the model's); a content of function
+    responses only is spoken by the tool, not by the user Gemini files it under."""
+    if not isinstance(value, dict) or not isinstance(value.get("parts"), list):
+        return None
+    parts = value["parts"]
+    role = value.get("role") or "user"
+    if parts and all(isinstance(p, dict) and "function_response" in p for p in parts):
+        role = "tool"
+    return {**value, "role": role}
+
+
+def _gemini_messages(value: Any) -> list[dict] | None:
+    """A Gemini request (``{contents, config: {system_instruction}}``, an ADK ``LlmRequest``),
+    response or ADK event (``{content, finish_reason, usage_metadata, ...}``), or ADK run
+    input (``{new_message, user_id, ...}``) as messages; the object's other fields ride on
+    its first message (``request`` / ``response``). None when ``value`` is none of these."""
+    if not isinstance(value, dict):
+        return None
+    contents = value.get("contents")
+    if isinstance(contents, list) and contents:
+        found = [_gemini_content(c) for c in contents]
+        if not all(found):
+            return None
+        out = [m for m in found if m is not None]
+        config = value.get("config")
+        config = config if isinstance(config, dict) else {}
+        system = config.get("system_instruction", value.get("system_instruction"))
+        if isinstance(system, str) and system:
+            out.insert(0, {"role": "system", "content": system})
+        elif (instruction := _gemini_content(system)) is not None:
+            out.insert(0, {**instruction, "role": "system"})
+        rest = {k: v for k, v in value.items() if k != "contents"}
+        out[0] = {**out[0], "request": rest}
+        return out
+    for key, side in (("content", "response"), ("new_message", "request")):
+        inner = _gemini_content(value.get(key))
+        if inner is not None:
+            return [{**inner, side: {k: v for k, v in value.items() if k != key}}]
+    return None
+
+
 def _messages(value: Any, default_role: str) -> list[dict]:
     """Langfuse ``input`` / ``output`` as GenAI messages: a list of ``{role, content}``, one
     message object, or plain content, after decoding the JSON text around them as Langfuse's
@@ -284,6 +327,8 @@ def _messages(value: Any, default_role: str) -> list[dict]:
         return chat
     if (responses := _response_messages(value)) is not None:
         return responses
+    if (gemini := _gemini_messages(value)) is not None:
+        return gemini
     if isinstance(value, dict) and isinstance(value.get("messages"), list):
         return _messages(value["messages"], default_role)
     content = value if isinstance(value, str) else json.dumps(value, sort_keys=True)

@@ -499,3 +499,53 @@ def test_a_real_langgraph_export_reads_langchain_messages_everywhere(tmp_path):
         {"label": s["name"], "value": s["value"], "text": s["comment"]}
         for s in sorted(trace["scores"], key=lambda s: s["name"])
     ]
+
+
+def _gemini_said(content: dict) -> tuple[str, str | None]:
+    """(actor type, text) of a Gemini ``Content``, parsed independently after google-genai's
+    types: ``model`` is the model, function responses are the tool's, text parts joined."""
+    parts = content["parts"]
+    if all("function_response" in p for p in parts):
+        return "tool", "\n".join(
+            json.dumps(p["function_response"]["response"], sort_keys=True, ensure_ascii=False)
+            for p in parts
+        )
+    texts = [p["text"] for p in parts if "text" in p]
+    return _SPEAKER.get(content["role"], "ai"), "\n".join(texts) if texts else None
+
+
+def test_a_real_google_adk_export_reads_gemini_contents(tmp_path):
+    """A real Langfuse export of a Google ADK agent (OpenInference google_adk 0.1.3, ADK
+    1.12, Gemini 2.0 Flash, August 2025): each generation's ``input`` is ADK's ``LlmRequest``
+    (``{model, config: {system_instruction, tools}, contents: [{parts, role}]}``, parts of
+    ``text``, ``function_call`` and ``function_response``) and its ``output`` an
+    ``LlmResponse`` (``{content, finish_reason, usage_metadata}``); the trace's input is the
+    run's ``new_message``, its output ADK's event. Each landed as one message of raw JSON;
+    now they are the messages, equal to an independent parse."""
+    trace, observations, lake = _ingested_clean("google-adk-2025-08-28.json", tmp_path)
+    for gen in (o for o in observations if o["type"] == "GENERATION"):
+        system = gen["input"]["config"]["system_instruction"]
+        want = [("system", system, "input")]
+        want += [(*_gemini_said(c), "input") for c in gen["input"]["contents"]]
+        want += [(*_gemini_said(gen["output"]["content"]), "output")]
+        got = _messages_of(lake, gen["id"])
+        assert [(e["actor_type"], e["text"], e["channel"]) for e in got] == want
+        assert _usage(lake, gen["id"])["total_tokens"] == gen["usageDetails"]["total"]
+    run, event = json.loads(json.loads(trace["input"])), json.loads(json.loads(trace["output"]))
+    said = _messages_of(lake, trace["id"])
+    assert (
+        [(e["actor_type"], e["text"]) for e in said]
+        == [
+            _gemini_said(run["new_message"]),
+            _gemini_said(event["content"]),
+        ]
+        == [("human", "hi"), ("ai", "Hello Langfuse 👋!\n")]
+    )
+    kept = json.loads(_rows(lake, "SELECT payload FROM events WHERE channel = 'output' AND "
+                                  f"node_id = '{trace['id']}'")[0]["payload"])  # fmt: skip
+    assert kept["response"] == {k: v for k, v in event.items() if k != "content"}
+    scores = _rows(lake, "SELECT label, value FROM annotations WHERE kind = 'score' ORDER BY label")
+    assert scores == [
+        {"label": s["name"], "value": s["value"]}
+        for s in sorted(trace["scores"], key=lambda s: s["name"])
+    ]
