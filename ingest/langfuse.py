@@ -287,13 +287,25 @@ def _gemini_content(value: Any) -> dict | None:
 
 
 def _gemini_messages(value: Any) -> list[dict] | None:
-    """A Gemini request (``{contents, config: {system_instruction}}``, an ADK ``LlmRequest``),
-    response or ADK event (``{content, finish_reason, usage_metadata, ...}``), or ADK run
-    input (``{new_message, user_id, ...}``) as messages; the object's other fields ride on
-    its first message (``request`` / ``response``). None when ``value`` is none of these."""
+    """A Gemini request (``{contents, config: {system_instruction}}``: google-genai's
+    ``generate_content`` arguments, contents as text, texts or Contents; an ADK
+    ``LlmRequest``), response (``{candidates: [{content, finish_reason}], ...}``; an ADK
+    ``LlmResponse`` or event ``{content, ...}``), or ADK run input (``{new_message, ...}``) as
+    messages; the object's other fields ride on its first message (``request`` /
+    ``response``, each candidate's own as ``candidate``). None when ``value`` is none of
+    these."""
     if not isinstance(value, dict):
         return None
     contents = value.get("contents")
+    shorthand = isinstance(contents, str | dict) or (
+        isinstance(contents, list) and contents and all(isinstance(c, str) for c in contents)
+    )
+    if shorthand:  # the SDK's shorthands: text, texts, or one Content (google-genai's t_contents)
+        if isinstance(contents, dict):
+            contents = [contents]
+        else:
+            texts = [contents] if isinstance(contents, str) else list(contents or [])
+            contents = [{"role": "user", "parts": [{"text": t} for t in texts]}]
     if isinstance(contents, list) and contents:
         found = [_gemini_content(c) for c in contents]
         if not all(found):
@@ -306,9 +318,22 @@ def _gemini_messages(value: Any) -> list[dict] | None:
             out.insert(0, {"role": "system", "content": system})
         elif (instruction := _gemini_content(system)) is not None:
             out.insert(0, {**instruction, "role": "system"})
-        rest = {k: v for k, v in value.items() if k != "contents"}
-        out[0] = {**out[0], "request": rest}
+        rest = value if shorthand else {k: v for k, v in value.items() if k != "contents"}
+        out[0] = {**out[0], "request": rest}  # a shorthand is kept as it was written
         return out
+    candidates = value.get("candidates")
+    if isinstance(candidates, list) and candidates:  # a GenerateContentResponse
+        found = [
+            _gemini_content(c.get("content")) if isinstance(c, dict) else None for c in candidates
+        ]
+        if all(found):
+            rest = {k: v for k, v in value.items() if k != "candidates"}
+            return [
+                {**m, "candidate": {k: v for k, v in c.items() if k != "content"}}
+                | ({"response": rest} if k == 0 else {})
+                for k, (m, c) in enumerate(zip(found, candidates, strict=True))
+                if m is not None
+            ]
     for key, side in (("content", "response"), ("new_message", "request")):
         inner = _gemini_content(value.get(key))
         if inner is not None:

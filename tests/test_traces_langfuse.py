@@ -549,3 +549,38 @@ def test_a_real_google_adk_export_reads_gemini_contents(tmp_path):
         {"label": s["name"], "value": s["value"]}
         for s in sorted(trace["scores"], key=lambda s: s["name"])
     ]
+
+
+def test_a_real_google_genai_export_reads_text_contents_and_candidates(tmp_path):
+    """A real Langfuse export of one google-genai ``generate_content`` call (OpenInference
+    google_genai 0.1.5, Gemini 2.5 Flash, August 2025): the input is the SDK's shorthand
+    ``{model, contents: "What is Langfuse?"}`` and the output a ``GenerateContentResponse``
+    (``{candidates: [{content: {parts, role}, finish_reason, index}], usage_metadata,
+    sdk_http_response, ...}``). Both landed as raw JSON; now the question is the person's and
+    the candidate's text the model's, equal to an independent parse."""
+    trace, [gen], lake = _ingested_clean("google-gemini-2025-08-01.json", tmp_path)
+    [candidate] = gen["output"]["candidates"]
+    answer = "".join(p["text"] for p in candidate["content"]["parts"])
+    want = [("human", gen["input"]["contents"], "input"), ("ai", answer, "output")]
+    got = _messages_of(lake, gen["id"])
+    assert [(e["actor_type"], e["text"], e["channel"]) for e in got] == want
+    said = _messages_of(lake, trace["id"])
+    request, response = (
+        json.loads(json.loads(trace["input"])),
+        json.loads(json.loads(trace["output"])),
+    )
+    assert [(e["actor_type"], e["text"]) for e in said] == [
+        ("human", request["contents"]),
+        ("ai", response["candidates"][0]["content"]["parts"][0]["text"]),
+    ]
+    q = f"SELECT payload FROM events WHERE channel = 'output' AND node_id = '{gen['id']}'"
+    kept = json.loads(_rows(lake, q)[0]["payload"])
+    assert kept["response"] == {k: v for k, v in gen["output"].items() if k != "candidates"}
+    assert kept["candidate"] == {"finish_reason": "STOP", "index": 0}
+    q = f"SELECT payload FROM events WHERE channel = 'input' AND node_id LIKE '{gen['id']}%'"
+    assert json.loads(_rows(lake, q)[0]["payload"])["request"] == gen["input"]
+    usage = _usage(lake, gen["id"])
+    assert (
+        usage["completion_details.reasoning"] == gen["usageDetails"]["completion_details.reasoning"]
+    )
+    assert usage["cost_total"] == gen["costDetails"]["total"]
