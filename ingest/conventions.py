@@ -155,8 +155,30 @@ def _any_agent(a: dict, m: Meaning) -> None:
             m.consumed |= {out_key, f"{out_key}.type"}
     elif m.operation in MODEL_OPS and out_key is not None and isinstance(a[out_key], str):
         if not any(d == "out" for d, _, _ in m.messages):
-            m.messages.append(("out", "assistant", {"content": a[out_key]}))
+            said = _any_agent_message(a[out_key], a.get(f"{out_key}.type"))
+            m.messages.append(("out", "assistant", said))
             m.consumed |= {out_key, f"{out_key}.type"}
+
+
+#: keys by which a JSON object any-agent dumped as a model's output is that framework's own
+#: message: OpenAI's and LlamaIndex's ``role`` (LlamaIndex's text in ``blocks``), LangChain's
+#: ``ChatGeneration`` holding its ``message``
+_FRAMEWORK_MESSAGE_KEYS = ("role", "message", "blocks")
+
+
+def _any_agent_message(value: str, kind: Any) -> dict:
+    """A model call's output as any-agent records it: text, or (``json``) what the framework
+    returned, dumped. A framework's message object (a LlamaIndex ``ChatMessage``, a LangChain
+    ``ChatGeneration``) is read as that message; other JSON (a list of tool calls) is the
+    text it is."""
+    if kind == "json":
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            decoded = None
+        if isinstance(decoded, dict) and any(k in decoded for k in _FRAMEWORK_MESSAGE_KEYS):
+            return decoded
+    return {"content": value}
 
 
 def _openinference(a: dict, name: str, kind: str) -> Meaning:
@@ -232,7 +254,8 @@ _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 def message_text(m: dict) -> str | None:
     """The text of a message: its ``content`` (text, the text parts of a list, or a value that
     is not parts, such as a tool's result, as JSON), the text parts of ``parts`` (a tool's
-    ``tool_call_response`` included), or a ``gen_ai.choice`` event's ``message``."""
+    ``tool_call_response`` included) or of LlamaIndex's ``blocks``, or a ``gen_ai.choice``
+    event's (or LangChain ``ChatGeneration``'s) ``message``."""
     content = m.get("content")
     if isinstance(content, str):
         return content
@@ -243,7 +266,7 @@ def message_text(m: dict) -> str | None:
         return inner if isinstance(inner, str) else None
     if isinstance(content, dict):  # a value, not parts (a tool's result, a definition)
         return json.dumps(content, sort_keys=True, ensure_ascii=False)
-    parts = m.get("parts") if content is None else content
+    parts = (m.get("parts") or m.get("blocks")) if content is None else content
     if isinstance(parts, list):
         texts = [t for p in parts if isinstance(p, dict) for t in [_part_text(p)] if t is not None]
         if texts:
@@ -258,7 +281,7 @@ def _part_text(part: dict) -> str | None:
     """A content part's text: a text part's, or what a tool returned in a GenAI
     ``tool_call_response`` part or a Gemini ``function_response`` (its ``response``: text as
     it is, anything else as JSON)."""
-    kind = part.get("type", "text")
+    kind = part.get("type", part.get("block_type", "text"))  # LlamaIndex's blocks
     if kind in _TEXT_PARTS and isinstance(t := part.get("content") or part.get("text"), str):
         return t
     if kind == "tool_call_response" and part.get("response") is not None:
