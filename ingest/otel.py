@@ -297,6 +297,12 @@ def concatenated(text: str) -> Iterator[tuple[int, Any]]:
         pos = end
 
 
+def _is_root(parent: Any) -> bool:
+    """Whether a printed span's ``parent`` says it has none: absent, or (as any-agent's real
+    AgentTraces print the root) a SpanContext whose ids are null."""
+    return not parent or (isinstance(parent, dict) and parent.get("span_id") is None)
+
+
 def console_spans(obj: Any, ref: str) -> Iterator[Span | SpanError]:
     """The spans of one printed value: a span, a list of them (a Phoenix dump), and each
     span's nested ``child_spans`` (their parent defaults to the span holding them)."""
@@ -308,7 +314,7 @@ def console_spans(obj: Any, ref: str) -> Iterator[Span | SpanError]:
         # any-agent's AgentTrace (``trace.model_dump()``): {"spans": [AgentSpan], "final_output"}
         final = obj.get("final_output")
         for i, item in enumerate(obj["spans"]):
-            if final is not None and isinstance(item, dict) and not item.get("parent"):
+            if final is not None and isinstance(item, dict) and _is_root(item.get("parent")):
                 item = {**item, "any_agent.final_output": final}  # the root's output, kept
             yield from console_spans(item, f"{ref}spans[{i}]")
         return

@@ -444,20 +444,27 @@ def _json_or_text(text: str):
         return text
 
 
-def _model_said(a: dict) -> str:
-    """A model call's text, parsed independently: ``genai.output`` as it is, unless it is JSON
-    of the framework's own message: LlamaIndex's ``ChatMessage`` (its text blocks) or
-    LangChain's ``ChatGeneration`` (its message's content)."""
-    out = a["genai.output"]
-    if a.get("genai.output.type") != "json" or not isinstance(json.loads(out), dict):
-        return out
-    decoded = json.loads(out)
+def _output(a: dict) -> tuple[str, str | None]:
+    """(output, its type) of an any-agent span: ``genai.output``, later ``gen_ai.output``."""
+    key = "genai.output" if "genai.output" in a else "gen_ai.output"
+    return a[key], a.get(f"{key}.type")
+
+
+def _model_said(a: dict) -> list[str]:
+    """A model call's messages, parsed independently: its input messages (GenAI JSON text)
+    and its output as it is, unless that is JSON of the framework's own message: LlamaIndex's
+    ``ChatMessage`` (its text blocks) or LangChain's ``ChatGeneration`` (its content)."""
+    said = [m["content"] for m in json.loads(a.get("gen_ai.input.messages", "[]"))]
+    out, kind = _output(a)
+    decoded = json.loads(out) if kind == "json" else None
+    if not isinstance(decoded, dict):
+        return [*said, out]
     if "blocks" in decoded:
-        return "\n".join(b["text"] for b in decoded["blocks"] if b["block_type"] == "text")
-    return decoded["message"]["content"]
+        return [*said, "\n".join(b["text"] for b in decoded["blocks"] if b["block_type"] == "text")]
+    return [*said, decoded["message"]["content"]]
 
 
-@pytest.mark.parametrize("framework", ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN"])
+@pytest.mark.parametrize("framework", ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN", "SMOLAGENTS"])
 def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework):
     """Real AgentTraces from any-agent's own test run (tests/fixtures/samples/any_agent), one
     per agent framework: its instrumentation names a model call ``call_llm`` and writes
@@ -465,14 +472,26 @@ def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework
     object as JSON; a tool's result) and ``gen_ai.tool.args``. Each span is a node of the
     right actor, each call's output a message (LlamaIndex's and LangChain's message objects
     landed as raw JSON: now their text), each tool's arguments and result its call and
-    result, each usage number an annotation, against the json module's parse."""
+    result, each usage number an annotation, the final output on the root (it was lost: the
+    root's parent is a context of null ids, not absent), against the json module's parse."""
     path = Path(__file__).parent / "fixtures" / "samples" / "any_agent" / f"{framework}_trace.json"
-    spans = json.loads(path.read_text())["spans"]
+    trace = json.loads(path.read_text())
+    spans = trace["spans"]
     lake = tmp_path / "lake"
     stats, _ = ingest_path("traces", path, lake)
     assert not stats.rejected
     nodes = {n["node_id"]: n for n in _rows(lake, "SELECT * FROM nodes")}
-    assert len(nodes) == len(spans)
+    [root] = [s for s in spans if s["parent"]["span_id"] is None]  # a context of null ids
+    kept = json.loads(nodes[f"{root['context']['span_id']:016x}"]["attrs"])
+    assert kept["any_agent.final_output"] == trace["final_output"]  # was lost: not "no parent"
+    humans = [n["detail"] for n in nodes.values() if n["actor_type"] == "human"]
+    assert humans == [
+        m["content"]
+        for s in spans
+        for m in json.loads(s["attributes"].get("gen_ai.input.messages", "[]"))
+        if m["role"] == "user"
+    ]  # each person's turn a node of its own, the spans' nodes besides
+    assert len(nodes) == len(spans) + len(humans)
     for span in spans:
         a = span["attributes"]
         node = nodes[f"{span['context']['span_id']:016x}"]  # 64-bit ids as hex
@@ -488,7 +507,7 @@ def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework
     calls = [
         s["attributes"] for s in spans if s["attributes"]["gen_ai.operation.name"] == "call_llm"
     ]
-    assert said == sorted(_model_said(a) for a in calls)
+    assert said == sorted(t for a in calls for t in _model_said(a))
     assert not any(t.startswith("{") for t in said)
     tools = [s for s in spans if s["attributes"]["gen_ai.operation.name"] == "execute_tool"]
     by_tool = {e["text"]: e for e in events if e["kind"] == "tool_call"}
@@ -497,7 +516,7 @@ def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework
     for s in tools:
         name, a = s["attributes"]["gen_ai.tool.name"], s["attributes"]
         assert json.loads(by_tool[name]["payload"]) == _json_or_text(a["gen_ai.tool.args"])
-        assert json.loads(got[name]["payload"]) == json.loads(a["genai.output"])
+        assert json.loads(got[name]["payload"]) == json.loads(_output(a)[0])
     usage = sorted(
         (a["label"], a["value"]) for a in _rows(lake, "SELECT label, value FROM annotations")
     )
@@ -509,6 +528,7 @@ def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework
     )
     kept = json.dumps([n["attrs"] for n in nodes.values()])
     assert "genai.output" not in kept and "gen_ai.tool.args" not in kept  # read, not left
+    assert '"gen_ai.output' not in kept and "gen_ai.input.messages" not in kept
 
 
 _DEEP = """
