@@ -464,7 +464,9 @@ def _model_said(a: dict) -> list[str]:
     return [*said, decoded["message"]["content"]]
 
 
-@pytest.mark.parametrize("framework", ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN", "SMOLAGENTS"])
+@pytest.mark.parametrize(
+    "framework", ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN", "SMOLAGENTS", "OPENAI"]
+)
 def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework):
     """Real AgentTraces from any-agent's own test run (tests/fixtures/samples/any_agent), one
     per agent framework: its instrumentation names a model call ``call_llm`` and writes
@@ -515,8 +517,12 @@ def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework
     assert len(by_tool) == len(got) == len(tools)
     for s in tools:
         name, a = s["attributes"]["gen_ai.tool.name"], s["attributes"]
-        assert json.loads(by_tool[name]["payload"]) == _json_or_text(a["gen_ai.tool.args"])
-        assert json.loads(got[name]["payload"]) == json.loads(_output(a)[0])
+        args = by_tool[name]["payload"]  # none written (the OpenAI Agents SDK's): none kept
+        assert (json.loads(args) if args else None) == (
+            _json_or_text(a["gen_ai.tool.args"]) if "gen_ai.tool.args" in a else None
+        )
+        # a result of type json that is not JSON ("no_output") is the text it is
+        assert json.loads(got[name]["payload"]) == _json_or_text(_output(a)[0])
     usage = sorted(
         (a["label"], a["value"]) for a in _rows(lake, "SELECT label, value FROM annotations")
     )
