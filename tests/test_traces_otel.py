@@ -467,7 +467,8 @@ def _model_said(a: dict) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "framework", ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN", "SMOLAGENTS", "OPENAI", "GOOGLE"]
+    "framework",
+    ["TINYAGENT", "LLAMA_INDEX", "LANGCHAIN", "SMOLAGENTS", "OPENAI", "GOOGLE", "AGNO"],
 )
 def test_a_real_any_agent_trace_reads_as_any_agent_writes_it(tmp_path, framework):
     """Real AgentTraces from any-agent's own test runs (tests/fixtures/samples/any_agent), one
