@@ -37,14 +37,18 @@ def statements(plan: Plan, check: bool = False) -> Iterator[tuple[tuple[str, int
                     (f"{table} block", b.block.where_line),
                     f"CREATE OR REPLACE TEMP VIEW m_b{b.number} AS {b.select}",
                 )
-        # every block of the table evaluated once, into one table: its accepted rows and its
-        # rejects are both read from it
+        # every block of the table in one relation, its accepted rows and its rejects both
+        # read from it. Where ids are positions (no repeats to rank) it is a view: each
+        # reader computes only the columns it asks for, where a table would copy every
+        # column of every row once more. Where ids may repeat, the ranking reads every
+        # column anyway, and a table spares the rejects a second evaluation
         union = " UNION ALL BY NAME ".join(
             f"SELECT {b.number} AS _blk, * FROM ({b.select})" for b in blocks
         )
+        kind = "VIEW" if _unique_ids(plan, table) else "TABLE"
         yield (
             (f"{table} block", blocks[0].block.where_line),
-            f"CREATE OR REPLACE TEMP TABLE m_ball_{table} AS {union}",
+            f"CREATE OR REPLACE TEMP {kind} m_ball_{table} AS {union}",
         )
     yield from _derived(plan)
 
