@@ -277,15 +277,31 @@ def message_text(m: dict) -> str | None:
     return None
 
 
+def answers_tools(m: dict) -> bool:
+    """Whether a message holds nothing but what tools returned (GenAI ``tool_call_response``
+    parts, Gemini ``function_response`` parts): the tools speak it, whatever role its writer
+    filed it under (pydantic-ai and Gemini file tool results under ``user``)."""
+    parts = m.get("parts") if m.get("content") is None else m.get("content")
+    return (
+        isinstance(parts, list)
+        and bool(parts)
+        and all(
+            isinstance(p, dict)
+            and (p.get("type") == "tool_call_response" or "function_response" in p)
+            for p in parts
+        )
+    )
+
+
 def _part_text(part: dict) -> str | None:
     """A content part's text: a text part's, or what a tool returned in a GenAI
-    ``tool_call_response`` part or a Gemini ``function_response`` (its ``response``: text as
-    it is, anything else as JSON)."""
+    ``tool_call_response`` part (its ``response``; pydantic-ai's ``result``) or a Gemini
+    ``function_response`` (its ``response``): text as it is, anything else as JSON."""
     kind = part.get("type", part.get("block_type", "text"))  # LlamaIndex's blocks
     if kind in _TEXT_PARTS and isinstance(t := part.get("content") or part.get("text"), str):
         return t
-    if kind == "tool_call_response" and part.get("response") is not None:
-        r = part["response"]
+    if kind == "tool_call_response" and part.get("response", part.get("result")) is not None:
+        r = part.get("response", part.get("result"))  # pydantic-ai writes ``result``
     elif isinstance(part.get("function_response"), dict):  # Gemini's Part
         r = part["function_response"].get("response")
     else:

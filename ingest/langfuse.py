@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from graphlake.ingest.conventions import answers_tools
 from graphlake.ingest.otel import time_ns
 from graphlake.ingest.spans import Span, SpanError
 
@@ -279,10 +280,7 @@ def _gemini_content(value: Any) -> dict | None:
     responses only is spoken by the tool, not by the user Gemini files it under."""
     if not isinstance(value, dict) or not isinstance(value.get("parts"), list):
         return None
-    parts = value["parts"]
-    role = value.get("role") or "user"
-    if parts and all(isinstance(p, dict) and "function_response" in p for p in parts):
-        role = "tool"
+    role = "tool" if answers_tools(value) else value.get("role") or "user"
     return {**value, "role": role}
 
 

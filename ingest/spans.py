@@ -46,6 +46,7 @@ from graphlake.ingest.conventions import (
     MODEL_OPS,
     TOOL_OPS,
     Meaning,
+    answers_tools,
     meaning,
     message_text,
 )
@@ -301,6 +302,8 @@ class _TraceRows:
         """A message event per message; a human node for a user message seen first here."""
         for k, (direction, role, m) in enumerate(meant.messages):
             text = message_text(m)
+            if answers_tools(m):  # tool results filed under "user" are not a person's turn
+                role = "tool"
             kind = _ROLE_ACTOR.get(role, "tool" if role == "tool" else "system")
             if kind == "ai":  # the span's own model or agent speaks (its history included)
                 who = actor

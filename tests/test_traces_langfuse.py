@@ -420,13 +420,16 @@ def _messages_of(lake, node_id: str) -> list[dict]:
 
 def _genai_said(message: dict) -> tuple[str, str | None]:
     """(actor type, text) of a GenAI semconv message (``{role, parts}``), parsed
-    independently: text parts' ``content``, a ``tool_call_response``'s ``response``."""
+    independently: text parts' ``content``, a ``tool_call_response``'s ``response``
+    (pydantic-ai's ``result``); a message of tool responses only is the tool's."""
+    parts = message["parts"]
     texts = [
-        p["content"] if p["type"] == "text" else p["response"]
-        for p in message["parts"]
+        p["content"] if p["type"] == "text" else p.get("response", p.get("result"))
+        for p in parts
         if p["type"] in ("text", "tool_call_response")
     ]
-    return _SPEAKER[message["role"]], "\n".join(texts) if texts else None
+    tools = all(p["type"] == "tool_call_response" for p in parts)
+    return "tool" if tools else _SPEAKER[message["role"]], "\n".join(texts) if texts else None
 
 
 def test_a_real_microsoft_agent_framework_export_reads_genai_parts(tmp_path):
@@ -584,3 +587,28 @@ def test_a_real_google_genai_export_reads_text_contents_and_candidates(tmp_path)
         usage["completion_details.reasoning"] == gen["usageDetails"]["completion_details.reasoning"]
     )
     assert usage["cost_total"] == gen["costDetails"]["total"]
+
+
+def test_a_real_pydantic_ai_tool_run_reads_its_tools_answers(tmp_path):
+    """An excerpt of a real Langfuse export of a pydantic-ai 1.26 agent calling three tools
+    (OpenTelemetry GenAI messages through Langfuse's SDK 3.10, December 2025): the tools'
+    answers come back as ``tool_call_response`` parts that pydantic-ai writes with ``result``
+    (not the semantic conventions' ``response``), in a message it files under ``user``. They
+    landed as a person's turn with no text; now they are the tool speaking its results, and
+    every message equals an independent parse."""
+    trace, observations, lake = _ingested_clean(
+        "pydantic-ai-tools-2025-12-04.excerpt.json", tmp_path
+    )
+    [gen] = [o for o in observations if o["type"] == "GENERATION"]
+    want = [(*_genai_said(m), "input") for m in gen["input"]]
+    want += [(*_genai_said(m), "output") for m in gen["output"]]
+    got = _messages_of(lake, gen["id"])
+    assert [(e["actor_type"], e["text"], e["channel"]) for e in got] == want
+    assert ("tool", "\n".join(p["result"] for p in gen["input"][3]["parts"]), "input") in want
+    people = _rows(lake, "SELECT detail FROM nodes WHERE actor_type = 'human' ORDER BY node_id")
+    asked = [p["content"] for m in gen["input"] if m["role"] == "user" for p in m["parts"]
+             if p["type"] == "text"]  # fmt: skip
+    assert sorted(p["detail"] for p in people) == sorted(
+        [json.dumps(_deep_parse_json(trace["input"]), sort_keys=True), *asked]
+    )  # the person asked twice (the trace's call, the prompt); the tools' answers are not theirs
+    assert _usage(lake, gen["id"])["cost_total"] == gen["costDetails"]["total"]
