@@ -612,3 +612,32 @@ def test_a_real_pydantic_ai_tool_run_reads_its_tools_answers(tmp_path):
         [json.dumps(_deep_parse_json(trace["input"]), sort_keys=True), *asked]
     )  # the person asked twice (the trace's call, the prompt); the tools' answers are not theirs
     assert _usage(lake, gen["id"])["cost_total"] == gen["costDetails"]["total"]
+
+
+def test_a_real_autogen_export_keeps_its_flattened_prompt_as_langfuse_shows_it(tmp_path):
+    """A real Langfuse export of an AutoGen chat (Langfuse's SDK 3.0, June 2025): the
+    generation's input is one text, the conversation flattened as "system: ...\\nuser: ..."
+    by AutoGen's instrumentation, and Langfuse shows it as that text; it lands as that text
+    (no roles guessed out of it), the answer as the model's, usage as given."""
+    trace, observations, lake = _ingested_clean("autogen-2025-06-06.json", tmp_path)
+    [gen] = [o for o in observations if o["type"] == "GENERATION"]
+    got = _messages_of(lake, gen["id"])
+    assert [(e["actor_type"], e["text"], e["channel"]) for e in got] == [
+        ("human", gen["input"], "input"),
+        ("ai", gen["output"], "output"),
+    ]
+    said = _messages_of(lake, trace["id"])
+    assert [e["text"] for e in said] == [
+        _deep_parse_json(trace["input"]),
+        _deep_parse_json(trace["output"]),
+    ]
+    usage = _usage(lake, gen["id"])
+    assert {k: usage[f"{k}_tokens"] for k in ("input", "output", "total")} == gen["usageDetails"]
+    assert usage["cost_total"] == gen["costDetails"]["total"]
+    kept = json.loads(
+        _rows(lake, f"SELECT attrs FROM nodes WHERE node_id = '{gen['id']}'")[0]["attrs"]
+    )
+    assert (
+        kept["langfuse.modelParameters"]["stop_sequences"]
+        == gen["modelParameters"]["stop_sequences"]
+    )
