@@ -51,14 +51,14 @@ def sniff_langfuse(head: bytes) -> bool:
     )
 
 
-def exports(doc: Any) -> tuple[list[tuple[dict, list, list]], list[tuple[int, dict]]]:
+def exports(doc: Any, ref: str = "") -> tuple[list[tuple[dict, list, list]], list[SpanError]]:
     """(trace, observations, scores) of each export in a parsed file: one export
     (``{trace, observations}`` or a trace holding its observations), a list of them, or
     ``{traces: [...], observations: [...]}`` with each observation and score finding its trace
-    by ``traceId``; and (position, observation) of each observation of that last shape whose
-    ``traceId`` names no trace of the file (each is a reject)."""
+    by ``traceId``; and the rejects of that last shape's observations that find none (``ref``
+    prefixes their place in the file)."""
     if isinstance(doc, dict) and isinstance(doc.get("traces"), list) and "trace" not in doc:
-        return _by_trace_id(doc)
+        return _by_trace_id(doc, ref)
     items = doc if isinstance(doc, list) else [doc]
     out: list[tuple[dict, list, list]] = []
     for item in items:
@@ -76,31 +76,40 @@ def exports(doc: Any) -> tuple[list[tuple[dict, list, list]], list[tuple[int, di
     return out, []
 
 
-def _by_trace_id(doc: dict) -> tuple[list[tuple[dict, list, list]], list[tuple[int, dict]]]:
+def _by_trace_id(doc: dict, ref: str) -> tuple[list[tuple[dict, list, list]], list[SpanError]]:
     """``{traces, observations, scores}``: the observations and scores of each trace, found by
-    ``traceId`` (an observation without one belongs to the file's only trace)."""
+    ``traceId`` (one without it belongs to the file's only trace); an observation that finds
+    no trace is a reject saying why."""
     traces = doc["traces"]
     if not traces or not all(isinstance(t, dict) and t.get("id") for t in traces):
         raise SpanError("not a Langfuse export: 'traces' holds a trace without an id")
     observations = doc.get("observations") or []
     if not isinstance(observations, list):
         raise SpanError("not a Langfuse export: 'observations' is not a list")
-    ids = {str(t["id"]) for t in traces}
     only = str(traces[0]["id"]) if len(traces) == 1 else None
-    mine: dict[str, list] = {i: [] for i in ids}
-    orphans: list[tuple[int, dict]] = []
+    mine: dict[str, list] = {str(t["id"]): [] for t in traces}
+    scores: dict[str, list] = {str(t["id"]): [] for t in traces}
+
+    def trace_of(item: dict) -> str | None:
+        tid = item.get("traceId")
+        return only if tid is None else str(tid)
+
+    rejects: list[SpanError] = []
     for k, o in enumerate(observations):
-        tid = o.get("traceId") if isinstance(o, dict) else None
-        tid = only if tid is None else str(tid)
-        if tid in mine:
+        if not isinstance(o, dict):
+            reason = f"observation {k} is not an object"
+        elif (tid := trace_of(o)) in mine:
             mine[tid].append(o)
+            continue
         else:
-            orphans.append((k, o))
-    scores: dict[str, list] = {i: [] for i in ids}
-    for sc in doc.get("scores") or [] if isinstance(doc.get("scores"), list) else []:
-        tid = sc.get("traceId") if isinstance(sc, dict) else None
-        tid = only if tid is None else str(tid)
-        if tid in scores:
+            reason = (
+                f"observation {k}: its traceId ({o.get('traceId')!r}) names no trace of this "
+                "file; give it the id of one of 'traces'"
+            )
+        rejects.append(SpanError(reason, ref=f"{ref}observations[{k}]", raw=o))
+    held = doc.get("scores")
+    for sc in held if isinstance(held, list) else []:
+        if isinstance(sc, dict) and (tid := trace_of(sc)) in scores:
             scores[tid].append(sc)
     out = [
         (
@@ -110,7 +119,7 @@ def _by_trace_id(doc: dict) -> tuple[list[tuple[dict, list, list]], list[tuple[i
         )
         for t in traces
     ]
-    return out, orphans
+    return out, rejects
 
 
 def _objects(trace: dict, key: str) -> list[dict]:
@@ -478,7 +487,9 @@ def _observation(o: dict, tid: str, trace: dict, where: str) -> Span:
 def _flat(o: dict, what: str, prefix: str = "") -> dict:
     """The API's flat usage or cost fields (``inputUsage``, ``outputUsage``, ``totalUsage``;
     ``inputCost`` ... or ``calculatedInputCost`` ...) as ``usageDetails`` / ``costDetails``
-    would hold them, for an observation that has no details object (Langfuse fills both)."""
+    would hold them, for an observation that has no details object (Langfuse fills both).
+    Zeros are left out: the API gives every observation these fields, a span's all zero;
+    they stay in the node's attrs either way."""
     out = {}
     for key in ("input", "output", "total"):
         name = f"{prefix}{key.title()}{what}" if prefix else f"{key}{what}"

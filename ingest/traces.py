@@ -125,22 +125,11 @@ def read_langfuse(path: Path, r: _Read, shape: str) -> None:
         docs = [("", read_json_repaired(path, r.out, "nodes", "every other observation"))]
     for ref, doc in docs:
         try:
-            found, orphans = langfuse.exports(doc)
+            found, rejects = langfuse.exports(doc, ref)
         except SpanError as exc:
             r.keep([SpanError(str(exc), ref=ref or "$", raw=doc)])
             continue
-        r.keep(
-            [
-                SpanError(
-                    f"observation {k}: its traceId names no trace of this file "
-                    f"({o.get('traceId') if isinstance(o, dict) else o!r}); give it the id "
-                    "of one of 'traces'",
-                    ref=f"{ref}observations[{k}]",
-                    raw=o,
-                )
-                for k, o in orphans
-            ]
-        )
+        r.keep(rejects)
         for k, (trace, observations, scores) in enumerate(found):
             where = f"{ref}[{k}]." if isinstance(doc, list) else ref
             r.keep(langfuse.trace_spans(trace, observations, where))

@@ -359,13 +359,17 @@ def test_a_real_export_of_a_traces_list_reads_as_the_single_trace_export(tmp_pat
 def test_an_observation_of_no_trace_in_a_traces_list_is_a_reject(tmp_path):
     doc = json.loads(REAL.with_name("google-vertex-tools-2025-09-19.json").read_text())
     stray = {**doc["observations"][0], "id": "stray", "traceId": "no-such-trace"}
-    doc["observations"].append(stray)
+    doc["observations"] += [stray, "not an observation"]
     path = tmp_path / "traces.json"
     path.write_text(json.dumps(doc))
     ingest_path("traces", path, tmp_path / "lake")
-    [reject] = _rows(tmp_path / "lake", "SELECT record_ref, reason, raw FROM rejects")
+    reject, odd = _rows(
+        tmp_path / "lake", "SELECT record_ref, reason, raw FROM rejects ORDER BY record_ref"
+    )
     assert reject["record_ref"] == "observations[1]" and "names no trace" in reject["reason"]
+    assert "'no-such-trace'" in reject["reason"]
     assert json.loads(reject["raw"])["id"] == "stray"
+    assert odd["record_ref"] == "observations[2]" and "is not an object" in odd["reason"]
     assert len(_rows(tmp_path / "lake", "SELECT * FROM sessions")) == 1
 
 
