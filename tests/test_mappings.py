@@ -223,6 +223,57 @@ def test_openhands_2024_output_with_history_as_pairs():
     assert attrs["text"] == line["text"] and attrs["model_id"] == line["model_id"]
 
 
+def test_openhands_agent_sdk_output_equals_its_events():
+    """The Agent SDK's evaluation output (OpenHands/benchmarks, OpenAgentSafety, October 2025):
+    history as the SDK's events, with uuid ids, action and observation objects, and each
+    observation naming its action by ``action_id``. Each event is one event and one node, in
+    history order, of its action's or observation's own kind; an observation answers (and is
+    caused by) its action; the benchmark's final score is an outcome, the rest of
+    ``test_result`` stays in attrs. (Before: every event a reject, a uuid is no seq.)"""
+    path = SAMPLES / "openhands" / "output_openagentsafety_gpt-4o-2025-10-30.excerpt.jsonl"
+    [line] = [json.loads(t) for t in path.read_text().splitlines()]
+    out = run_mapping("openhands_eval", path)
+    assert not rows(out, "rejects")
+    [session] = rows(out, "sessions")
+    assert session["session_id"] == line["instance_id"]
+    assert session["condition"] == line["metadata"]["llm"]["model"]
+
+    def said(event: dict) -> str:  # a finish's message, else the command, or what it printed
+        if "action" in event:
+            return event["action"].get("message") or event["action"]["command"]
+        return event["observation"].get("message") or event["observation"]["output"]
+
+    history = line["history"]
+    events = sorted(rows(out, "events"), key=lambda e: e["seq"])
+    assert [(e["seq"], e["actor"], e["kind"], e["text"], e["request_id"]) for e in events] == [
+        (
+            i,
+            h["source"],
+            (h.get("action") or h.get("observation"))["kind"],
+            said(h),
+            h.get("action_id", h["id"]),
+        )
+        for i, h in enumerate(history)
+    ]
+    assert [json.loads(e["payload"]) if e["payload"] else None for e in events] == [
+        h.get("action") for h in history
+    ]
+    assert len(rows(out, "nodes")) == len(history)
+    caused = [(e["src"], e["dst"]) for e in rows(out, "edges") if e["kind"] == "caused_by"]
+    assert sorted(caused) == sorted(
+        (f"ev{h['action_id']}", f"ev{h['id']}") for h in history if "action_id" in h
+    )
+    [score] = rows(out, "annotations")
+    assert (score["label"], score["value"]) == (
+        "final_score",
+        line["test_result"]["final_score"]["result"],
+    )
+    assert (
+        json.loads(session["attrs"])["test_result"]["checkpoints"]
+        == (line["test_result"]["checkpoints"])
+    )
+
+
 # -- documented shapes ------------------------------------------------------------------------
 
 
@@ -388,6 +439,7 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
         SAMPLES / "taubench" / "tool-calling-deepseek-v3_range_0-1_error.json",
         SAMPLES / "minisweagent" / "django__django-11099.excerpt.traj.json",
         SAMPLES / "openhands" / "output_gpt-4o-2024-05-13_tf.first1.jsonl",
+        SAMPLES / "openhands" / "output_openagentsafety_gpt-4o-2025-10-30.excerpt.jsonl",
         *SHAPES.glob("*.json*"),
     ]:
         (tmp_path / src.name).write_bytes(src.read_bytes())
@@ -402,7 +454,11 @@ def test_auto_picks_per_file_and_rejects_what_nothing_reads(tmp_path):
             "astropy__astropy-12907.traj.json",
             "django__django-11099.excerpt.traj.json",
         ],
-        "openhands_eval": ["openhands_output.jsonl", "output_gpt-4o-2024-05-13_tf.first1.jsonl"],
+        "openhands_eval": [
+            "openhands_output.jsonl",
+            "output_gpt-4o-2024-05-13_tf.first1.jsonl",
+            "output_openagentsafety_gpt-4o-2025-10-30.excerpt.jsonl",
+        ],
         "taubench": ["tool-calling-deepseek-v3_range_0-1_error.json"],
     }
     assert [p.name for p in choice.unmatched] == ["notes.json"]
