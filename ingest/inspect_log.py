@@ -24,6 +24,7 @@ Both give the same dictionaries, so the mapping below is one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import struct
@@ -108,8 +109,49 @@ def read_log(path: Path, own_reader: bool = True) -> dict:
         doc = load_json(read_whole(path))
         if not isinstance(doc, dict) or "eval" not in doc:
             raise SpanError("not an inspect_ai log: no 'eval' object")
-        return doc
-    return _read_archive(path)
+        return migrate(doc)
+    return migrate(_read_archive(path))
+
+
+#: the scorer name inspect gives a sample's lone ``score`` of the oldest logs
+#: (inspect_ai.log._log.SCORER_PLACEHOLDER)
+SCORER_PLACEHOLDER = "88F74D2C"
+_BASE57 = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+
+
+def eval_id_of(ev: dict) -> str:
+    """The id inspect gives an evaluation that a log of an older inspect left without one:
+    a hash of its run id, task id and creation time (``EvalSpec.model_post_init``:
+    ``base57_id_hash``, BLAKE2s to 128 bits in shortuuid's alphabet), so that both readers
+    name its sessions alike, on every read."""
+    content = f"{ev.get('run_id', '')}{ev.get('task_id', '')}{ev.get('created', '')}"
+    n = int.from_bytes(hashlib.blake2s(content.encode(), digest_size=16).digest(), "big")
+    out = []
+    while n:
+        n, rem = divmod(n, 57)
+        out.append(_BASE57[rem])
+    text = "".join(reversed(out)) or _BASE57[0]
+    return text[-22:] if len(text) > 22 else text.rjust(22, _BASE57[0])
+
+
+def migrate(log: dict) -> dict:
+    """An older log in today's shape, as inspect's own reader migrates it: the evaluation's
+    id, a sample's ``transcript`` (where older logs kept its events and their attachments)
+    as ``events`` and ``attachments``, a lone ``score`` as ``scores``."""
+    ev = log.get("eval")
+    if isinstance(ev, dict) and not ev.get("eval_id"):
+        log["eval"] = {**ev, "eval_id": eval_id_of(ev)}
+    for sample in log.get("samples") or []:
+        if not isinstance(sample, dict):
+            continue
+        if "score" in sample and "scores" not in sample:
+            sample["scores"] = {SCORER_PLACEHOLDER: sample.pop("score")}
+        transcript = sample.get("transcript")
+        if isinstance(transcript, dict):
+            del sample["transcript"]
+            sample.setdefault("events", transcript.get("events") or [])
+            sample.setdefault("attachments", transcript.get("content") or {})
+    return log
 
 
 def _read_archive(path: Path) -> dict:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import zipfile
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -263,3 +264,43 @@ def test_a_real_log_from_inspect_s_own_tests(reader, tmp_path, monkeypatch):
         for r in con.sql("SELECT label, value FROM annotations WHERE kind = 'usage'").to_pylist()
     }
     assert usage == sample["model_usage"]["openai/gpt-4o-mini"]
+
+
+OLD_LOG = REAL_LOG.parent / "2024-09-25_hello_world_length_stop_reason.json"
+
+
+@pytest.mark.parametrize("reader", ["inspect_ai", "fallback"])
+def test_a_log_of_an_older_inspect_reads_alike_through_both_readers(reader, tmp_path, monkeypatch):
+    """A log inspect 0.3.25 wrote (September 2024; one of inspect's own test fixtures): no
+    ``eval_id``, the sample's events under ``transcript``. inspect's reader names the
+    evaluation by a hash of its run id, task id and time and promotes the events; the
+    fallback did neither, so the same file landed as another session (the task id for a
+    name) with no message times. Both now give the rows inspect's own parse implies."""
+    from inspect_ai._util.hash import base57_id_hash
+
+    if reader == "fallback":
+        monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    log = json.loads(OLD_LOG.read_text(encoding="utf-8"))
+    ev, [sample] = log["eval"], log["samples"]
+    stats, _ = ingest_path("inspect", OLD_LOG, tmp_path / "lake")
+    assert not stats.rejected
+    con = connect(tmp_path / "lake")
+    [session] = con.sql("SELECT session_id, goal FROM sessions").to_pylist()
+    eval_id = base57_id_hash(ev["run_id"] + ev["task_id"] + ev["created"])
+    assert session == {"session_id": f"{eval_id}/1/1", "goal": sample["input"]}
+
+    def text(content) -> str:
+        return content if isinstance(content, str) else "".join(p["text"] for p in content)
+
+    roles = {"user": "human", "assistant": "ai"}
+    nodes = con.sql("SELECT actor_type, detail, t_start FROM nodes ORDER BY t_start").to_pylist()
+    events = sample["transcript"]["events"]
+    start = datetime.fromisoformat(events[0]["timestamp"])
+    [made] = [e for e in events if e["event"] == "model"]  # the call that wrote the answer
+    answered = (datetime.fromisoformat(made["timestamp"]) - start).total_seconds()
+    assert [(n["actor_type"], n["detail"], n["t_start"]) for n in nodes] == [
+        (roles[m["role"]], text(m["content"]), t)
+        for m, t in zip(sample["messages"], [0.0, answered], strict=True)
+    ]
+    [score] = con.sql("SELECT label, value, text FROM annotations").to_pylist()
+    assert score == {"label": "exact", "value": 0.0, "text": "I"}  # value_to_float: I is 0
