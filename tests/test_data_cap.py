@@ -92,3 +92,73 @@ def test_without_a_cap_a_build_changes_nothing():
     )
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert out.stdout.strip() == "True", out.stderr
+
+
+def test_statements_and_builds_take_turns_so_no_statement_runs_uncapped():
+    """A build lifts the cap for the whole process. A statement sent meanwhile (the server
+    warming its indexes at startup) ran uncapped and built a 4 GB string. Now a statement
+    waits while a build has the cap lifted, a build waits for the statements running, each
+    statement sees the cap in force, and a statement that cannot wait is refused."""
+    script = textwrap.dedent(
+        """
+        import resource, threading, time
+        from graphlake import data_cap
+
+        data_cap.install(data_cap.data_bytes() + (200 << 20))
+        soft = lambda: resource.getrlimit(resource.RLIMIT_DATA)[0]
+        seen, order = [], []
+        building, done = threading.Event(), threading.Event()
+
+        def build():
+            with data_cap.room_for_build(100 << 20):
+                order.append("build")
+                building.set()
+                done.wait(10)
+                order.append("build-end")  # (inside: the statement may start right after)
+
+        def run(name):
+            with data_cap.statement(10):
+                order.append(name)
+                seen.append(soft() != resource.RLIM_INFINITY)
+                time.sleep(0.05)
+
+        t = threading.Thread(target=build)
+        t.start()
+        building.wait(10)
+        s = threading.Thread(target=run, args=("statement-after-build",))
+        s.start()
+        try:
+            with data_cap.statement(0.05):
+                order.append("not-waited")
+        except data_cap.BuildUnderWay:
+            order.append("refused")
+        done.set()
+        t.join(); s.join()
+
+        # a build waits for a statement already running
+        gate = threading.Event()
+        def long_statement():
+            with data_cap.statement(10):
+                order.append("statement")
+                gate.set()
+                time.sleep(0.2)
+                seen.append(soft() != resource.RLIM_INFINITY)
+                order.append("statement-end")
+        s = threading.Thread(target=long_statement)
+        s.start()
+        gate.wait(10)
+        with data_cap.room_for_build(100 << 20):
+            order.append("build2")
+        s.join()
+        print(" ".join(order), all(seen), len(seen))
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == [
+        "build", "refused", "build-end", "statement-after-build",
+        "statement", "statement-end", "build2",
+        "True", "2",
+    ]  # fmt: skip

@@ -17,12 +17,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from fastapi import APIRouter, Depends, Request, Response
 
+from graphlake import data_cap
 from graphlake.query import named
 from graphlake.query.connection import RowsResult
 from graphlake.query.output import plain_numbers
 from graphlake.server.errors import NotFound
 from graphlake.server.models import NamedQueryInfo, NamedQueryRequest, SqlRequest, SqlResponse
 from graphlake.server.result_cache import CachedAnswer, answer_key
+from graphlake.server.sql_pool import ServiceBusyError
 from graphlake.server.state import Serving, get_state, json_response
 
 router = APIRouter(tags=["sql"])
@@ -111,10 +113,19 @@ def _statement(state: Serving, sql: str, params, fmt: str) -> tuple[CachedAnswer
     may be answered from the cache. A JSON answer is made from DuckDB's rows where they hold
     what Arrow would (no Arrow table in between: half a point lookup's time)."""
     s = state.settings
-    if fmt == "json":
-        result = state.con.sql_rows(sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
-    else:
-        result = state.con.sql(sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s)
+    try:
+        # never while a build has the data cap lifted (graphlake.data_cap)
+        with data_cap.statement(s.query_timeout_s):
+            if fmt == "json":
+                result = state.con.sql_rows(
+                    sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s
+                )
+            else:
+                result = state.con.sql(
+                    sql, params, max_rows=s.max_rows, timeout_s=s.query_timeout_s
+                )
+    except data_cap.BuildUnderWay as exc:
+        raise ServiceBusyError(str(exc)) from None
     keep = bool(state.results.max_bytes) and state.con.repeatable(sql)
     encoded = _encode_rows(result) if isinstance(result, RowsResult) else _encode(result, fmt)
     return encoded, result.snapshot.lake_version, keep
