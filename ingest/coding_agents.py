@@ -6,8 +6,9 @@
 ``info`` (``exit_status``, ``submission``, ``model_stats``: ``tokens_sent``,
 ``tokens_received``, ``instance_cost``, ``api_calls``). A file is a session named by its stem:
 
-* the instance's prompt (the first ``user`` message that is not an observation) is the human
-  turn: the issue a person wrote;
+* the instance's prompt (the first ``user`` message that is neither an observation nor a
+  demonstration: SWE-agent shows the model a worked example of another issue first,
+  ``is_demo``) is the human turn: the issue a person wrote;
 * each step is an ai node (the agent's ``action``, its ``thought`` as detail) and a tool node
   for its ``observation`` (the environment), timed by cumulative ``execution_time``; ``next``
   edges join them in order; thought, action and observation are ``message``, ``tool_call`` and
@@ -87,7 +88,8 @@ def emit_sweagent(doc: Any, path: Path, out: Emitter) -> None:
             for m in history
             if isinstance(m, dict)
             and m.get("role") == "user"
-            and m.get("message_type") != "observation"
+            and m.get("message_type") not in ("observation", "demonstration")
+            and not m.get("is_demo")  # a worked example of another issue, shown first
         ),
         None,
     )

@@ -6,6 +6,7 @@ trajectory: ``trajectory``, ``history``, ``info``; OpenHands' event stream: ``id
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from graphlake.api import connect
 from graphlake.demo.trace_shapes import EVENTS, TRAJ
@@ -176,3 +177,49 @@ def test_a_byte_that_is_not_utf8_costs_no_record_in_any_trace_format(tmp_path):
         )
         assert [r["record_ref"] for r in encoding] == [f"byte {at}"], fmt
         assert "not UTF-8" in encoding[0]["reason"]
+
+
+REAL_TRAJ = (
+    Path(__file__).parent
+    / "fixtures"
+    / "samples"
+    / "sweagent"
+    / "klieret__swe-agent-test-repo-i1.traj"
+)
+
+
+def test_a_real_swe_agent_trajectory_takes_its_issue_not_the_demonstration(tmp_path):
+    """A trajectory SWE-agent wrote (its own test data: GPT-4 fixing a missing colon, 2024):
+    history starts with the system prompt and a demonstration, a worked example of another
+    issue sent as a ``user`` message marked ``is_demo``. The session's goal and its human turn
+    were that demonstration; now they are the issue, and the steps, stats and outcome land
+    as the json module reads them."""
+    doc = json.loads(REAL_TRAJ.read_text())
+    stats, _ = ingest_path("traces", REAL_TRAJ, tmp_path / "lake")
+    assert not stats.rejected
+    lake = tmp_path / "lake"
+    [issue] = [m for m in doc["history"] if m["role"] == "user" and not m.get("is_demo")][:1]
+    [s] = _q(lake, "SELECT session_id, goal FROM sessions")
+    assert s == {"session_id": "klieret__swe-agent-test-repo-i1", "goal": issue["content"]}
+    [prompt] = _q(lake, "SELECT detail FROM nodes WHERE node_id = 'prompt'")
+    assert prompt["detail"] == issue["content"]
+    steps = doc["trajectory"]
+    actions = _q(
+        lake, "SELECT label, detail FROM nodes WHERE actor_type = 'ai' ORDER BY t_start, node_id"
+    )
+    assert [(a["label"], a["detail"]) for a in actions] == [
+        (st["action"].splitlines()[0], st["thought"]) for st in steps
+    ]
+    usage = {
+        a["label"]: a["value"]
+        for a in _q(lake, "SELECT label, value FROM annotations WHERE kind = 'usage'")
+    }
+    model = doc["info"]["model_stats"]
+    assert usage == {
+        "input_tokens": model["tokens_sent"],
+        "output_tokens": model["tokens_received"],
+        "cost_total": model["instance_cost"],
+        "api_calls": model["api_calls"],
+    }
+    [outcome] = _q(lake, "SELECT label, text FROM annotations WHERE kind = 'outcome'")
+    assert outcome == {"label": doc["info"]["exit_status"], "text": doc["info"]["submission"]}
