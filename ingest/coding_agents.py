@@ -27,7 +27,9 @@ session named by its stem:
 * a ``message`` action is a message event; the agent's other actions (``run``, ``read``,
   ``write``, ``edit``, ``browse``, ...) are tool calls (``payload`` = ``args``); observations are
   tool results (``request_id`` = the id of their cause); ``error`` observations are errors;
-* the last ``llm_metrics`` (they accumulate) are the session's usage and cost annotations.
+* the last ``llm_metrics`` (they accumulate) are the session's usage and cost annotations; a
+  list written without them (a replay trajectory) has the usage of the model responses its
+  actions carry (``tool_call_metadata.model_response.usage``), each response counted once.
 
 Both formats are documented by their projects; neither runs here, so the tests write files
 after those documents (``tests/test_traces_coding.py``). Mapping: ``docs/traces.md``.
@@ -291,6 +293,7 @@ def emit_openhands(doc: Any, path: Path, out: Emitter, reject) -> None:
     prev = None
     goal = None
     metrics = None
+    responses: dict[str, dict] = {}
     for k, e in enumerate(doc):
         if not isinstance(e, dict) or "id" not in e or not ("action" in e or "observation" in e):
             reject(f"[{k}]", "an event needs an id and an action or an observation", e)
@@ -309,7 +312,37 @@ def emit_openhands(doc: Any, path: Path, out: Emitter, reject) -> None:
             del nodes[marks[0] :], edges[marks[1] :], events[marks[2] :]
             prev, goal, metrics = marks[3:]
             reject(f"[{k}]", shape_reason(exc), e)
+            continue
+        _note_response(e, responses)
+    if metrics is None and responses:  # no llm_metrics: the model responses' own usage
+        metrics = {"accumulated_token_usage": _summed_usage(responses.values())}
     return _openhands_session(sid, path, out, nodes, edges, events, participants, goal, metrics, t0)
+
+
+def _note_response(e: dict, responses: dict[str, dict]) -> None:
+    """The model response an action came from (``tool_call_metadata.model_response``), once
+    per response: one response that makes several actions rides on each of them."""
+    meta = e.get("tool_call_metadata")
+    response = meta.get("model_response") if isinstance(meta, dict) else None
+    if isinstance(response, dict) and isinstance(response.get("usage"), dict):
+        responses.setdefault(str(response.get("id") or len(responses)), response["usage"])
+
+
+def _summed_usage(usages) -> dict:
+    """OpenAI usage objects summed as OpenHands' own metrics count them (prompt, completion
+    and cached prompt tokens), for event lists written without ``llm_metrics``."""
+    total: dict[str, int] = {}  # (a count no response gives stays out)
+    for u in usages:
+        details = u.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
+        for key, v in (
+            ("prompt_tokens", u.get("prompt_tokens")),
+            ("completion_tokens", u.get("completion_tokens")),
+            ("cache_read_tokens", cached),
+        ):
+            if isinstance(v, int) and not isinstance(v, bool):
+                total[key] = total.get(key, 0) + v
+    return total
 
 
 def _openhands_event(e, node_id, t0, prev, goal, metrics, ids, participants, nodes, edges, events):

@@ -223,3 +223,54 @@ def test_a_real_swe_agent_trajectory_takes_its_issue_not_the_demonstration(tmp_p
     }
     [outcome] = _q(lake, "SELECT label, text FROM annotations WHERE kind = 'outcome'")
     assert outcome == {"label": doc["info"]["exit_status"], "text": doc["info"]["submission"]}
+
+
+REAL_EVENTS = (
+    Path(__file__).parent / "fixtures" / "samples" / "openhands" / "basic_interactions.json"
+)
+
+
+def test_a_real_openhands_replay_trajectory_keeps_its_turns_and_usage(tmp_path):
+    """An event list OpenHands wrote (its runtime tests' replay trajectory, February 2025): a
+    person and the agent in three exchanges, then a ``finish`` whose model response carries
+    the call's token usage. There are no ``llm_metrics``: the usage was lost; now it is the
+    responses' own, as the json module reads them."""
+    doc = json.loads(REAL_EVENTS.read_text())
+    stats, _ = ingest_path("openhands", REAL_EVENTS, tmp_path / "lake")
+    assert not stats.rejected
+    lake = tmp_path / "lake"
+    roles = {"user": "human", "agent": "ai"}
+    nodes = _q(lake, "SELECT node_id, actor_type, detail FROM nodes ORDER BY t_start")
+    assert [(n["node_id"], n["actor_type"], n["detail"]) for n in nodes] == [
+        (str(e["id"]), roles[e["source"]], e["message"]) for e in doc
+    ]
+    [s] = _q(lake, "SELECT goal FROM sessions")
+    assert s["goal"] == doc[0]["message"]
+    usage = {a["label"]: a["value"] for a in _q(lake, "SELECT label, value FROM annotations")}
+    [reply] = [
+        e["tool_call_metadata"]["model_response"]["usage"] for e in doc if "tool_call_metadata" in e
+    ]
+    assert usage == {
+        "input_tokens": reply["prompt_tokens"],
+        "output_tokens": reply["completion_tokens"],
+        "cache_read_tokens": reply["prompt_tokens_details"]["cached_tokens"],
+    }
+
+
+def test_one_model_response_behind_two_actions_counts_once(tmp_path):
+    """OpenHands attaches the model response to every action it produced (two tool calls of
+    one reply carry the same response): its usage is counted once."""
+    doc = json.loads(REAL_EVENTS.read_text())
+    finish = doc[-1]
+    twin = {**finish, "id": 16, "action": "think", "message": "twin action of the same reply"}
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps([*doc, twin]))
+    ingest_path("openhands", path, tmp_path / "lake")
+    usage = {
+        a["label"]: a["value"]
+        for a in _q(tmp_path / "lake", "SELECT label, value FROM annotations")
+    }
+    assert (
+        usage["input_tokens"]
+        == finish["tool_call_metadata"]["model_response"]["usage"]["prompt_tokens"]
+    )
