@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -399,3 +400,41 @@ def test_the_result_log_mapping_gives_the_golden_tables(tmp_path, monkeypatch):
 
     monkeypatch.setenv("GRAPHLAKE_MARBLE_READER", "mapping")
     test_every_table_matches_its_golden(tmp_path, "marble_results")
+
+
+@pytest.mark.parametrize("reader", ["python", "mapping"])
+def test_a_real_engine_result_log_equals_its_json(reader, monkeypatch):
+    """A result log MARBLE's engine wrote (its Minecraft iteration ablation, gpt-4o-mini, graph
+    mode, one iteration): the task assigned to three agents, their results as {agent_id,
+    result}, the planner's summary, no communications, scores of -1 (none that iteration), a
+    task evaluation and the run's profiles and relationships as text. Both readers land it as
+    the json module reads it, and keep what has no column."""
+    monkeypatch.setenv("GRAPHLAKE_MARBLE_READER", reader)
+    path = DATA / "minecraft_discussion_gpt-4o-mini_1.first1.jsonl"
+    [run] = [json.loads(line) for line in path.read_text().splitlines()]
+    out = parse(path)
+    assert not out.tables.get("rejects")
+    [session] = out.tables["sessions"]
+    assert (session["goal"], session["condition"]) == (run["task"], run["coordination_mode"])
+    expected = []
+    for it in run["iterations"]:
+        expected += [("task_assignment", a, t) for a, t in it["task_assignments"].items()]
+        expected += [("task_result", r["agent_id"], r["result"]) for r in it["task_results"]]
+        expected.append(("summary", "planner", it["summary"]))
+    events = sorted(out.tables["events"], key=lambda e: e["seq"])
+    assert [(e["kind"], e["actor"], e["text"]) for e in events] == expected
+    scores = {a["label"]: a["value"] for a in out.tables["annotations"]}
+    assert scores == {
+        "planning_score": run["planning_scores"][0],
+        "communication_score": run["communication_scores"][0],
+        "token_usage": run["token_usage"],
+        "total_milestones": run["total_milestones"],
+        "task_evaluation": run["task_evaluation"],
+    }
+    kept = json.loads(session["attrs"])
+    assert {k: kept[k] for k in ("agent_profiles", "relationship", "yaml_file")} == {
+        k: run[k] for k in ("agent_profiles", "relationship", "yaml_file")
+    }
+    assert json.loads(events[-1]["attrs"]) == {
+        "continue_simulation": run["iterations"][0]["continue_simulation"]
+    }
