@@ -25,6 +25,9 @@ from graphlake.lake import Lake
 #: 'disabled'") in 1 of 3 CI runs.
 os.environ.setdefault("RAY_AUTH_MODE", "token")
 os.environ.setdefault("RAY_AUTH_TOKEN", secrets.token_hex(32))
+#: a Ray driver that waits longer than this for its cluster's next result fails with what it
+#: waited for, well before pytest-timeout ends the test (a CI run hung at 90% for an hour)
+os.environ.setdefault("GRAPHLAKE_RAY_STALL_S", "600")
 
 FIXTURES = Path(__file__).parent / "fixtures"
 HAND = FIXTURES / "kolab" / "hand"

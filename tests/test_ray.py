@@ -175,6 +175,24 @@ def test_a_parse_task_lost_with_its_worker_is_run_again(cluster, tmp_path):
     assert fingerprint(ray) == fingerprint(local)
 
 
+def test_a_cluster_that_returns_nothing_within_the_stall_limit_stops_the_ingest(
+    cluster, tmp_path, monkeypatch
+):
+    """A driver waits for its cluster's next result at most GRAPHLAKE_RAY_STALL_S: past it
+    the ingest stops with an error that says what it waited for and what to do, and commits
+    nothing (a driver blocked in ray.wait with no limit once held a CI run for an hour).
+    The limit here is shorter than any parse task can take, so the first wait runs out."""
+    from graphlake.demo.corpus import write_graph_corpus
+    from graphlake.errors import GraphlakeError
+
+    src = write_graph_corpus(tmp_path / "src", sessions=200, per_dir=100).resolve()
+    monkeypatch.setenv("GRAPHLAKE_RAY_STALL_S", "0.001")
+    lake = Lake(tmp_path / "lake")
+    with pytest.raises(GraphlakeError, match=r"returned nothing for 0.001 s while parsing"):
+        ingest_path("kolab", src, lake, engine="ray", address=cluster)
+    assert lake.snapshots() == []  # nothing committed
+
+
 def _frames_table(lake: Path, name: str):
     import lancedb
 
@@ -224,7 +242,7 @@ def test_frames_index_on_ray_equals_the_local_index_through_kills(cluster, readm
     plan = [(4, "ray::FrameReader"), (8, "ray::sample_batches"), (16, "driver")]
     killed: list[str] = []
     try:
-        deadline = time.monotonic() + 1200
+        deadline = time.monotonic() + 600
         while plan and run.poll() is None and time.monotonic() < deadline:
             rows, what = plan[0]
             if _frames_written(lake) >= rows:
@@ -235,13 +253,13 @@ def test_frames_index_on_ray_equals_the_local_index_through_kills(cluster, readm
                 killed.append(what)
                 plan.pop(0)
             time.sleep(0.5)  # polling the index: no event says a batch landed
-        out, _ = run.communicate(timeout=1800)
+        out, _ = run.communicate(timeout=600)  # past GRAPHLAKE_RAY_STALL_S: it hung
     finally:
         if run.poll() is None:
             run.kill()
     assert killed == ["ray::FrameReader", "ray::sample_batches", "driver"], (killed, out)
     assert run.returncode == -signal.SIGKILL, out  # until the driver was killed, it ran on
-    resumed = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    resumed = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     assert "indexed 1 recording" in resumed, resumed
     for name in ("frames", "texts"):
         got, want = _frames_table(lake, name), _frames_table(readme_demo.lake, name)
@@ -251,7 +269,7 @@ def test_frames_index_on_ray_equals_the_local_index_through_kills(cluster, readm
             assert got.column(col).equals(want.column(col)), f"{name}.{col} differs"
     # the lake's frames table (for SQL) is committed from the same rows
     assert fingerprint(Lake(lake))["frames"] == fingerprint(Lake(readme_demo.lake))["frames"]
-    again = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    again = subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=600).stdout
     assert "nothing new" in again, again  # re-running adds nothing
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -32,7 +33,7 @@ with attached(workers=1) as ray:
     @ray.remote
     def plus_one(x):
         return x + 1
-    assert ray.get(plus_one.remote(1)) == 2
+    assert ray.get(plus_one.remote(1), timeout=300) == 2
     session = ray._private.worker._global_node.get_session_dir_path()
     print("up", os.environ[MARK], os.environ.get("RAY_AUTH_MODE"), session, flush=True)
     if sys.argv[1] == "wait":
@@ -56,10 +57,14 @@ def _driver(tmp_path: Path, mode: str) -> tuple[subprocess.Popen, str, str, str]
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True, env=_without_auth(),
     )  # fmt: skip
-    line = proc.stdout.readline()  # the event: the cluster is up (blocks until then)
+    # the event: the cluster is up (its line), waited for at most RAY_S: a driver whose
+    # cluster never came up once held a CI run until its time ran out
+    up, _, _ = select.select([proc.stdout], [], [], RAY_S)
+    line = proc.stdout.readline() if up else ""
     if not line.startswith("up"):
-        proc.kill()
-        pytest.fail(f"the driver did not bring Ray up: {line!r} {proc.stderr.read()[-3000:]}")
+        os.killpg(proc.pid, signal.SIGKILL)
+        _, err = proc.communicate(timeout=RAY_S)
+        pytest.fail(f"the driver did not bring Ray up in {RAY_S} s: {line!r} {err[-3000:]}")
     _, token, auth, session = line.split()
     return proc, token, auth, session
 
@@ -97,7 +102,7 @@ def test_a_private_cluster_listens_on_loopback_with_auth_and_dies_with_a_killed_
         assert auth == "token"
     finally:
         os.kill(proc.pid, signal.SIGKILL)  # the command alone: no code of it runs
-        proc.wait()
+        proc.wait(timeout=RAY_S)
     # the event: every process of the cluster ends (the reaper stops them), those seen
     # above and any started since
     _, alive = psutil.wait_procs(cluster, timeout=RAY_S)

@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphlake.cluster.runtime import attached, cluster_cpus
+from graphlake.cluster.runtime import attached, cluster_cpus, stall_s, stalled
 from graphlake.errors import GraphlakeError
 from graphlake.vision.indexer import (
     FrameReader,
@@ -130,6 +130,7 @@ class _Driver:
         self.done_s: dict[tuple[str, str], float] = {}  # seconds read, per recording
         self.total = 0.0
         self.per_recording = 2  # batches in flight per recording
+        self.patience = stall_s()  # seconds to wait for the cluster's next result
 
     def run(self, todo: list[Recording]) -> None:
         self.total = sum(r.duration_s or 0.0 for r in todo)
@@ -148,19 +149,21 @@ class _Driver:
         in_flight: deque[_Batch] = deque()
         written, stats, restarts = 0, None, 0
         while stats is None:
-            items = iter(self.sampler.remote(uri, indexer.every, indexer.batch, after, last_hash))
+            items = self.sampler.remote(uri, indexer.every, indexer.batch, after, last_hash)
             try:
-                for header in items:
-                    what, *rest = ray.get(header)
+                while True:
+                    what, *rest = ray.get(self.next_ref(items, rec), timeout=self.patience)
                     if what == "end":
                         stats = rest[0]
                         break
-                    frames = next(items)  # a reference: the pictures go to the actor
+                    frames = self.next_ref(items, rec)  # the pictures go to the actor
                     after, last_hash = rest
                     actor = self.actors[next(self.turn) % len(self.actors)]
                     in_flight.append(_Batch(rec, after, actor.read.remote(frames)))
                     while len(in_flight) >= self.per_recording:
                         written += self.write(in_flight.popleft(), clock)
+            except ray.exceptions.GetTimeoutError:
+                raise stalled(f"sampling {rec.uri}", self.patience) from None
             except ray.exceptions.RayTaskError:
                 raise  # the sampler's own error (an unreadable file): as in a local run
             except ray.exceptions.RayError as exc:  # its process or node was lost
@@ -177,11 +180,21 @@ class _Driver:
             self.report.recordings += 1
             self.progress(rec, rec.duration_s or 0.0)
 
+    def next_ref(self, items, rec: Recording):
+        """The sampler's next reference, waited for at most the stall limit (iterating a Ray
+        generator blocks with no limit)."""
+        ready, _ = self.ray.wait([items], timeout=self.patience)
+        if not ready:
+            raise stalled(f"sampling {rec.uri}", self.patience)
+        return next(items)
+
     def write(self, batch: _Batch, clock: WorkflowClock) -> int:
         """Wait for one batch's answer and append it (the oldest batch of its recording)."""
         ray = self.ray
         try:
-            read = ray.get(batch.answer)
+            read = ray.get(batch.answer, timeout=self.patience)
+        except ray.exceptions.GetTimeoutError:
+            raise stalled(f"reading frames of {batch.rec.uri}", self.patience) from None
         except ray.exceptions.RayTaskError:
             raise  # the reader's own error on these frames: as in a local run
         except ray.exceptions.RayError as exc:  # the actor is gone for good

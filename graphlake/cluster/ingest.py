@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from graphlake.cluster.runtime import attached, cluster_cpus
+from graphlake.cluster.runtime import attached, cluster_cpus, stall_s, stalled
 from graphlake.ingest.base import SourceUnit
 from graphlake.lake.writer import StagingSummary
 
@@ -51,9 +51,11 @@ def parse_on_ray(
             for start in range(0, len(units), size)
         }  # fmt: skip
         done: dict[int, StagingSummary] = {}
-        pending = list(chunks)
+        pending, patience = list(chunks), stall_s()
         while pending:
-            ready, pending = ray.wait(pending, num_returns=1)
+            ready, pending = ray.wait(pending, num_returns=1, timeout=patience)
+            if not ready:  # no chunk finished, none was reported lost: the cluster hangs
+                raise stalled(f"parsing {len(pending)} of {len(chunks)} chunks", patience)
             start, chunk = chunks[ready[0]]
             done[start] = ray.get(ready[0])
             if on_chunk:

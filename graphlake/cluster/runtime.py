@@ -172,3 +172,31 @@ def _unreachable(address: str | None, why: str) -> GraphlakeError:
 def cluster_cpus(ray) -> int:
     """CPUs the cluster offers now (at least 1): how many tasks run at once."""
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
+
+
+#: how long a driver waits for the next result of its cluster before it gives up (default)
+STALL_S = 1800.0
+
+
+def stall_s() -> float:
+    """Seconds a driver waits for the next result of its tasks (``GRAPHLAKE_RAY_STALL_S``,
+    default :data:`STALL_S`): a task or actor that the cluster neither finishes nor reports
+    lost (a node that hangs, a worker that was killed while Ray held its lease) would
+    otherwise hold the command for ever."""
+    raw = os.environ.get("GRAPHLAKE_RAY_STALL_S")
+    try:
+        value = float(raw) if raw else STALL_S
+    except ValueError:
+        raise GraphlakeError(f"GRAPHLAKE_RAY_STALL_S must be seconds, not {raw!r}") from None
+    if value <= 0:
+        raise GraphlakeError(f"GRAPHLAKE_RAY_STALL_S must be above 0, not {raw!r}")
+    return value
+
+
+def stalled(what: str, waited_s: float) -> GraphlakeError:
+    """The error for a cluster that answered nothing for ``waited_s`` seconds."""
+    return GraphlakeError(
+        f"the Ray cluster returned nothing for {waited_s:g} s while {what}; check its nodes "
+        "(`ray status`), then run the same command again (what was committed is kept), or set "
+        "GRAPHLAKE_RAY_STALL_S to wait longer"
+    )
