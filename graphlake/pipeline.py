@@ -355,7 +355,7 @@ def _ingest(
                     f"rejected); its files look like {guess} data: try `graphlake ingest "
                     f"{guess} {path}`"
                 )
-        if kept and _collides(lake, corpus, summaries, kept, run.staging, files_of):
+        if kept and _collides(lake, corpus, summaries, kept, run.staging, files_of, units):
             run.abort()  # a read unit claims a session of one not read: decide as a whole
             return ingest_path(
                 corpus, path, lake, on_unit=on_unit, workers=workers, flush_rows=flush_rows,
@@ -450,21 +450,54 @@ def _files_of(
 
 
 def _collides(
-    lake: Lake, corpus: str, summaries, kept: list[SourceUnit], staging: Path, files_of=_files_of
+    lake: Lake,
+    corpus: str,
+    summaries,
+    kept: list[SourceUnit],
+    staging: Path,
+    files_of=_files_of,
+    read: list[SourceUnit] = (),  # type: ignore[assignment]
 ) -> bool:
     """Whether a session (or a scenario) read now has the id of one the lake holds from a
     unit that was not read (two files with one id: only a whole read decides which is
-    first)."""
+    first), or one the lake holds from a unit read again is gone from it: a unit not read
+    may hold a copy of it that lost to this one, and would win now (only a whole read
+    finds it)."""
     import duckdb
 
     from graphlake.schema.duckdb_views import string_list
 
     snap = lake.snapshot()
     kept_files = sorted({str(f) for u in kept for f in files_of(u)})
+    read_files = sorted({str(f) for u in read for f in files_of(u)})
     sids = sorted({sid for s in summaries for sid, _unit, _src in s.sessions})
     con = duckdb.connect()
     try:
         con.register("_kept", pa.table({"f": kept_files}))
+        con.register("_read", pa.table({"f": read_files}))
+        con.register("_sids", pa.table({"s": sids}, schema=pa.schema([("s", pa.string())])))
+        staged_scen = [str(p) for p in sorted(Path(staging, "scenarios").glob("*.parquet"))]
+        for table, key, staged in (
+            ("sessions", "session_id", "SELECT s FROM _sids"),
+            (
+                "scenarios",
+                "scenario_id",
+                f"SELECT scenario_id FROM read_parquet({string_list(staged_scen)})"
+                if staged_scen
+                else "SELECT NULL::VARCHAR",
+            ),
+        ):
+            held = lake.files(table, snap)
+            if not held or not read_files:
+                continue
+            [(gone,)] = con.execute(
+                f"SELECT count(*) FROM read_parquet({string_list(held)}, union_by_name=true) "
+                f"WHERE corpus = $c AND source_file IN (SELECT f FROM _read) AND {key} "
+                f"NOT IN ({staged})",
+                {"c": corpus},
+            ).fetchall()
+            if gone:
+                return True
         # a scenario is claimed by its id, as a session is; but tau2 results files each
         # carry the tasks they ran: the same scenario, as it was, from a file that comes
         # first is what a whole read keeps too, so only a different or an earlier one collides
@@ -488,7 +521,6 @@ def _collides(
         files = lake.files("sessions", snap)
         if not sids or not files:
             return False
-        con.register("_sids", pa.table({"s": sids}))
         [(n,)] = con.execute(
             f"SELECT count(*) FROM read_parquet({string_list(files)}, union_by_name=true) "
             "WHERE corpus = $c AND session_id IN (SELECT s FROM _sids) "

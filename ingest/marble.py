@@ -92,6 +92,9 @@ class MarbleIngestor(Ingestor):
     """MultiAgentBench task JSONL files and scenario YAML configs."""
 
     name = "marble"
+    # a task file, a config or a result log reads nothing else; a scenario that a task file
+    # and a config both name is a collision the pipeline decides by a whole read
+    independent_units = True
     help = (
         "MultiAgentBench: task .jsonl files, scenario .yaml configs and the engine's "
         "result logs (.jsonl, one run per line), or a folder of them."

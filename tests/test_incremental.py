@@ -6,7 +6,8 @@ random changes: a letter changed inside a string of one file, a file copied unde
 (its sessions then collide with the original's: the run reads everything, as a whole read
 decides who is first), a unit's files deleted (with ``prune``). After each change the lake's
 fingerprint (every table's rows, hashed) must equal that of a fresh lake made from the same
-folder, and an edit must leave the other files unread.
+folder, and an edit must leave the other files unread. MARBLE's corpus is its vendored real
+task file, config and result log; a scenario two task files name has its own test below.
 """
 
 from __future__ import annotations
@@ -42,11 +43,15 @@ def _corpus(fmt: str, out: Path) -> Path:
         return public_gen.write_coauthor_corpus(out, sessions=6, episodes=4)
     if fmt == "maptask":
         return public_gen.write_maptask_corpus(out, dialogues=4, refs=8)
-    if fmt == "marble":  # generated tasks, and the vendored real task file and config
-        src = public_gen.write_marble_corpus(out, tasks=8)
+    if fmt == "marble":  # the vendored real task file, config and result log (twice, as
+        # two runs' logs); the copy below makes a task file name the scenarios of another
+        out.mkdir(parents=True)
         for f in ("coding_main.first20.jsonl", "coding_config_1.yaml"):
-            shutil.copy(SAMPLES / "marble" / f, src / f)
-        return src
+            shutil.copy(SAMPLES / "marble" / f, out / f)
+        log = SAMPLES / "marble" / "minecraft_discussion_gpt-4o-mini_1.first1.jsonl"
+        for name in ("results_run1.jsonl", "results_run2.jsonl"):
+            shutil.copy(log, out / name)
+        return out
     if fmt == "almanac":
         return almanac_gen.write_almanac_corpus(out, sessions=5, actions=8)
     if fmt == "hasbench":
@@ -54,9 +59,7 @@ def _corpus(fmt: str, out: Path) -> Path:
     return _tau2(out)
 
 
-#: MARBLE is read whole again: a scenario's task file and its config both name it, and only a
-#: whole read decides which one it is
-FORMATS = ("coauthor", "maptask", "almanac", "hasbench", "tau2")
+FORMATS = ("coauthor", "maptask", "almanac", "hasbench", "tau2", "marble")
 
 
 def _data_files(src: Path) -> list[Path]:
@@ -130,3 +133,56 @@ def test_an_edited_corpus_reads_only_what_changed_and_equals_a_fresh_ingest(tmp_
         shutil.rmtree(f) if Path(f).is_dir() else Path(f).unlink(missing_ok=True)
     ingest_path(fmt, src, lake, prune=True)
     _same_as_fresh(fmt, src, lake, fresh, f"after deleting {unit.path.name}")
+
+
+def test_a_scenario_two_task_files_name_follows_the_first_through_edits(tmp_path):
+    """Two MARBLE task files name scenario coding/1; the first file (path order) wins, the
+    other's copy waits. Edits that take the scenario out of the winner, change the copy, and
+    bring the scenario back leave, each time, the lake a fresh ingest of the folder makes:
+    the copy takes over when the winner drops it (before, the scenario was lost: only the
+    winner's file was read again), and an agent the scenario no longer has is gone with it
+    (before, its participant row stayed)."""
+    import json
+
+    from graphlake.query import run_sql
+
+    src = tmp_path / "src"
+    src.mkdir()
+
+    def task(tid: int, content: str, agents: list[str]) -> dict:
+        return {
+            "scenario": "coding", "task_id": tid, "coordinate_mode": "graph",
+            "relationships": [[agents[0], agents[-1], "collaborates with"]],
+            "task": {"content": content, "output_format": "x"},
+            "agents": [{"type": "CodingAgent", "agent_id": a, "profile": "dev"} for a in agents],
+        }  # fmt: skip
+
+    def write(name: str, tasks: list[dict]) -> None:
+        (src / name).write_text("".join(json.dumps(t) + "\n" for t in tasks))
+        _age(src)
+
+    def goal_of_1(lake: Path) -> list:
+        q = "SELECT goal FROM scenarios WHERE scenario_id = 'coding/1'"
+        return [r["goal"] for r in run_sql(q, lake).table.to_pylist()]
+
+    write("a.jsonl", [task(1, "first version", ["x", "y"])])
+    write("b.jsonl", [task(1, "second version", ["x", "z"]), task(5, "other", ["q"])])
+    lake, fresh = tmp_path / "lake", tmp_path / "fresh"
+    ingest_path("marble", src, lake)
+    assert goal_of_1(lake) == ["first version"]  # the first unit's copy, every time
+    _same_as_fresh("marble", src, lake, fresh, "first ingest")
+
+    write("a.jsonl", [task(2, "first version", ["x", "y"])])  # the winner drops it
+    ingest_path("marble", src, lake)
+    assert goal_of_1(lake) == ["second version"]
+    _same_as_fresh("marble", src, lake, fresh, "after the winner dropped coding/1")
+
+    write("b.jsonl", [task(1, "second version, edited", ["x"]), task(5, "other", ["q"])])
+    stats, _ = ingest_path("marble", src, lake)
+    assert stats.unchanged_units == 1  # a.jsonl is not read again
+    _same_as_fresh("marble", src, lake, fresh, "after an agent left coding/1")
+
+    write("a.jsonl", [task(1, "back", ["x", "y"]), task(2, "first version", ["x", "y"])])
+    ingest_path("marble", src, lake)
+    assert goal_of_1(lake) == ["back"]
+    _same_as_fresh("marble", src, lake, fresh, "after the first file named coding/1 again")

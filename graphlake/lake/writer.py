@@ -49,6 +49,9 @@ from graphlake.schema.emit import EmitterBase, IngestStats, head_bytes, source_r
 
 UNIT = "_unit"
 UNITS_DIR = "_units"
+#: tables whose session-less rows belong to a scenario (``attrs.scenario_id``: its agents
+#: and relationships, ingest/scenario_graph.py): they are replaced and pruned with it
+SCENARIO_ROWS = ("participants", "edges")
 #: Tables that no ingestor writes (the frames index does): re-ingesting never replaces them
 NOT_FROM_SOURCES = frozenset({"frames"})
 #: Columns that say where a row was read from, not what it says: a corpus ingested again from
@@ -470,37 +473,65 @@ class LakeRun:
         self, con, table: str, has_losers: bool, stats: IngestStats
     ) -> tuple[str, list, bool]:
         """SQL reading one table's staged rows (without the rows of rejected duplicate
-        sessions), the staged files, and whether rows were dropped that way."""
+        sessions, and of a key staged more than once only the first), the staged files, and
+        whether rows were dropped (the files then cannot be adopted as they are).
+
+        A key staged twice (a scenario that a task file and a config both name, the default
+        run each parallel emitter stages) keeps the row of the first unit, in the order of the
+        source's units, and within a unit the first row it staged: the rule for sessions,
+        and the same row whichever rows a re-ingest reads again. (``DISTINCT ON`` alone keeps
+        an arbitrary one: an edit of the file that lost could make it win, and the lake then
+        differed from a fresh ingest of the same folder.)"""
         folder = self.staging / table
         files = sorted(str(p) for p in folder.glob("*.parquet"))
         source = f"read_parquet({string_list(files)})"
+        keys = ", ".join(TABLES[table].key)
+        # one 64-bit hash of the keys groups twice as fast as the key texts; only equal
+        # hashes (repeated keys, or rarely two keys that collide) need the exact check
+        repeats = bool(
+            con.sql(
+                f"SELECT 1 FROM {source} GROUP BY hash({keys}) HAVING count(*) > 1 LIMIT 1"
+            ).fetchall()
+            and con.sql(
+                f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
+            ).fetchall()
+        )
+        if not (has_losers or repeats):
+            return source, files, False
+        # each staged row with its unit (the file beside it) and its place: part, row
+        placed = " UNION ALL ".join(
+            f"SELECT _d.* EXCLUDE (file_row_number), _u.{UNIT}, {i} AS _part, "
+            f"_d.file_row_number AS _row FROM read_parquet({string_list([f])}, "
+            f"file_row_number=true) _d POSITIONAL JOIN "
+            f"read_parquet({string_list([str(folder / UNITS_DIR / Path(f).name)])}) _u"
+            for i, f in enumerate(files)
+        )
+        rows = f"({placed})"
         if has_losers:
             # a rejected session's rejects say why it is missing: they stay
             keep = " AND NOT l.keep_rejects" if table == "rejects" else ""
-            with_units = " UNION ALL ".join(
-                f"SELECT * FROM read_parquet({string_list([f])}) POSITIONAL JOIN "
-                f"read_parquet({string_list([str(folder / UNITS_DIR / Path(f).name)])})"
-                for f in files
-            )
             # a loser with no session_id is a failed unit: all its rows go
-            lost = (
-                f"(SELECT * FROM ({with_units}) w WHERE EXISTS (SELECT 1 FROM _losers l "
-                f"WHERE l.{UNIT} = w.{UNIT}{keep} AND (l.session_id IS NULL OR "
-                "l.session_id = w.session_id)))"
-            )
-            dropped = con.sql(f"SELECT count(*) FROM {lost}").fetchall()[0][0]
-            if table != "rejects":  # (rejects are counted apart, as rejected)
-                stats.accepted[table] -= dropped
-            source = (
-                f"(SELECT * EXCLUDE ({UNIT}) FROM ({with_units}) w WHERE NOT EXISTS "
+            match = (
                 f"(SELECT 1 FROM _losers l WHERE l.{UNIT} = w.{UNIT}{keep} AND "
-                "(l.session_id IS NULL OR l.session_id = w.session_id)))"
+                "(l.session_id IS NULL OR l.session_id = w.session_id))"
             )
-        return source, files, has_losers
+            dropped = con.sql(f"SELECT count(*) FROM {rows} w WHERE EXISTS {match}").fetchall()
+            if table != "rejects":  # (rejects are counted apart, as rejected)
+                stats.accepted[table] -= dropped[0][0]
+            rows = f"(SELECT * FROM {rows} w WHERE NOT EXISTS {match})"
+        if repeats:
+            first = f"ORDER BY {keys}, {UNIT}, _part, _row"
+            rows = f"(SELECT DISTINCT ON ({keys}) * FROM {rows} {first})"
+        return f"(SELECT * EXCLUDE ({UNIT}, _part, _row) FROM {rows})", files, True
 
-    def _lake_rows(self, table: str, snap: Snapshot, source: str) -> str | None:
+    def _lake_rows(
+        self, table: str, snap: Snapshot, source: str, scenarios: str | None = None
+    ) -> str | None:
         """SQL of this corpus's lake rows that the staged rows could collide with: rows of
-        the sessions they name, and session-less rows (scenarios, runs) with their keys."""
+        the sessions they name, and session-less rows (scenarios, runs) with their keys;
+        with ``scenarios`` (the staged scenarios), every session-less row of a scenario read
+        again (its agents, its relationships: ``attrs.scenario_id``), so that one the
+        scenario no longer has is found gone."""
         existing = self._files(table, snap)
         if not existing:
             return None
@@ -520,6 +551,11 @@ class LakeRun:
                 f"FROM {source} WHERE session_id = '') s USING ({', '.join(own)}) "
                 "WHERE l.session_id = ''"
             )
+        if scenarios is not None and table in SCENARIO_ROWS:
+            sql += (
+                f" UNION SELECT * FROM {rows} WHERE session_id = '' AND attrs->>'scenario_id' "
+                f"IN (SELECT scenario_id FROM {scenarios})"
+            )
         return f"({sql})"
 
     def _changes(
@@ -529,9 +565,11 @@ class LakeRun:
         has as it was (edited or gone), and per table the session-less keys likewise. Rows
         are compared without the columns that only say where they were read from."""
 
+        scenarios = sources["scenarios"][0] if "scenarios" in sources else None
+
         def stale(cur, table: str) -> list[tuple]:
             source = sources[table][0]
-            lake_rows = self._lake_rows(table, base, source)
+            lake_rows = self._lake_rows(table, base, source, scenarios)
             if lake_rows is None:
                 return []
             spec = TABLES[table]
@@ -691,7 +729,26 @@ class LakeRun:
                 gone |= set(rows)
             elif rows:
                 keys.setdefault(table, []).extend((r,) for r in rows)
+                if table == "scenarios":  # and the scenario's agents and relationships
+                    self._rows_of_scenarios(con, base, rows, keys)
         return gone
+
+    def _rows_of_scenarios(self, con, base: Snapshot, ids: list[str], keys: dict) -> None:
+        """Add to ``keys`` the session-less rows of the scenarios ``ids`` (gone from their
+        source): their participants and relationship edges (``attrs.scenario_id``)."""
+        con.register("_gone_scenarios", pa.table({"s": sorted(set(ids))}))
+        for table in SCENARIO_ROWS:
+            existing = self._files(table, base)
+            if not existing:
+                continue
+            own = [k for k in TABLES[table].key if k not in ("corpus", "session_id")]
+            rows = con.sql(
+                f"SELECT DISTINCT {', '.join(own)} FROM read_parquet({string_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
+                "session_id = '' AND attrs->>'scenario_id' IN (SELECT s FROM _gone_scenarios)"
+            ).fetchall()
+            if rows:
+                keys.setdefault(table, []).extend(rows)
 
     def _delete(
         self, table: str, base: Snapshot, sessions: set[str], keys: list[tuple]
@@ -757,20 +814,8 @@ class LakeRun:
         DuckDB filters the rows and they are rewritten.
         """
         spec = TABLES[table]
-        source, files, has_losers = staged
+        source, files, has_losers = staged  # no key twice (:meth:`_source`)
         keys = ", ".join(spec.key)
-        # DISTINCT ON carries whole rows through a hash table; checking the narrow keys
-        # first is several times cheaper, and repeats within a run are rare. One 64-bit hash
-        # of the keys groups twice as fast as the key texts; only equal hashes (repeated
-        # keys, or rarely two keys that collide) need the exact check
-        repeats = (
-            con.sql(
-                f"SELECT 1 FROM {source} GROUP BY hash({keys}) HAVING count(*) > 1 LIMIT 1"
-            ).fetchall()
-            and con.sql(
-                f"SELECT 1 FROM {source} GROUP BY {keys} HAVING count(*) > 1 LIMIT 1"
-            ).fetchall()
-        )
         existing = self._files(table, base)
         # only the sessions this run touches can collide: prune the scan to them
         in_lake = (
@@ -788,10 +833,9 @@ class LakeRun:
                 f"SELECT 1 FROM {source} SEMI JOIN {in_lake} USING ({keys}) LIMIT 1"
             ).fetchall()
         )
-        if not (has_losers or repeats or collides):
+        if not (has_losers or collides):
             return self._adopt(table, files)
-        distinct = f"DISTINCT ON ({keys}) " if repeats else ""
-        query = f"SELECT {distinct}* FROM {source}"
+        query = f"SELECT * FROM {source}"
         if in_lake:
             query = f"SELECT * FROM ({query}) ANTI JOIN {in_lake} USING ({keys})"
         reader = con.sql(query).to_arrow_reader(100_000)
