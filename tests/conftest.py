@@ -362,15 +362,6 @@ class LiveServer:
         self.thread.join(10)
 
 
-def _data_cap(limit: int):
-    def cap() -> None:
-        import resource
-
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, limit))
-
-    return cap
-
-
 class ServeProcess:
     """``graphlake serve`` as a user starts it: the real command in its own process, on a free
     loopback port. ``ready()`` polls /health until it answers (the process dying, or 300 s on
@@ -379,7 +370,7 @@ class ServeProcess:
     def __init__(
         self, lake: Path, *args: str, headers: dict | None = None, backstop: int | None = None
     ):
-        """``backstop``: a data-segment cap (bytes) set on the process before it starts, for
+        """``backstop``: a data-segment cap (bytes) set on the process as it starts, for
         tests that attack its memory (never unguarded on the shared machine)."""
         import socket
 
@@ -403,8 +394,14 @@ class ServeProcess:
             env={**os.environ, **CLI_ENV},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=None if backstop is None else _data_cap(backstop),
         )
+        if backstop is not None:
+            # set from here, not by a preexec_fn: Python run between fork and exec in this
+            # process with threads can wait for ever on a lock (the Spark gateway did). The
+            # first milliseconds of the interpreter's start run uncapped: a backstop only
+            import resource
+
+            resource.prlimit(self.proc.pid, resource.RLIMIT_DATA, (backstop, backstop))
 
     def health(self) -> dict:
         """/health on a new connection (under --workers N, any worker may take it)."""

@@ -239,3 +239,19 @@ def test_the_spark_engine_reads_the_version_it_was_opened_at(tmp_path, hand_lake
     assert gl.sql(count).column("n")[0].as_py() == before + 1
     back = graphlake.connect(lake, version=first, engine="spark")
     assert back.version == first and back.sql(count).column("n")[0].as_py() == before
+
+
+def test_the_spark_gateway_is_launched_with_no_python_between_fork_and_exec():
+    """PySpark starts its JVM with a ``preexec_fn`` (ignore Ctrl-C): CPython then forks and
+    runs Python in the child, which in a process with threads can wait for ever on a lock
+    another thread held at the fork (a CI run hung an hour there, the child forked and never
+    exec'd). graphlake launches it with ``start_new_session`` instead: the JVM leads a
+    session of its own (away from the terminal's Ctrl-C, as the function meant), which a
+    preexec_fn launch would not give it."""
+    import os
+
+    from graphlake.query.spark import spark_session
+
+    jvm = spark_session().sparkContext._gateway.proc
+    assert jvm.poll() is None
+    assert os.getsid(jvm.pid) == jvm.pid != os.getsid(0)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pyarrow as pa
 
@@ -39,6 +41,32 @@ _lock = threading.Lock()
 _session = None
 
 
+@contextmanager
+def _gateway_launched_without_python_in_the_child() -> Iterator[None]:
+    """While PySpark starts its JVM, launch it with ``start_new_session`` instead of its
+    ``preexec_fn``. PySpark passes a Python function (ignore SIGINT) to run between fork and
+    exec, which makes CPython fork plainly and run Python in the child: in a process with
+    threads (LanceDB's event loop, DuckDB's, a server's), a lock another thread held at the
+    fork stays held in the child, which never reaches exec, and the session waits for ever
+    (a CI run hung there for an hour: the child forked, ``spark-submit`` never ran). A new
+    session keeps the terminal's Ctrl-C from the JVM as the function meant to, and runs no
+    Python in the child."""
+    from pyspark import java_gateway
+
+    launch = java_gateway.Popen
+
+    def popen(*args, **kwargs):
+        if kwargs.pop("preexec_fn", None) is not None:
+            kwargs["start_new_session"] = True
+        return launch(*args, **kwargs)
+
+    java_gateway.Popen = popen  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        java_gateway.Popen = launch  # type: ignore[misc]
+
+
 def spark_session(master: str | None = None):
     """One SparkSession per process (local[2] unless ``master`` or $GRAPHLAKE_SPARK_MASTER)."""
     global _session
@@ -51,19 +79,24 @@ def spark_session(master: str | None = None):
                     "the Spark engine needs PySpark: pip install 'graphlake[spark]' (and Java 17)"
                 ) from None
             master = master or os.environ.get("GRAPHLAKE_SPARK_MASTER", "local[2]")
-            _session = (
-                SparkSession.builder.master(master)
-                .appName("graphlake")
-                .config("spark.ui.enabled", "false")
-                .config("spark.ui.showConsoleProgress", "false")
-                .config("spark.sql.session.timeZone", "UTC")
-                .config("spark.sql.shuffle.partitions", "4")
-                .config("spark.sql.ansi.enabled", "false")
-                .config("spark.driver.memory", "2g")
-                .getOrCreate()
-            )
+            with _gateway_launched_without_python_in_the_child():
+                _session = _build(SparkSession, master)
             _session.sparkContext.setLogLevel("OFF")
         return _session
+
+
+def _build(SparkSession, master: str):
+    return (
+        SparkSession.builder.master(master)
+        .appName("graphlake")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.ansi.enabled", "false")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
 
 
 def _ddl(schema: pa.Schema) -> str:
