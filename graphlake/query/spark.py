@@ -60,7 +60,7 @@ def _gateway_launched_without_python_in_the_child() -> Iterator[None]:
             kwargs["start_new_session"] = True
         return launch(*args, **kwargs)
 
-    java_gateway.Popen = popen  # type: ignore[misc]
+    java_gateway.Popen = popen  # type: ignore[misc,assignment]
     try:
         yield
     finally:
