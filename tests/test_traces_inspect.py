@@ -238,19 +238,25 @@ REAL_LOG = (
 )
 
 
+def _ingest_real_log(path: Path, reader: str, tmp_path: Path, monkeypatch):
+    """``path`` ingested alone through ``reader`` (inspect's own, or the fallback with
+    inspect_ai's log module hidden), with no reject: (its json parse, a connection)."""
+    if reader == "fallback":
+        monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
+    log = json.loads(path.read_text(encoding="utf-8"))
+    stats, _ = ingest_path("inspect", path, tmp_path / "lake")
+    assert not stats.rejected
+    return log, connect(tmp_path / "lake")
+
+
 @pytest.mark.parametrize("reader", ["inspect_ai", "fallback"])
 def test_a_real_log_from_inspect_s_own_tests(reader, tmp_path, monkeypatch):
     """A log inspect itself wrote (its tests' fixture; JSON, ``version`` 2): a person typing
     the question at an ``input_solver`` prompt, a model-graded ``C``. Its messages, score
     (value_to_float: "C" is 1.0, as the log's own reduction says) and usage land, through
     inspect's reader and through the fallback alike, against the json module's parse."""
-    if reader == "fallback":
-        monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
-    log = json.loads(REAL_LOG.read_text(encoding="utf-8"))
+    log, con = _ingest_real_log(REAL_LOG, reader, tmp_path, monkeypatch)
     [sample] = log["samples"]
-    stats, _ = ingest_path("inspect", REAL_LOG, tmp_path / "lake")
-    assert not stats.rejected
-    con = connect(tmp_path / "lake")
     events = con.sql("SELECT kind, actor_type, text FROM events ORDER BY seq").to_pylist()
     roles = {"user": "human", "assistant": "ai"}
     assert [(e["actor_type"], e["text"]) for e in events] == [
@@ -278,13 +284,8 @@ def test_a_log_of_an_older_inspect_reads_alike_through_both_readers(reader, tmp_
     name) with no message times. Both now give the rows inspect's own parse implies."""
     from inspect_ai._util.hash import base57_id_hash
 
-    if reader == "fallback":
-        monkeypatch.setitem(sys.modules, "inspect_ai.log", None)
-    log = json.loads(OLD_LOG.read_text(encoding="utf-8"))
+    log, con = _ingest_real_log(OLD_LOG, reader, tmp_path, monkeypatch)
     ev, [sample] = log["eval"], log["samples"]
-    stats, _ = ingest_path("inspect", OLD_LOG, tmp_path / "lake")
-    assert not stats.rejected
-    con = connect(tmp_path / "lake")
     [session] = con.sql("SELECT session_id, goal FROM sessions").to_pylist()
     eval_id = base57_id_hash(ev["run_id"] + ev["task_id"] + ev["created"])
     assert session == {"session_id": f"{eval_id}/1/1", "goal": sample["input"]}
@@ -304,3 +305,33 @@ def test_a_log_of_an_older_inspect_reads_alike_through_both_readers(reader, tmp_
     ]
     [score] = con.sql("SELECT label, value, text FROM annotations").to_pylist()
     assert score == {"label": "exact", "value": 0.0, "text": "I"}  # value_to_float: I is 0
+
+
+TOOL_ERRORS_LOG = REAL_LOG.parent / "log_tool_call_error.json"
+
+
+@pytest.mark.parametrize("reader", ["inspect_ai", "fallback"])
+def test_tool_call_errors_of_a_log_from_inspect_s_own_tests(reader, tmp_path, monkeypatch):
+    """inspect's own fixture of tool-call errors (JSON, ``version`` 2, inspect 0.3.58): one
+    sample, epoch 4, of eleven ``tool`` messages, each with an ``error`` of another type
+    (parsing, timeout, ..., output_limit) and no assistant message that made the calls.
+    Against the json module's parse, through either reader: a message event and a
+    ``tool_result`` event per message, the result ``error`` and answering its call id, the
+    error's type and message kept whole in the message's payload."""
+    log, con = _ingest_real_log(TOOL_ERRORS_LOG, reader, tmp_path, monkeypatch)
+    [sample] = log["samples"]
+    [session] = con.sql("SELECT session_id, title FROM sessions").to_pylist()
+    assert session["title"] == f"sample {sample['id']} (epoch {sample['epoch']})"
+    results = con.sql(
+        "SELECT request_id, status, actor FROM events WHERE kind = 'tool_result' ORDER BY seq"
+    ).to_pylist()
+    assert results == [
+        {"request_id": m["tool_call_id"], "status": "error", "actor": f"tool:{m['function']}"}
+        for m in sample["messages"]
+    ]
+    payloads = con.sql("SELECT payload FROM events WHERE kind = 'message' ORDER BY seq").to_pylist()
+    assert [json.loads(p["payload"])["error"] for p in payloads] == [
+        m["error"] for m in sample["messages"]
+    ]
+    texts = con.sql("SELECT text FROM events WHERE kind = 'message' ORDER BY seq").to_pylist()
+    assert [t["text"] for t in texts] == [m["content"] for m in sample["messages"]]
