@@ -460,9 +460,10 @@ def _collides(
 ) -> bool:
     """Whether a session (or a scenario) read now has the id of one the lake holds from a
     unit that was not read (two files with one id: only a whole read decides which is
-    first), or one the lake holds from a unit read again is gone from it: a unit not read
-    may hold a copy of it that lost to this one, and would win now (only a whole read
-    finds it)."""
+    first), or one the lake holds from a unit read again is gone from it while a unit not
+    read holds a copy that lost to it (a session's losing copy is a reject that names it; a
+    scenario's leaves none, so any counts): that copy wins now, and only a whole read finds
+    it."""
     import duckdb
 
     from graphlake.schema.duckdb_views import string_list
@@ -477,23 +478,32 @@ def _collides(
         con.register("_read", pa.table({"f": read_files}))
         con.register("_sids", pa.table({"s": sids}, schema=pa.schema([("s", pa.string())])))
         staged_scen = [str(p) for p in sorted(Path(staging, "scenarios").glob("*.parquet"))]
-        for table, key, staged in (
-            ("sessions", "session_id", "SELECT s FROM _sids"),
+        # a session's losing copies are rejects that name it (record_kind 'session'); a
+        # scenario's leave no trace, so any scenario gone from a file read again counts
+        rejects = lake.files("rejects", snap)
+        dup = (
+            f" AND EXISTS (SELECT 1 FROM read_parquet({string_list(rejects)}, "
+            "union_by_name=true) r WHERE r.corpus = $c AND r.record_kind = 'session' AND "
+            "r.session_id = h.session_id AND r.source_file IN (SELECT f FROM _kept))"
+        )
+        for table, key, staged, copies in (
+            ("sessions", "session_id", "SELECT s FROM _sids", dup if rejects else None),
             (
                 "scenarios",
                 "scenario_id",
                 f"SELECT scenario_id FROM read_parquet({string_list(staged_scen)})"
                 if staged_scen
                 else "SELECT NULL::VARCHAR",
+                "",
             ),
         ):
             held = lake.files(table, snap)
-            if not held or not read_files:
+            if not held or not read_files or copies is None:
                 continue
             [(gone,)] = con.execute(
-                f"SELECT count(*) FROM read_parquet({string_list(held)}, union_by_name=true) "
-                f"WHERE corpus = $c AND source_file IN (SELECT f FROM _read) AND {key} "
-                f"NOT IN ({staged})",
+                f"SELECT count(*) FROM read_parquet({string_list(held)}, union_by_name=true) h "
+                f"WHERE h.corpus = $c AND h.source_file IN (SELECT f FROM _read) AND h.{key} "
+                f"NOT IN ({staged}){copies}",
                 {"c": corpus},
             ).fetchall()
             if gone:

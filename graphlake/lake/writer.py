@@ -57,6 +57,10 @@ NOT_FROM_SOURCES = frozenset({"frames"})
 #: Columns that say where a row was read from, not what it says: a corpus ingested again from
 #: another folder is not a changed source (and a default run's id hashes the path)
 WHERE_FROM = frozenset({"source_file", "uri", "source", "run_id"})
+#: session tables with such columns: a replaced session's rows there are always replaced
+SAYS_WHERE_FROM = frozenset(
+    t for t, spec in TABLES.items() if WHERE_FROM & set(spec.columns) and "session_id" in spec.key
+)
 #: What makes two rejects the same (their ids hash the file's path)
 SAME_REJECT = ("corpus", "session_id", "target_table", "record_kind", "record_ref", "reason")
 _STAGED = {
@@ -365,8 +369,8 @@ class LakeRun:
                         for t in TABLES
                         if (self.staging / t).is_dir()
                     }
-                    replaced, keys_gone = (
-                        self._changes(con, base, sources) if self.replace else (set(), {})
+                    replaced, keys_gone, stale_in = (
+                        self._changes(con, base, sources) if self.replace else (set(), {}, {})
                     )
                     stats.replaced_sessions = len(replaced)
                     pruned = (
@@ -382,8 +386,17 @@ class LakeRun:
                     stats.pruned_sessions = len(pruned)
                     # frames come from the frames index, not from sources: a replaced
                     # session keeps them; a pruned one (its source is gone) does not
+                    # a replaced session's rows go from the tables where they changed
+                    # only: rows it still holds as they were stay (no delete and no append:
+                    # a one-letter edit commits the tables it touched, not every table);
+                    # rows that say where they were read from (the session's own, its
+                    # documents, media) are replaced with any change, as they may name
+                    # another file now without another value
                     gone_of = {
-                        t: pruned if t in NOT_FROM_SOURCES else replaced | pruned for t in TABLES
+                        t: pruned
+                        if t in NOT_FROM_SOURCES
+                        else (replaced if t in SAYS_WHERE_FROM else stale_in.get(t, set())) | pruned
+                        for t in TABLES
                     }
                     touched = [t for t in TABLES if gone_of[t] or keys_gone.get(t)]
                     for table, (removed, version) in zip(
@@ -525,7 +538,12 @@ class LakeRun:
         return f"(SELECT * EXCLUDE ({UNIT}, _part, _row) FROM {rows})", files, True
 
     def _lake_rows(
-        self, table: str, snap: Snapshot, source: str, scenarios: str | None = None
+        self,
+        table: str,
+        snap: Snapshot,
+        source: str,
+        scenarios: str | None = None,
+        sessions: str | None = None,
     ) -> str | None:
         """SQL of this corpus's lake rows that the staged rows could collide with: rows of
         the sessions they name, and session-less rows (scenarios, runs) with their keys;
@@ -541,9 +559,14 @@ class LakeRun:
             f"(SELECT {', '.join(spec.columns)} FROM read_parquet({string_list(existing)}, "
             f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)})"
         )
+        read = (
+            f" UNION SELECT session_id FROM {sessions}"
+            if sessions is not None and table != "sessions"
+            else ""
+        )
         sql = (
             f"SELECT * FROM {rows} WHERE session_id <> '' AND session_id IN "
-            f"(SELECT DISTINCT session_id FROM {source})"
+            f"(SELECT DISTINCT session_id FROM {source}{read})"
         )
         if own:
             sql += (
@@ -560,16 +583,17 @@ class LakeRun:
 
     def _changes(
         self, con, base: Snapshot, sources: dict
-    ) -> tuple[set[str], dict[str, list[tuple]]]:
+    ) -> tuple[set[str], dict[str, list[tuple]], dict[str, set[str]]]:
         """What re-ingesting changed: the sessions with a lake row that the run no longer
         has as it was (edited or gone), and per table the session-less keys likewise. Rows
         are compared without the columns that only say where they were read from."""
 
         scenarios = sources["scenarios"][0] if "scenarios" in sources else None
+        read_now = sources["sessions"][0] if "sessions" in sources else None
 
         def stale(cur, table: str) -> list[tuple]:
             source = sources[table][0]
-            lake_rows = self._lake_rows(table, base, source, scenarios)
+            lake_rows = self._lake_rows(table, base, source, scenarios, read_now)
             if lake_rows is None:
                 return []
             spec = TABLES[table]
@@ -588,14 +612,46 @@ class LakeRun:
         # its row belongs to anyway
         tables = [t for t in sources if t != "rejects"]
         sessions: set[str] = set()
+        by_table: dict[str, set[str]] = {}
         keys: dict[str, list[tuple]] = {}
         for table, rows in zip(tables, self._each_table(con, stale, tables), strict=True):
-            sessions |= {r[0] for r in rows if r[0]}  # (not '' nor NULL)
+            mine = {r[0] for r in rows if r[0]}  # (not '' nor NULL)
+            sessions |= mine
+            if mine:
+                by_table[table] = mine
             gone = [r[1:] for r in rows if r[0] == ""]
             if gone and len(gone[0]):
                 keys[table] = gone
+        # a table the run staged nothing for can still hold rows of a session it read (all of
+        # a session's annotations taken out of its file)
+        read = sources["sessions"][0] if "sessions" in sources else None
+        for table, rows in self._unstaged_rows(con, base, sources, read).items():
+            sessions |= rows
+            by_table.setdefault(table, set()).update(rows)
         keys.update(self._stale_rejects(con, base, sources))
-        return sessions, keys
+        return sessions, keys, by_table
+
+    def _unstaged_rows(self, con, base: Snapshot, sources: dict, read: str | None) -> dict:
+        """Per table the run staged no rows for: the sessions read now (``read``: the staged
+        sessions) that it holds rows of. (Tables with staged rows find theirs in
+        :meth:`_changes`, which reads the sessions their rows name and those read now.)"""
+        if read is None:
+            return {}
+        out: dict[str, set[str]] = {}
+        for table in TABLES:
+            if table in sources or table in NOT_FROM_SOURCES or table == "rejects":
+                continue
+            existing = self._files(table, base)
+            if not existing or "session_id" not in TABLES[table].columns:
+                continue
+            rows = con.sql(
+                f"SELECT DISTINCT session_id FROM read_parquet({string_list(existing)}, "
+                f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
+                f"session_id <> '' AND session_id IN (SELECT session_id FROM {read})"
+            ).fetchall()
+            if rows:
+                out[table] = {r[0] for r in rows}
+        return out
 
     def _used_runs(self, staged: tuple[str, list, bool], snap: Snapshot) -> tuple[str, list, bool]:
         """The runs the source names, and the default run only when some session of the
@@ -643,9 +699,19 @@ class LakeRun:
             f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND "
             f"({' OR '.join(which)}))"
         )
+        # a reject staged again spares the lake's: from the same file, or from a file the
+        # lake holds no such reject of (a moved folder). A copy's reject, whose file has its
+        # own, does not spare the original's once the original is gone
+        held = (
+            f"(SELECT * FROM read_parquet({string_list(existing)}, union_by_name=true) "
+            f"WHERE corpus = {string_literal(self.corpus)})"
+        )
+        same = " AND ".join(f"s.{c} = l.{c}" for c in SAME_REJECT)
+        same_held = " AND ".join(f"h.{c} = s.{c}" for c in SAME_REJECT)
         again = (
-            f" ANTI JOIN (SELECT {', '.join(SAME_REJECT)} FROM {sources['rejects'][0]}) "
-            f"s USING ({', '.join(SAME_REJECT)})"
+            f" WHERE NOT EXISTS (SELECT 1 FROM {sources['rejects'][0]} s WHERE {same} AND "
+            f"(s.source_file = l.source_file OR NOT EXISTS (SELECT 1 FROM {held} h WHERE "
+            f"h.source_file = s.source_file AND {same_held})))"
             if "rejects" in sources
             else ""
         )
@@ -656,16 +722,23 @@ class LakeRun:
         self, staged: tuple[str, list, bool], snap: Snapshot
     ) -> tuple[str, list, bool]:
         """Only rejects the lake does not hold yet, by what they say: the same bad record
-        read again from a moved folder is not a new reject."""
+        read again from a moved folder is not a new reject. One the lake holds from another
+        file that is still there is (a copy of a file: a fresh ingest rejects each)."""
         existing = self._files("rejects", snap)
         if not existing:
             return staged
         source, files, _losers = staged
         cols = ", ".join(SAME_REJECT)
+        same = " AND ".join(f"s.{c} = l.{c}" for c in SAME_REJECT)
+        if self.found_files is not None:
+            found = string_list(sorted(self.found_files))
+            same += (
+                f" AND (l.source_file = s.source_file OR NOT list_contains({found}, l.source_file))"
+            )
         fresh = (
-            f"(SELECT * FROM {source} ANTI JOIN (SELECT {cols} FROM read_parquet("
+            f"(SELECT s.* FROM {source} s ANTI JOIN (SELECT {cols}, source_file FROM read_parquet("
             f"{string_list(existing)}, union_by_name=true) WHERE corpus = "
-            f"{string_literal(self.corpus)}) l USING ({cols}))"
+            f"{string_literal(self.corpus)}) l ON {same})"
         )
         return fresh, files, True  # filtered: its files cannot be adopted as they are
 
@@ -731,6 +804,30 @@ class LakeRun:
                 keys.setdefault(table, []).extend((r,) for r in rows)
                 if table == "scenarios":  # and the scenario's agents and relationships
                     self._rows_of_scenarios(con, base, rows, keys)
+        # a map's landmarks (session-less, keyed by map and landmark): likewise, from a file
+        # gone or read again without them
+        existing = self._files("landmarks", base)
+        if existing:
+            staged = found.get("landmarks")
+            same = (
+                f"EXISTS (SELECT 1 FROM {staged} s WHERE s.map_id = l.map_id AND "
+                "s.landmark_id = l.landmark_id)"
+                if staged
+                else "false"
+            )
+            moved = (
+                " OR l.source_file NOT IN (SELECT f FROM _found_files)"
+                if files is None and self.found_files is not None and staged
+                else ""
+            )
+            rows = con.sql(
+                f"SELECT DISTINCT l.map_id, l.landmark_id FROM read_parquet("
+                f"{string_list(existing)}, union_by_name=true) l WHERE l.corpus = "
+                f"{string_literal(self.corpus)} AND l.session_id = '' AND "
+                f"{under('l.source_file')} AND (NOT {same}{moved})"
+            ).fetchall()
+            if rows:
+                keys.setdefault("landmarks", []).extend(rows)
         return gone
 
     def _rows_of_scenarios(self, con, base: Snapshot, ids: list[str], keys: dict) -> None:
