@@ -7,7 +7,7 @@ import gc
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from pathlib import Path
@@ -456,7 +456,7 @@ def _collides(
     kept: list[SourceUnit],
     staging: Path,
     files_of=_files_of,
-    read: list[SourceUnit] = (),  # type: ignore[assignment]
+    read: Sequence[SourceUnit] = (),
 ) -> bool:
     """Whether a session (or a scenario) read now has the id of one the lake holds from a
     unit that was not read (two files with one id: only a whole read decides which is

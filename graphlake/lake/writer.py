@@ -413,7 +413,7 @@ class LakeRun:
                             versions[table] = version
                     after = replace(base, table_versions=dict(versions))
                     if "rejects" in sources:
-                        sources["rejects"] = self._new_rejects(sources["rejects"], after)
+                        sources["rejects"] = self._new_rejects(con, sources["rejects"], after)
                     # each table's checks and Delta commit are independent and release the
                     # GIL (DuckDB, delta-rs): run side by side; runs after sessions, which
                     # decide whether the default run is used
@@ -624,8 +624,7 @@ class LakeRun:
                 keys[table] = gone
         # a table the run staged nothing for can still hold rows of a session it read (all of
         # a session's annotations taken out of its file)
-        read = sources["sessions"][0] if "sessions" in sources else None
-        for table, rows in self._unstaged_rows(con, base, sources, read).items():
+        for table, rows in self._unstaged_rows(con, base, sources, read_now).items():
             sessions |= rows
             by_table.setdefault(table, set()).update(rows)
         keys.update(self._stale_rejects(con, base, sources))
@@ -719,7 +718,7 @@ class LakeRun:
         return {"rejects": gone} if gone else {}
 
     def _new_rejects(
-        self, staged: tuple[str, list, bool], snap: Snapshot
+        self, con, staged: tuple[str, list, bool], snap: Snapshot
     ) -> tuple[str, list, bool]:
         """Only rejects the lake does not hold yet, by what they say: the same bad record
         read again from a moved folder is not a new reject. One the lake holds from another
@@ -729,24 +728,36 @@ class LakeRun:
             return staged
         source, files, _losers = staged
         cols = ", ".join(SAME_REJECT)
+        held = (
+            f"(SELECT {cols}, source_file FROM read_parquet({string_list(existing)}, "
+            f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)})"
+        )
         same = " AND ".join(f"s.{c} = l.{c}" for c in SAME_REJECT)
         if self.found_files is not None:
-            found = string_list(sorted(self.found_files))
-            same += (
-                f" AND (l.source_file = s.source_file OR NOT list_contains({found}, l.source_file))"
+            # the files of the lake's rejects that this run still finds (a few, where the
+            # run's files can be thousands): a reject of one of them spares only its own
+            con.register("_found_now", pa.table({"f": sorted(self.found_files)}))
+            still = sorted(
+                r[0]
+                for r in con.sql(
+                    f"SELECT DISTINCT source_file FROM {held} SEMI JOIN _found_now "
+                    "ON source_file = f"
+                ).fetchall()
             )
-        fresh = (
-            f"(SELECT s.* FROM {source} s ANTI JOIN (SELECT {cols}, source_file FROM read_parquet("
-            f"{string_list(existing)}, union_by_name=true) WHERE corpus = "
-            f"{string_literal(self.corpus)}) l ON {same})"
-        )
+            con.unregister("_found_now")
+            if still:
+                same += (
+                    " AND (l.source_file = s.source_file OR NOT list_contains("
+                    f"{string_list(still)}, l.source_file))"
+                )
+        fresh = f"(SELECT s.* FROM {source} s ANTI JOIN {held} l ON {same})"
         return fresh, files, True  # filtered: its files cannot be adopted as they are
 
     def _pruned(
         self, con, base: Snapshot, sources: dict, keys: dict, files: set[str] | None = None
     ) -> set[str]:
-        """Sessions (and, into ``keys``, scenarios and runs) read earlier from files under
-        the ingested path that this run did not find: their sources are gone. With
+        """Sessions (and, into ``keys``, scenarios, landmarks and runs) read earlier from files
+        under the ingested path that this run did not find: their sources are gone. With
         ``files`` (the files this run read), those read earlier from one of them that the
         run no longer has: the file was read again and no longer holds them (taken out, or
         now rejected whole), as a fresh ingest of it would not."""
@@ -766,68 +777,47 @@ class LakeRun:
             con.register("_found_files", pa.table({"f": sorted(self.found_files)}))
         found = {t: src for t, (src, _f, _l) in sources.items()}
         gone: set[str] = set()
+        # (table, the column naming where a row was read from, its key, which rows)
         tables = [
-            ("sessions", "source_file", "session_id"),
-            ("scenarios", "source_file", "scenario_id"),
+            ("sessions", "source_file", ("session_id",), ""),
+            ("scenarios", "source_file", ("scenario_id",), ""),
+            # a map's landmarks: session-less, keyed by map and landmark
+            ("landmarks", "source_file", ("map_id", "landmark_id"), " AND l.session_id = ''"),
         ]
         if files is None:  # a run's source is the ingested path, not one of its files
-            tables.append(("runs", "source", "run_id"))
-        for table, column, key in tables:
+            tables.append(("runs", "source", ("run_id",), ""))
+        for table, column, key, which in tables:
             existing = self._files(table, base)
             if not existing:
                 continue
-            cond = under(column)
-            seen = f" AND {key} NOT IN (SELECT {key} FROM {found[table]})" if table in found else ""
-            if (
-                files is None
-                and self.found_files is not None
-                and table in found
-                and table != "runs"
-            ):
-                # or read again from another file, the one it was read from gone: it is
-                # replaced, so that it names the file it now comes from
-                seen = (
-                    f" AND ({key} NOT IN (SELECT {key} FROM {found[table]}) OR "
-                    f"{column} NOT IN (SELECT f FROM _found_files))"
-                )
-            rows = [
-                r[0]
-                for r in con.sql(
-                    f"SELECT DISTINCT {key} FROM read_parquet({string_list(existing)}, "
-                    f"union_by_name=true) WHERE corpus = {string_literal(self.corpus)} AND {cond}"
-                    f"{seen}"
-                ).fetchall()
-            ]
-            if table == "sessions":
-                gone |= set(rows)
-            elif rows:
-                keys.setdefault(table, []).extend((r,) for r in rows)
-                if table == "scenarios":  # and the scenario's agents and relationships
-                    self._rows_of_scenarios(con, base, rows, keys)
-        # a map's landmarks (session-less, keyed by map and landmark): likewise, from a file
-        # gone or read again without them
-        existing = self._files("landmarks", base)
-        if existing:
-            staged = found.get("landmarks")
-            same = (
-                f"EXISTS (SELECT 1 FROM {staged} s WHERE s.map_id = l.map_id AND "
-                "s.landmark_id = l.landmark_id)"
-                if staged
+            match = " AND ".join(f"s.{k} = l.{k}" for k in key)
+            still = (
+                f"EXISTS (SELECT 1 FROM {found[table]} s WHERE {match})"
+                if table in found
                 else "false"
             )
             moved = (
-                " OR l.source_file NOT IN (SELECT f FROM _found_files)"
-                if files is None and self.found_files is not None and staged
+                # or read again from another file, the one it was read from gone: it is
+                # replaced, so that it names the file it now comes from
+                f" OR l.{column} NOT IN (SELECT f FROM _found_files)"
+                if files is None
+                and self.found_files is not None
+                and table in found
+                and table != "runs"
                 else ""
             )
             rows = con.sql(
-                f"SELECT DISTINCT l.map_id, l.landmark_id FROM read_parquet("
+                f"SELECT DISTINCT {', '.join('l.' + k for k in key)} FROM read_parquet("
                 f"{string_list(existing)}, union_by_name=true) l WHERE l.corpus = "
-                f"{string_literal(self.corpus)} AND l.session_id = '' AND "
-                f"{under('l.source_file')} AND (NOT {same}{moved})"
+                f"{string_literal(self.corpus)} AND {under('l.' + column)}{which} AND "
+                f"(NOT {still}{moved})"
             ).fetchall()
-            if rows:
-                keys.setdefault("landmarks", []).extend(rows)
+            if table == "sessions":
+                gone |= {r[0] for r in rows}
+            elif rows:
+                keys.setdefault(table, []).extend(rows)
+                if table == "scenarios":  # and the scenario's agents and relationships
+                    self._rows_of_scenarios(con, base, [r[0] for r in rows], keys)
         return gone
 
     def _rows_of_scenarios(self, con, base: Snapshot, ids: list[str], keys: dict) -> None:
